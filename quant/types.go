@@ -1,0 +1,136 @@
+// Package quant holds the GGML tensor element types and their block formats:
+// layouts, scalar (pure Go) quantizers, dequantizers and dot products. The
+// scalar code here is the reference every SIMD kernel is tested against.
+package quant
+
+import "fmt"
+
+// Type is a GGML tensor element type, numbered as in ggml.h (and in GGUF files).
+type Type uint32
+
+// GGML type ids. Only the ones minfer computes on have block layouts here;
+// the others are named so error messages can say what a file holds.
+const (
+	F32  Type = 0
+	F16  Type = 1
+	Q4_0 Type = 2
+	Q4_1 Type = 3
+	Q5_0 Type = 6
+	Q5_1 Type = 7
+	Q8_0 Type = 8
+	Q8_1 Type = 9
+	Q2_K Type = 10
+	Q3_K Type = 11
+	Q4_K Type = 12
+	Q5_K Type = 13
+	Q6_K Type = 14
+	Q8_K Type = 15
+	BF16 Type = 30
+)
+
+// QK is the block length of the 32-element formats; QKK of the K-quants.
+const (
+	QK  = 32
+	QKK = 256
+)
+
+type traits struct {
+	name      string
+	blockSize int // elements per block
+	typeSize  int // bytes per block
+}
+
+var table = map[Type]traits{
+	F32:  {"f32", 1, 4},
+	F16:  {"f16", 1, 2},
+	BF16: {"bf16", 1, 2},
+	Q4_0: {"q4_0", QK, 18},
+	Q4_1: {"q4_1", QK, 20},
+	Q5_0: {"q5_0", QK, 22},
+	Q5_1: {"q5_1", QK, 24},
+	Q8_0: {"q8_0", QK, 34},
+	Q8_1: {"q8_1", QK, 36},
+	Q2_K: {"q2_K", QKK, 84},
+	Q3_K: {"q3_K", QKK, 110},
+	Q4_K: {"q4_K", QKK, 144},
+	Q5_K: {"q5_K", QKK, 176},
+	Q6_K: {"q6_K", QKK, 210},
+	Q8_K: {"q8_K", QKK, 292},
+}
+
+// Known reports whether t has a block layout minfer understands.
+func (t Type) Known() bool { _, ok := table[t]; return ok }
+
+// String is ggml's type name ("q4_K", "f16", ...) or "type(N)" when unknown.
+func (t Type) String() string {
+	if tr, ok := table[t]; ok {
+		return tr.name
+	}
+	return fmt.Sprintf("type(%d)", uint32(t))
+}
+
+// BlockSize is the number of elements per block (1 for float types); 0 if unknown.
+func (t Type) BlockSize() int { return table[t].blockSize }
+
+// TypeSize is the number of bytes per block; 0 if unknown.
+func (t Type) TypeSize() int { return table[t].typeSize }
+
+// RowSize returns the bytes of a row of n elements, or an error when n is not
+// a multiple of the block size or the type is unknown.
+func (t Type) RowSize(n int) (int, error) {
+	tr, ok := table[t]
+	if !ok {
+		return 0, fmt.Errorf("unknown ggml type %d", uint32(t))
+	}
+	if n < 0 || n%tr.blockSize != 0 {
+		return 0, fmt.Errorf("%s: row of %d elements is not a multiple of the block size %d", tr.name, n, tr.blockSize)
+	}
+	return n / tr.blockSize * tr.typeSize, nil
+}
+
+// ParseType maps a ggml type name (case-insensitive: "q4_k", "Q4_K", "f16") to a Type.
+func ParseType(s string) (Type, bool) {
+	for t, tr := range table {
+		if equalFold(tr.name, s) {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// VecDotType is the type llama.cpp's CPU backend converts activations to
+// before a dot product with weights of type t (ggml's vec_dot_type).
+func (t Type) VecDotType() Type {
+	switch t {
+	case Q4_0, Q5_0, Q8_0:
+		return Q8_0
+	case Q4_1, Q5_1:
+		return Q8_1
+	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K:
+		return Q8_K
+	case F16:
+		return F16
+	case BF16:
+		return BF16
+	}
+	return F32
+}
