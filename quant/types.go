@@ -25,6 +25,7 @@ const (
 	Q5_K Type = 13
 	Q6_K Type = 14
 	Q8_K Type = 15
+	I32  Type = 26 // ggml's GGML_TYPE_I32: token ids and positions
 	BF16 Type = 30
 )
 
@@ -44,6 +45,7 @@ var table = map[Type]traits{
 	F32:  {"f32", 1, 4},
 	F16:  {"f16", 1, 2},
 	BF16: {"bf16", 1, 2},
+	I32:  {"i32", 1, 4},
 	Q4_0: {"q4_0", QK, 18},
 	Q4_1: {"q4_1", QK, 20},
 	Q5_0: {"q5_0", QK, 22},
