@@ -1,0 +1,328 @@
+package ir
+
+import (
+	"errors"
+	"fmt"
+
+	"gonum.org/v1/gonum/graph/simple"
+	"gonum.org/v1/gonum/graph/topo"
+
+	"minfer/quant"
+)
+
+// Verify checks the graph's invariants: dense IDs, every activation produced
+// exactly once and before use (so the node order is a valid schedule and the
+// graph is acyclic), and each op's operand kinds, element types and shapes.
+// It returns all problems found, joined.
+func Verify(g *Graph) error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for i, v := range g.Values {
+		if v.ID != i {
+			bad("value %q has id %d at index %d", v.Name, v.ID, i)
+		}
+	}
+	if g.Tokens == nil || g.Positions == nil || g.OutIDs == nil || g.Logits == nil {
+		bad("graph lacks one of its inputs (tokens, positions, out_ids) or its logits output")
+	}
+	produced := make(map[*Value]*Node)
+	known := make(map[*Value]bool, len(g.Values))
+	for _, v := range g.Values {
+		known[v] = true
+	}
+	for i, n := range g.Nodes {
+		if n.ID != i {
+			bad("node %s has id %d at index %d", n.Op, n.ID, i)
+		}
+		for _, in := range n.Inputs {
+			if !known[in] {
+				bad("node #%d %s reads a value not in the graph (%s)", i, n.Op, in)
+				continue
+			}
+			if (in.Kind == Activation || in.StateOf != nil) && produced[in] == nil {
+				bad("node #%d %s reads %s before it is produced", i, n.Op, in)
+			}
+		}
+		if len(n.Outputs) != 1 {
+			bad("node #%d %s has %d outputs, want 1", i, n.Op, len(n.Outputs))
+			continue
+		}
+		out := n.Outputs[0]
+		if produced[out] != nil {
+			bad("value %s produced twice (nodes #%d and #%d)", out, produced[out].ID, i)
+		}
+		if out.Producer != n {
+			bad("value %s does not name node #%d as its producer", out, i)
+		}
+		produced[out] = n
+		if err := checkNode(n); err != nil {
+			bad("node #%d %s %q: %v", i, n.Op, n.Name, err)
+		}
+		inputs := make(map[*Value]bool, len(n.Inputs))
+		for _, in := range n.Inputs {
+			inputs[in] = true
+		}
+		for _, e := range n.Epilogues {
+			if e.Arg != nil && !inputs[e.Arg] {
+				bad("node #%d %s: epilogue %s operand %s is not among its inputs", i, n.Op, e.Op, e.Arg)
+			}
+		}
+	}
+	if g.Logits != nil && produced[g.Logits] == nil {
+		bad("logits %s are never produced", g.Logits)
+	}
+	if _, err := TopoOrder(g); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func checkNode(n *Node) error {
+	in := n.Inputs
+	out := n.Outputs[0]
+	need := func(k int) error {
+		if len(in) < k {
+			return fmt.Errorf("has %d inputs, needs %d", len(in), k)
+		}
+		return nil
+	}
+	f32 := func(vs ...*Value) error {
+		for _, v := range vs {
+			if v.DType != quant.F32 {
+				return fmt.Errorf("operand %s must be f32", v)
+			}
+			if len(v.Shape) != 2 {
+				return fmt.Errorf("operand %s must be rank 2", v)
+			}
+		}
+		return nil
+	}
+	i32vec := func(v *Value, n Dim) error {
+		if v.DType != quant.I32 || len(v.Shape) != 1 || (n != 0 && v.Shape[0] != n) {
+			return fmt.Errorf("operand %s must be i32 [%s]", v, n)
+		}
+		return nil
+	}
+	sameAs := func(s Shape) error {
+		if !out.Shape.Equal(s) {
+			return fmt.Errorf("output shape %s, want %s", out.Shape, s)
+		}
+		return nil
+	}
+	broadcast := func(x, w *Value) error {
+		if w.Shape.Equal(x.Shape) {
+			return nil
+		}
+		if len(w.Shape) == 1 && w.Shape[0] > 0 && x.Shape.Cols()%int(w.Shape[0]) == 0 {
+			return nil
+		}
+		return fmt.Errorf("operand %s does not broadcast over %s", w, x)
+	}
+	var err error
+	switch n.Op {
+	case OpGetRows:
+		if err = need(2); err != nil {
+			return err
+		}
+		if len(in[0].Shape) != 2 {
+			return fmt.Errorf("table %s must be rank 2", in[0])
+		}
+		if err = i32vec(in[1], 0); err != nil {
+			return err
+		}
+		return sameAs(Shape{in[1].Shape[0], in[0].Shape[1]})
+	case OpRMSNorm, OpSoftmax, OpSiLU:
+		if err = need(1); err != nil {
+			return err
+		}
+		if err = f32(in[0]); err != nil {
+			return err
+		}
+		if n.Op == OpRMSNorm {
+			if err = checkNorm(n, in[0]); err != nil {
+				return err
+			}
+		}
+		return sameAs(in[0].Shape)
+	case OpMul, OpAdd, OpRMSNormMul:
+		if err = need(2); err != nil {
+			return err
+		}
+		if err = f32(in[0]); err != nil {
+			return err
+		}
+		if in[1].DType != quant.F32 {
+			return fmt.Errorf("operand %s must be f32", in[1])
+		}
+		if err = broadcast(in[0], in[1]); err != nil {
+			return err
+		}
+		if n.Op == OpRMSNormMul {
+			if err = checkNorm(n, in[0]); err != nil {
+				return err
+			}
+		}
+		return sameAs(in[0].Shape)
+	case OpSwiGLU:
+		if err = need(2); err != nil {
+			return err
+		}
+		if err = f32(in[0], in[1]); err != nil {
+			return err
+		}
+		if !in[0].Shape.Equal(in[1].Shape) {
+			return fmt.Errorf("gate %s and up %s differ in shape", in[0], in[1])
+		}
+		return sameAs(in[0].Shape)
+	case OpMatMul:
+		if err = need(2); err != nil {
+			return err
+		}
+		x, w := in[0], in[1]
+		if err = f32(x); err != nil {
+			return err
+		}
+		if len(w.Shape) != 2 || w.Shape[1] != x.Shape[1] {
+			return fmt.Errorf("weight %s does not match input %s", w, x)
+		}
+		if bs := w.DType.BlockSize(); bs == 0 || int(w.Shape[1])%bs != 0 {
+			return fmt.Errorf("weight %s: row length not a multiple of its block size", w)
+		}
+		if err = sameAs(Shape{x.Shape[0], w.Shape[0]}); err != nil {
+			return err
+		}
+		return checkEpilogues(n)
+	case OpRope:
+		if err = need(2); err != nil {
+			return err
+		}
+		if err = f32(in[0]); err != nil {
+			return err
+		}
+		if err = i32vec(in[1], in[0].Shape[0]); err != nil {
+			return err
+		}
+		if err = checkRope(n.Attrs, in[0]); err != nil {
+			return err
+		}
+		return sameAs(in[0].Shape)
+	case OpKVWrite:
+		if err = need(3); err != nil {
+			return err
+		}
+		x, pos, cache := in[0], in[1], in[2]
+		if err = f32(x); err != nil {
+			return err
+		}
+		if err = i32vec(pos, x.Shape[0]); err != nil {
+			return err
+		}
+		if cache.Kind != State || len(cache.Shape) != 2 || cache.Shape[1] != x.Shape[1] {
+			return fmt.Errorf("cache %s must be state of width %s", cache, x.Shape[1])
+		}
+		if out.StateOf != cache || out.Kind != State || !out.Shape.Equal(cache.Shape) {
+			return fmt.Errorf("output %s must be a new version of %s", out, cache)
+		}
+		return nil
+	case OpAttention:
+		if err = need(4); err != nil {
+			return err
+		}
+		q, k, v, pos := in[0], in[1], in[2], in[3]
+		if err = f32(q); err != nil {
+			return err
+		}
+		a := n.Attrs
+		if a.HeadDim <= 0 || a.NHead <= 0 || a.NHeadKV <= 0 || a.NHead%a.NHeadKV != 0 {
+			return fmt.Errorf("bad heads: %d query, %d kv, head_dim %d", a.NHead, a.NHeadKV, a.HeadDim)
+		}
+		if q.Shape.Cols() != a.NHead*a.HeadDim {
+			return fmt.Errorf("q %s is not %d heads of %d", q, a.NHead, a.HeadDim)
+		}
+		for _, c := range []*Value{k, v} {
+			if c.StateOf == nil || c.Shape.Cols() != a.NHeadKV*a.HeadDim {
+				return fmt.Errorf("cache %s must be a KVWrite output %d heads of %d wide", c, a.NHeadKV, a.HeadDim)
+			}
+		}
+		if err = i32vec(pos, q.Shape[0]); err != nil {
+			return err
+		}
+		return sameAs(q.Shape)
+	}
+	return fmt.Errorf("unknown op")
+}
+
+func checkNorm(n *Node, x *Value) error {
+	if n.Attrs.Eps <= 0 {
+		return fmt.Errorf("eps %g must be positive", n.Attrs.Eps)
+	}
+	if gs := n.Attrs.GroupSize; gs < 0 || (gs > 0 && x.Shape.Cols()%gs != 0) {
+		return fmt.Errorf("group size %d does not divide row width %d", gs, x.Shape.Cols())
+	}
+	return nil
+}
+
+func checkRope(a Attrs, x *Value) error {
+	if a.HeadDim <= 0 || x.Shape.Cols()%a.HeadDim != 0 {
+		return fmt.Errorf("head_dim %d does not divide width %d", a.HeadDim, x.Shape.Cols())
+	}
+	if a.RopeDims <= 0 || a.RopeDims > a.HeadDim || a.RopeDims%2 != 0 {
+		return fmt.Errorf("rope dims %d invalid for head_dim %d", a.RopeDims, a.HeadDim)
+	}
+	if a.RopeBase <= 0 {
+		return fmt.Errorf("rope base %g must be positive", a.RopeBase)
+	}
+	return nil
+}
+
+func checkEpilogues(n *Node) error {
+	out := n.Outputs[0]
+	for _, e := range n.Epilogues {
+		switch e.Op {
+		case OpAdd:
+			if e.Arg == nil || e.Arg.DType != quant.F32 {
+				return fmt.Errorf("add epilogue needs an f32 operand")
+			}
+			if !e.Arg.Shape.Equal(out.Shape) && !(len(e.Arg.Shape) == 1 && e.Arg.Shape[0] == out.Shape[1]) {
+				return fmt.Errorf("add epilogue operand %s does not match %s", e.Arg, out)
+			}
+		case OpRope:
+			if err := checkRope(e.Attrs, out); err != nil {
+				return fmt.Errorf("rope epilogue: %v", err)
+			}
+		default:
+			return fmt.Errorf("unsupported epilogue %s", e.Op)
+		}
+	}
+	return nil
+}
+
+// TopoOrder returns the nodes in a dataflow order that is stable across runs
+// (gonum's topo.SortStabilized, ties broken by node ID), or an error naming
+// the nodes of a cycle.
+func TopoOrder(g *Graph) ([]*Node, error) {
+	dg := simple.NewDirectedGraph()
+	for _, n := range g.Nodes {
+		dg.AddNode(simple.Node(n.ID))
+	}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if p := in.Producer; p != nil && p != n && dg.Node(int64(p.ID)) != nil {
+				if !dg.HasEdgeFromTo(int64(p.ID), int64(n.ID)) {
+					dg.SetEdge(simple.Edge{F: simple.Node(p.ID), T: simple.Node(n.ID)})
+				}
+			} else if p == n {
+				return nil, fmt.Errorf("node #%d %s reads its own output", n.ID, n.Op)
+			}
+		}
+	}
+	sorted, err := topo.SortStabilized(dg, nil)
+	if err != nil {
+		return nil, fmt.Errorf("graph has a cycle: %v", err)
+	}
+	order := make([]*Node, len(sorted))
+	for i, gn := range sorted {
+		order[i] = g.Nodes[gn.ID()]
+	}
+	return order, nil
+}
