@@ -1,0 +1,394 @@
+// Package reference is minfer's scalar reference executor: it runs an IR
+// graph op by op, single-threaded, in plain Go on float32, with the
+// arithmetic llama.cpp's CPU backend uses (activations converted to the
+// weight type's vec-dot type before each mat-mul, sums in the same
+// precisions). It is the oracle every compiled, fused, parallel or SIMD path
+// is checked against, and it stays simple on purpose.
+package reference
+
+import (
+	"fmt"
+	"math"
+
+	"minfer/ir"
+	"minfer/quant"
+)
+
+// WeightSource supplies the raw bytes of a model tensor by its source name.
+type WeightSource interface {
+	WeightBytes(name string) ([]byte, error)
+}
+
+// Model is a graph bound to its weights and its KV-cache state.
+type Model struct {
+	g       *ir.Graph
+	weights map[*ir.Value][]byte
+	state   map[*ir.Value][]float32
+	// filled is the number of cache positions written (for error messages
+	// and to check that attention never reads an unwritten row).
+	filled int
+}
+
+// New binds a graph to its weights, checking each weight's byte size, and
+// allocates the KV cache for the graph's context size.
+func New(g *ir.Graph, src WeightSource) (*Model, error) {
+	m := &Model{g: g, weights: make(map[*ir.Value][]byte), state: make(map[*ir.Value][]float32)}
+	for _, v := range g.Values {
+		switch v.Kind {
+		case ir.Weight:
+			b, err := src.WeightBytes(v.Source)
+			if err != nil {
+				return nil, err
+			}
+			want, err := byteSize(v)
+			if err != nil {
+				return nil, fmt.Errorf("weight %q: %v", v.Source, err)
+			}
+			if len(b) != want {
+				return nil, fmt.Errorf("weight %q: %d bytes, want %d for %s%s", v.Source, len(b), want, v.DType, v.Shape)
+			}
+			m.weights[v] = b
+		case ir.State:
+			if v.StateOf == nil {
+				m.state[v] = make([]float32, int(v.Shape[0])*int(v.Shape[1]))
+			}
+		}
+	}
+	return m, nil
+}
+
+func byteSize(v *ir.Value) (int, error) {
+	rows, cols := 1, int(v.Shape[len(v.Shape)-1])
+	if len(v.Shape) == 2 {
+		rows = int(v.Shape[0])
+	}
+	rs, err := v.DType.RowSize(cols)
+	return rows * rs, err
+}
+
+// Reset forgets the KV cache contents (a new sequence).
+func (m *Model) Reset() {
+	for _, s := range m.state {
+		clear(s)
+	}
+	m.filled = 0
+}
+
+// Eval runs the graph on a batch of tokens at the given positions and returns
+// the logits of the rows outIDs (indices into the batch), row-major
+// [len(outIDs)][n_vocab]. Positions must continue the sequence already in the
+// cache: positions[0] equals the number of positions evaluated so far.
+func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
+	p := m.g.Params
+	T := len(tokens)
+	if T == 0 {
+		return nil, fmt.Errorf("empty batch")
+	}
+	if len(positions) != T {
+		return nil, fmt.Errorf("%d positions for %d tokens", len(positions), T)
+	}
+	for i, t := range tokens {
+		if t < 0 || int(t) >= p.NVocab {
+			return nil, fmt.Errorf("token %d at index %d is outside the vocabulary (0..%d)", t, i, p.NVocab-1)
+		}
+	}
+	for i, pos := range positions {
+		if int(pos) != m.filled+i {
+			return nil, fmt.Errorf("position %d at index %d: the cache holds %d positions, so the batch must start there and be consecutive", pos, i, m.filled)
+		}
+		if int(pos) >= p.NCtx {
+			return nil, fmt.Errorf("position %d exceeds the context size %d", pos, p.NCtx)
+		}
+	}
+	for i, r := range outIDs {
+		if r < 0 || int(r) >= T {
+			return nil, fmt.Errorf("output row %d at index %d is outside the batch of %d", r, i, T)
+		}
+	}
+	env := &env{m: m, T: T, R: len(outIDs), f: make(map[*ir.Value][]float32), i: make(map[*ir.Value][]int32)}
+	env.i[m.g.Tokens] = tokens
+	env.i[m.g.Positions] = positions
+	env.i[m.g.OutIDs] = outIDs
+	for _, n := range m.g.Nodes {
+		if err := env.run(n); err != nil {
+			return nil, fmt.Errorf("node #%d %s %q: %v", n.ID, n.Op, n.Name, err)
+		}
+	}
+	m.filled += T
+	return env.f[m.g.Logits], nil
+}
+
+type env struct {
+	m    *Model
+	T, R int
+	f    map[*ir.Value][]float32
+	i    map[*ir.Value][]int32
+}
+
+func (e *env) dim(d ir.Dim) int {
+	switch d {
+	case ir.DimT:
+		return e.T
+	case ir.DimR:
+		return e.R
+	}
+	return int(d)
+}
+
+// floats returns the f32 contents of a value: an activation, persistent
+// state, or an f32 weight (norm weights and biases).
+func (e *env) floats(v *ir.Value) []float32 {
+	switch {
+	case v.Kind == ir.Weight:
+		return bytesToF32(e.m.weights[v])
+	case v.StateOf != nil:
+		return e.m.state[v.StateOf]
+	case v.Kind == ir.State:
+		return e.m.state[v]
+	}
+	return e.f[v]
+}
+
+func bytesToF32(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	quant.DequantFor(quant.F32)(b, out)
+	return out
+}
+
+func (e *env) run(n *ir.Node) error {
+	in := n.Inputs
+	a := n.Attrs
+	out := n.Outputs[0]
+	var y []float32
+	switch n.Op {
+	case ir.OpGetRows:
+		ids := e.i[in[1]]
+		cols := int(in[0].Shape[1])
+		y = make([]float32, len(ids)*cols)
+		if in[0].Kind == ir.Weight {
+			rs, _ := in[0].DType.RowSize(cols)
+			deq := quant.DequantFor(in[0].DType)
+			w := e.m.weights[in[0]]
+			for r, id := range ids {
+				deq(w[int(id)*rs:(int(id)+1)*rs], y[r*cols:(r+1)*cols])
+			}
+		} else {
+			x := e.floats(in[0])
+			for r, id := range ids {
+				copy(y[r*cols:(r+1)*cols], x[int(id)*cols:(int(id)+1)*cols])
+			}
+		}
+	case ir.OpRMSNorm:
+		y = rmsNorm(e.floats(in[0]), groupSize(a, in[0]), a.Eps)
+	case ir.OpRMSNormMul:
+		y = mul(rmsNorm(e.floats(in[0]), groupSize(a, in[0]), a.Eps), e.floats(in[1]))
+	case ir.OpMul:
+		y = mul(e.floats(in[0]), e.floats(in[1]))
+	case ir.OpAdd:
+		y = add(e.floats(in[0]), e.floats(in[1]))
+	case ir.OpMatMul:
+		y = e.matMul(e.floats(in[0]), in[1])
+	case ir.OpRope:
+		y = rope(e.floats(in[0]), e.i[in[1]], a)
+	case ir.OpKVWrite:
+		x, pos := e.floats(in[0]), e.i[in[1]]
+		cache := e.m.state[in[2]]
+		w := int(in[2].Shape[1])
+		for t, p := range pos {
+			copy(cache[int(p)*w:(int(p)+1)*w], x[t*w:(t+1)*w])
+		}
+		return nil
+	case ir.OpAttention:
+		y = attention(e.floats(in[0]), e.floats(in[1]), e.floats(in[2]), e.i[in[3]], a)
+	case ir.OpSoftmax:
+		x := e.floats(in[0])
+		cols := in[0].Shape.Cols()
+		y = make([]float32, len(x))
+		for r := 0; r < len(x)/cols; r++ {
+			softmax(x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols], a.Scale)
+		}
+	case ir.OpSiLU:
+		x := e.floats(in[0])
+		y = make([]float32, len(x))
+		for i, v := range x {
+			y[i] = silu(v)
+		}
+	case ir.OpSwiGLU:
+		g, u := e.floats(in[0]), e.floats(in[1])
+		y = make([]float32, len(g))
+		for i := range g {
+			y[i] = silu(g[i]) * u[i]
+		}
+	default:
+		return fmt.Errorf("the reference executor has no %s", n.Op)
+	}
+	if want := e.dim(out.Shape[0]) * out.Shape.Cols(); len(y) != want {
+		return fmt.Errorf("produced %d values, want %d for %s", len(y), want, out.Shape)
+	}
+	e.f[out] = y
+	return nil
+}
+
+func groupSize(a ir.Attrs, x *ir.Value) int {
+	if a.GroupSize > 0 {
+		return a.GroupSize
+	}
+	return x.Shape.Cols()
+}
+
+// rmsNorm is ggml's rms_norm: the sum of squares (each square rounded to
+// float32) accumulated in float64, the mean rounded to float32, then
+// y = x · (1/sqrtf(mean+eps)).
+func rmsNorm(x []float32, n int, eps float32) []float32 {
+	y := make([]float32, len(x))
+	for g := 0; g < len(x); g += n {
+		var sum float64
+		for _, v := range x[g : g+n] {
+			sum += float64(v * v)
+		}
+		mean := float32(sum / float64(n))
+		scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+		for i, v := range x[g : g+n] {
+			y[g+i] = v * scale
+		}
+	}
+	return y
+}
+
+// broadcast applies f to x and w, repeating w along x when it is shorter.
+func broadcast(x, w []float32, f func(a, b float32) float32) []float32 {
+	y := make([]float32, len(x))
+	for i := range x {
+		y[i] = f(x[i], w[i%len(w)])
+	}
+	return y
+}
+
+func mul(x, w []float32) []float32 {
+	return broadcast(x, w, func(a, b float32) float32 { return a * b })
+}
+
+func add(x, w []float32) []float32 {
+	return broadcast(x, w, func(a, b float32) float32 { return a + b })
+}
+
+// matMul converts each input row to the weight's vec-dot type with the
+// activation quantizer of llama.cpp's x86 CPU backend, then takes one block
+// dot product per output element.
+func (e *env) matMul(x []float32, w *ir.Value) []float32 {
+	N, K := int(w.Shape[0]), int(w.Shape[1])
+	M := len(x) / K
+	vdt := w.DType.VecDotType()
+	actRow, _ := vdt.RowSize(K)
+	wRow, _ := w.DType.RowSize(K)
+	act := make([]byte, actRow)
+	quantize := quant.ActQuantFor(vdt)
+	dot := quant.DotFor(w.DType)
+	wb := e.m.weights[w]
+	y := make([]float32, M*N)
+	for m := 0; m < M; m++ {
+		quantize(x[m*K:(m+1)*K], act)
+		for n := 0; n < N; n++ {
+			y[m*N+n] = dot(K, wb[n*wRow:(n+1)*wRow], act)
+		}
+	}
+	return y
+}
+
+// rope rotates each head as ggml_rope_ext does with no YaRN extension:
+// theta starts at pos·freq_scale and is multiplied by base^(-2/dims) in
+// float32 for each pair.
+func rope(x []float32, pos []int32, a ir.Attrs) []float32 {
+	y := append([]float32(nil), x...)
+	width := len(x) / len(pos)
+	thetaScale := float32(math.Pow(float64(a.RopeBase), float64(-2/float32(a.RopeDims))))
+	scale := a.RopeScale
+	if scale == 0 {
+		scale = 1
+	}
+	half := a.RopeDims / 2
+	for t, p := range pos {
+		for h := 0; h < width/a.HeadDim; h++ {
+			v := y[t*width+h*a.HeadDim : t*width+(h+1)*a.HeadDim]
+			theta := float32(p)
+			for i := 0; i < half; i++ {
+				th := scale * theta
+				c, s := float32(math.Cos(float64(th))), float32(math.Sin(float64(th)))
+				i0, i1 := 2*i, 2*i+1
+				if a.RopeNeoX {
+					i0, i1 = i, i+half
+				}
+				x0, x1 := v[i0], v[i1]
+				v[i0] = x0*c - x1*s
+				v[i1] = x0*s + x1*c
+				theta *= thetaScale
+			}
+		}
+	}
+	return y
+}
+
+// attention is llama.cpp's non-flash path with an f32 cache: per head,
+// scores = k·q, softmax(scores·scale) with a causal mask, then the
+// probability-weighted sum of v rows.
+func attention(q, kc, vc []float32, pos []int32, a ir.Attrs) []float32 {
+	hd, H, Hkv := a.HeadDim, a.NHead, a.NHeadKV
+	qw, kvw := H*hd, Hkv*hd
+	y := make([]float32, len(q))
+	scores := make([]float32, int(pos[len(pos)-1])+1)
+	probs := make([]float32, len(scores))
+	for t, p := range pos {
+		n := int(p) + 1
+		for h := 0; h < H; h++ {
+			kh := h / (H / Hkv)
+			qv := q[t*qw+h*hd : t*qw+(h+1)*hd]
+			for j := 0; j < n; j++ {
+				scores[j] = dotF32(qv, kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd])
+			}
+			softmax(scores[:n], probs[:n], a.Scale)
+			out := y[t*qw+h*hd : t*qw+(h+1)*hd]
+			for d := 0; d < hd; d++ {
+				var s float32
+				for j := 0; j < n; j++ {
+					s += vc[j*kvw+kh*hd+d] * probs[j]
+				}
+				out[d] = s
+			}
+		}
+	}
+	return y
+}
+
+func dotF32(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// softmax is ggml_soft_max: max-subtracted expf, the sum in float64, then a
+// multiply by the float32-rounded reciprocal.
+func softmax(x, y []float32, scale float32) {
+	maxv := float32(math.Inf(-1))
+	for i, v := range x {
+		y[i] = v * scale
+		if y[i] > maxv {
+			maxv = y[i]
+		}
+	}
+	var sum float64
+	for i := range y {
+		y[i] = float32(math.Exp(float64(y[i] - maxv)))
+		sum += float64(y[i])
+	}
+	inv := float32(1 / sum)
+	for i := range y {
+		y[i] *= inv
+	}
+}
+
+// silu is ggml_silu_f32: x / (1 + expf(-x)).
+func silu(x float32) float32 {
+	return x / (1 + float32(math.Exp(float64(-x))))
+}
