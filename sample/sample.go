@@ -125,7 +125,7 @@ type Sampler struct {
 	histPos  int     // next write position in hist once the ring is full
 	counts   []int32 // per-token occurrence counts, all zero between calls
 
-	logits []float32 // penalized copy of the caller's logits
+	logits []float32 // penalized copy of the caller's logits (penalties only)
 	cands  []cand    // candidate buffer, capacity nVocab
 	probs  []float64 // unnormalized weights for the final draw
 }
@@ -144,7 +144,6 @@ func New(p Params, nVocab int) (*Sampler, error) {
 	s := &Sampler{
 		p:      p,
 		nVocab: nVocab,
-		logits: make([]float32, nVocab),
 		cands:  make([]cand, nVocab),
 		probs:  make([]float64, nVocab),
 	}
@@ -152,6 +151,7 @@ func New(p Params, nVocab int) (*Sampler, error) {
 		(p.RepeatPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0)
 	if s.penalize {
 		s.counts = make([]int32, nVocab)
+		s.logits = make([]float32, nVocab)
 		if p.RepeatLastN > 0 {
 			s.hist = make([]int32, 0, p.RepeatLastN)
 		}

@@ -203,9 +203,9 @@ func TestTopK1EqualsGreedy(t *testing.T) {
 func survivors(t *testing.T, p Params, logits []float32) []int32 {
 	t.Helper()
 	s := mustNew(t, p, len(logits))
-	copy(s.logits, logits)
-	s.applyPenalties(s.logits)
-	c := s.truncate(s.logits)
+	l := slices.Clone(logits)
+	s.applyPenalties(l)
+	c := s.truncate(l)
 	ids := make([]int32, len(c))
 	for i, x := range c {
 		ids[i] = x.id
