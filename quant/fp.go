@@ -101,3 +101,44 @@ func le16(b []byte) uint16 { return uint16(b[0]) | uint16(b[1])<<8 }
 func put16(b []byte, v uint16) { b[0] = byte(v); b[1] = byte(v >> 8) }
 
 func halfAt(b []byte) float32 { return fp16Table[uint16(b[0])|uint16(b[1])<<8] }
+
+// fma32 returns a·b+c rounded once to float32, like the FMA instructions
+// of ggml's SIMD kernels. The product is exact in float64; the float64 sum is
+// rounded to odd (using the exact TwoSum error) so the final conversion to
+// float32 does not double-round.
+func fma32(a, b, c float32) float32 {
+	p := float64(a) * float64(b)
+	fc := float64(c)
+	s := p + fc
+	bb := s - p
+	e := (p - (s - bb)) + (fc - bb)
+	if e != 0 {
+		if bits := math.Float64bits(s); bits&1 == 0 {
+			if (e > 0) == (s > 0) {
+				bits++
+			} else {
+				bits--
+			}
+			s = math.Float64frombits(bits)
+		}
+	}
+	return float32(s)
+}
+
+// lanes8 is an 8-lane float32 accumulator mirroring the __m256 accumulator of
+// ggml's x86 AVX2 dot kernels for the 32-element formats: lane k holds the
+// sum over blocks of d·(Σ of elements 4k..4k+3), accumulated with FMA.
+type lanes8 [8]float32
+
+// add accumulates d·s[k] into lane k with a fused multiply-add.
+func (l *lanes8) add(d float32, s *[8]int32) {
+	for k := range l {
+		l[k] = fma32(d, float32(s[k]), l[k])
+	}
+}
+
+// sum reduces the lanes in the order of ggml's hsum_float_8.
+func (l *lanes8) sum() float32 {
+	a0, a1, a2, a3 := l[0]+l[4], l[1]+l[5], l[2]+l[6], l[3]+l[7]
+	return (a0 + a2) + (a1 + a3)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -161,6 +162,10 @@ func TestQ8_0ActDiffersFromRef(t *testing.T) {
 	}
 }
 
+// bitExactDot are the types whose scalar dot reproduces the x86 kernel's
+// accumulation order and so must match llama.cpp bit for bit.
+var bitExactDot = map[Type]bool{Q4_0: true, Q4_1: true, Q5_0: true, Q5_1: true, Q8_0: true}
+
 func TestDotFixtures(t *testing.T) {
 	for _, typ := range fixtureTypes {
 		if typ == Q8_K {
@@ -179,6 +184,9 @@ func TestDotFixtures(t *testing.T) {
 					got := VecDot(typ, fixCols, w[i*wr:(i+1)*wr], a[j*ar:(j+1)*ar])
 					if g2 := dot(fixCols, w[i*wr:(i+1)*wr], a[j*ar:(j+1)*ar]); math.Float32bits(g2) != math.Float32bits(got) {
 						t.Errorf("DotFor and VecDot disagree: %g vs %g", g2, got)
+					}
+					if bitExactDot[typ] && math.Float32bits(got) != math.Float32bits(ref) {
+						t.Errorf("dot[%d][%d] = %.9g, llama.cpp %.9g: not bit-identical", i, j, got, ref)
 					}
 					rel := math.Abs(float64(got)-float64(ref)) / math.Max(math.Abs(float64(ref)), 1)
 					if rel > 1e-5 {
@@ -446,4 +454,24 @@ func ExampleVecDot() {
 	_ = QuantizeAct(Q4_K.VecDotType(), x, a)
 	fmt.Printf("%.1f\n", VecDot(Q4_K, 256, w, a))
 	// Output: 77.5
+}
+
+func TestFMA32(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	rnd := func() float32 {
+		return float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(40)-20)))
+	}
+	for i := 0; i < 200000; i++ {
+		a, b, c := rnd(), rnd(), rnd()
+		if i%3 == 0 { // provoke ties: c cancels most of a·b
+			c = -float32(float64(a) * float64(b))
+		}
+		exact := new(big.Float).SetPrec(200).SetFloat64(float64(a))
+		exact.Mul(exact, new(big.Float).SetFloat64(float64(b)))
+		exact.Add(exact, new(big.Float).SetFloat64(float64(c)))
+		want, _ := exact.Float32()
+		if got := fma32(a, b, c); math.Float32bits(got) != math.Float32bits(want) && !(got == 0 && want == 0) {
+			t.Fatalf("fma32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
+		}
+	}
 }
