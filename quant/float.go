@@ -1,12 +1,15 @@
 package quant
 
-import "math"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // DequantizeF32 decodes len(dst) little-endian float32 values from src.
 func DequantizeF32(src []byte, dst []float32) {
 	src = src[:4*len(dst)]
 	for i := range dst {
-		dst[i] = math.Float32frombits(u32At(src[4*i:]))
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i : 4*i+4]))
 	}
 }
 
@@ -55,10 +58,10 @@ func QuantizeBF16(src []float32, dst []byte) {
 func DotF32F32(n int, w, a []byte) float32 {
 	w, a = w[:4*n], a[:4*n]
 	var s float64
-	for i := 0; i < n; i++ {
-		x := math.Float32frombits(u32At(w[4*i:]))
-		y := math.Float32frombits(u32At(a[4*i:]))
-		s += float64(float32(x * y))
+	for i := 0; i+4 <= len(w); i += 4 {
+		x := math.Float32frombits(binary.LittleEndian.Uint32(w[i : i+4]))
+		y := math.Float32frombits(binary.LittleEndian.Uint32(a[i : i+4]))
+		s += float64(x * y)
 	}
 	return float32(s)
 }
