@@ -176,3 +176,21 @@ func TestAllVocabs(t *testing.T) {
 		f.Close()
 	}
 }
+
+func TestAccessorErrorOffsets(t *testing.T) {
+	f, err := Open(fixtures.Path(t, "models", "llama-synth-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// general.architecture is the first KV, right after the 24-byte header.
+	_, err = f.Int("general.architecture")
+	want := `llama-synth-f32.gguf: metadata key "general.architecture" at offset 24: is string, want an integer`
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("err = %v, want suffix %q", err, want)
+	}
+	_, err = f.String("nope")
+	if want := `metadata key "nope": missing`; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("err = %v, want suffix %q", err, want)
+	}
+}

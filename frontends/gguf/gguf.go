@@ -121,6 +121,7 @@ type File struct {
 	data    []byte
 	unmap   func() error
 	kvIndex map[string]int
+	kvOff   []int64 // file offset of each KV (its key length field)
 	tIndex  map[string]int
 }
 
@@ -218,8 +219,14 @@ func (f *File) ArchKey(suffix string) string {
 	return a + "." + suffix
 }
 
+// keyErr reports a problem with a metadata key, at the key's file offset if
+// it is present.
 func (f *File) keyErr(key, format string, args ...any) error {
-	return &Error{File: f.Path, Section: SectionMetadata, Key: key, Offset: -1, Msg: fmt.Sprintf(format, args...)}
+	off := int64(-1)
+	if i, ok := f.kvIndex[key]; ok && i < len(f.kvOff) {
+		off = f.kvOff[i]
+	}
+	return &Error{File: f.Path, Section: SectionMetadata, Key: key, Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (f *File) lookup(key string) (any, error) {

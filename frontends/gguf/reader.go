@@ -202,6 +202,7 @@ func (d *decoder) parse() (*File, error) {
 	d.section = SectionMetadata
 	f.KV = make([]KV, 0, nKV)
 	f.kvIndex = make(map[string]int, nKV)
+	f.kvOff = make([]int64, 0, nKV)
 	for i := 0; i < nKV; i++ {
 		d.key = ""
 		at := d.pos
@@ -223,21 +224,20 @@ func (d *decoder) parse() (*File, error) {
 			return nil, err
 		}
 		f.kvIndex[key] = len(f.KV)
+		f.kvOff = append(f.kvOff, int64(at))
 		f.KV = append(f.KV, KV{Key: key, Value: v})
 	}
 	d.key = ""
 
 	if _, ok := f.kvIndex[KeyAlignment]; ok {
-		d.key = KeyAlignment
 		a, err := f.Uint32(KeyAlignment)
 		if err != nil {
-			return nil, d.errAt(d.pos, "%s", err.(*Error).Msg)
+			return nil, err
 		}
 		if a == 0 || a&(a-1) != 0 {
-			return nil, d.errAt(d.pos, "alignment %d is not a non-zero power of two", a)
+			return nil, f.keyErr(KeyAlignment, "alignment %d is not a non-zero power of two", a)
 		}
 		f.Alignment = uint64(a)
-		d.key = ""
 	}
 
 	d.section = SectionTensorInfo
