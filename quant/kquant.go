@@ -21,6 +21,9 @@ func scaleMinK4(j int, q []byte) (sc, m uint8) {
 	return q[j+4]&0xf | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
 }
 
+// bsum returns bsums[j] of a Q8_K block's bsums field.
+func bsum(bs []byte, j int) int32 { return int32(int16(le16(bs[2*j:]))) }
+
 // putScaleMinK4 packs 8 6-bit scales and mins the way quantize_row_q4_K_ref does.
 func putScaleMinK4(q []byte, ls, lm *[8]uint8) {
 	for j := 0; j < 8; j++ {
@@ -443,36 +446,46 @@ func DequantizeQ4K(src []byte, dst []float32) {
 }
 
 // DotQ4KQ8K is the dot product of n Q4_K weights with n Q8_K activations.
+// It reproduces the accumulation order of ggml's x86 AVX2 kernel (8 float32
+// lanes of 4-element integer sums for the scales, 4 lanes over bsums pairs for
+// the mins, both with FMA), which makes it bit-identical to llama.cpp on x86.
 func DotQ4KQ8K(n int, w, a []byte) float32 {
-	var sumf float32
+	var acc lanes8
+	var accM [4]float32
 	for i := 0; i < n/QKK; i++ {
 		x := w[i*blockQ4K : i*blockQ4K+blockQ4K]
 		y := a[i*blockQ8K : i*blockQ8K+blockQ8K]
 		sc := x[4:16]
 		q8 := y[4:260]
 		bs := y[260:292]
-		var isum, summ int32
+		var sumi [8]int32
+		var mins [8]int32
 		for j := 0; j < 4; j++ {
 			q := x[16+32*j : 16+32*j+32]
 			s1, m1 := scaleMinK4(2*j, sc)
 			s2, m2 := scaleMinK4(2*j+1, sc)
+			mins[2*j], mins[2*j+1] = int32(m1), int32(m2)
 			lo := q8[64*j : 64*j+32]
 			hi := q8[64*j+32 : 64*j+64]
-			var a1, a2 int32
-			for l := 0; l < 32; l++ {
-				a1 += int32(q[l]&0xf) * int32(int8(lo[l]))
-				a2 += int32(q[l]>>4) * int32(int8(hi[l]))
+			for k := 0; k < 8; k++ {
+				var a1, a2 int32
+				for l := 4 * k; l < 4*k+4; l++ {
+					a1 += int32(q[l]&0xf) * int32(int8(lo[l]))
+					a2 += int32(q[l]>>4) * int32(int8(hi[l]))
+				}
+				sumi[k] += int32(s1)*a1 + int32(s2)*a2
 			}
-			isum += int32(s1)*a1 + int32(s2)*a2
-			summ += int32(m1)*(int32(int16(le16(bs[8*j:])))+int32(int16(le16(bs[8*j+2:])))) +
-				int32(m2)*(int32(int16(le16(bs[8*j+4:])))+int32(int16(le16(bs[8*j+6:]))))
 		}
 		yd := math.Float32frombits(u32At(y))
-		d := float32(halfAt(x[0:]) * yd)
-		dmin := float32(halfAt(x[2:]) * yd)
-		sumf += float32(d*float32(isum)) - float32(dmin*float32(summ))
+		d := float32(yd * halfAt(x[0:]))
+		dmin := -float32(yd * halfAt(x[2:]))
+		for k := 0; k < 4; k++ {
+			prod := mins[2*k]*(bsum(bs, 4*k)+bsum(bs, 4*k+1)) + mins[2*k+1]*(bsum(bs, 4*k+2)+bsum(bs, 4*k+3))
+			accM[k] = fma32(dmin, float32(prod), accM[k])
+		}
+		acc.add(d, &sumi)
 	}
-	return sumf
+	return acc.sum() + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
 }
 
 // ---------------------------------------------------------------- Q5_K
