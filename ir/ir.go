@@ -219,6 +219,10 @@ type Node struct {
 	// computes it. Their Arg values also appear in Inputs, so dataflow,
 	// liveness and Verify see them.
 	Epilogues []Epilogue
+	// Kernel names the executor kernel chosen for the node at compile time
+	// (by the select-kernels pass: e.g. "mat_mul/q4_K"); executors look it
+	// up once at load, never per element or block.
+	Kernel string
 	// Layer is the transformer block the node belongs to (-1 outside blocks).
 	Layer int
 	// Group is the fused group the node is scheduled in (-1 before grouping).
@@ -245,6 +249,9 @@ type Graph struct {
 	Tokens, Positions, OutIDs *Value
 	// Logits is the graph output, f32 [R, n_vocab].
 	Logits *Value
+	// Schedules are filled by the grouping pass: one for prompt batches
+	// (prefill) and one for single-token decode.
+	Prefill, Decode *Schedule
 }
 
 // Params are the model hyper-parameters a graph was built from; executors

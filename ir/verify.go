@@ -74,6 +74,13 @@ func Verify(g *Graph) error {
 	if _, err := TopoOrder(g); err != nil {
 		errs = append(errs, err)
 	}
+	if len(errs) == 0 {
+		for _, s := range []*Schedule{g.Prefill, g.Decode} {
+			if err := VerifySchedule(g, s); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 
