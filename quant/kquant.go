@@ -144,7 +144,9 @@ func DequantizeQ2K(src []byte, dst []float32) {
 }
 
 // DotQ2KQ8K is the dot product of n Q2_K weights with n Q8_K activations
-// (ggml's vec_dot_q2_K_q8_K: integer sums per super-block, bsums for mins).
+// (ggml's generic vec_dot_q2_K_q8_K order: integer sums per super-block, bsums
+// for the mins, one float32 accumulation per super-block). It agrees with
+// llama.cpp's x86 kernel to a few float32 ulps, not bit for bit.
 func DotQ2KQ8K(n int, w, a []byte) float32 {
 	var sumf float32
 	for i := 0; i < n/QKK; i++ {
@@ -277,7 +279,9 @@ func DequantizeQ3K(src []byte, dst []float32) {
 	}
 }
 
-// DotQ3KQ8K is the dot product of n Q3_K weights with n Q8_K activations.
+// DotQ3KQ8K is the dot product of n Q3_K weights with n Q8_K activations
+// (integer sum per super-block, float32 accumulation per super-block; within
+// a few ulps of llama.cpp's x86 kernel).
 func DotQ3KQ8K(n int, w, a []byte) float32 {
 	var sumf float32
 	var scales [16]int32
@@ -522,7 +526,9 @@ func DequantizeQ5K(src []byte, dst []float32) {
 	}
 }
 
-// DotQ5KQ8K is the dot product of n Q5_K weights with n Q8_K activations.
+// DotQ5KQ8K is the dot product of n Q5_K weights with n Q8_K activations
+// (integer sums per super-block, bsums for the mins; within a few ulps of
+// llama.cpp's x86 kernel).
 func DotQ5KQ8K(n int, w, a []byte) float32 {
 	var sumf float32
 	for i := 0; i < n/QKK; i++ {
@@ -640,7 +646,8 @@ func DequantizeQ6K(src []byte, dst []float32) {
 	}
 }
 
-// DotQ6KQ8K is the dot product of n Q6_K weights with n Q8_K activations.
+// DotQ6KQ8K is the dot product of n Q6_K weights with n Q8_K activations
+// (integer sum per super-block; within a few ulps of llama.cpp's x86 kernel).
 func DotQ6KQ8K(n int, w, a []byte) float32 {
 	var sumf float32
 	for i := 0; i < n/QKK; i++ {
