@@ -209,15 +209,17 @@ func (e *env) run(n *ir.Node) error {
 		}
 	case ir.OpSiLU:
 		x := e.floats(in[0])
+		cols := in[0].Shape.Cols()
 		y = make([]float32, len(x))
 		for i, v := range x {
-			y[i] = silu(v)
+			y[i] = siluAt(i%cols, cols, v)
 		}
 	case ir.OpSwiGLU:
 		g, u := e.floats(in[0]), e.floats(in[1])
+		cols := in[0].Shape.Cols()
 		y = make([]float32, len(g))
 		for i := range g {
-			y[i] = silu(g[i]) * u[i]
+			y[i] = siluAt(i%cols, cols, g[i]) * u[i]
 		}
 	default:
 		return fmt.Errorf("the reference executor has no %s", n.Op)
@@ -328,47 +330,85 @@ func rope(x []float32, pos []int32, a ir.Attrs) []float32 {
 	return y
 }
 
-// attention is llama.cpp's non-flash path with an f32 cache: per head,
-// scores = k·q, softmax(scores·scale) with a causal mask, then the
-// probability-weighted sum of v rows.
+// attention is llama.cpp's non-flash path with an f32 cache, per head:
+// kq = k·q (ggml_vec_dot_f32 order), softmax(kq·scale + causal mask) over
+// the cache's padded length (ggml_compute_forward_soft_max_f32), then
+// kqv = v·probs. llama.cpp pads the number of cache cells it attends over
+// to a multiple of 256 (llama_kv_cache::get_n_kv) and masks the rest with
+// -inf; those cells add exact zeros, so only the lane and chunk layout they
+// imply matters. kqv is a mat-mul with the probabilities as src1: with two
+// or more tokens llamafile sgemm takes it (sgemmDotF32), with one token
+// ggml_vec_dot_f32 does (vecDotF32).
 func attention(q, kc, vc []float32, pos []int32, a ir.Attrs) []float32 {
 	hd, H, Hkv := a.HeadDim, a.NHead, a.NHeadKV
 	qw, kvw := H*hd, Hkv*hd
 	y := make([]float32, len(q))
-	scores := make([]float32, int(pos[len(pos)-1])+1)
-	probs := make([]float32, len(scores))
+	nkv := (int(pos[len(pos)-1]) + 256) / 256 * 256
+	nkv = min(nkv, len(kc)/kvw)
+	scores := make([]float32, nkv)
+	probs := make([]float32, nkv)
+	vcol := make([]float32, nkv)
 	for t, p := range pos {
 		n := int(p) + 1
 		for h := 0; h < H; h++ {
 			kh := h / (H / Hkv)
 			qv := q[t*qw+h*hd : t*qw+(h+1)*hd]
 			for j := 0; j < n; j++ {
-				scores[j] = dotF32(qv, kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd])
+				scores[j] = vecDotF32(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], qv)
 			}
-			softmax(scores[:n], probs[:n], a.Scale)
+			softmaxMasked(scores[:nkv], n, probs, a.Scale)
 			out := y[t*qw+h*hd : t*qw+(h+1)*hd]
 			for d := 0; d < hd; d++ {
-				var s float32
-				for j := 0; j < n; j++ {
-					s += vc[j*kvw+kh*hd+d] * probs[j]
+				for j := range vcol {
+					vcol[j] = 0
+					if j < n {
+						vcol[j] = vc[j*kvw+kh*hd+d]
+					}
 				}
-				out[d] = s
+				if len(pos) > 1 {
+					out[d] = sgemmDotF32(vcol, probs)
+				} else {
+					out[d] = vecDotF32(vcol, probs)
+				}
 			}
 		}
 	}
 	return y
 }
 
-func dotF32(a, b []float32) float32 {
-	var s float32
-	for i := range a {
-		s += a[i] * b[i]
+// softmaxMasked is ggml_compute_forward_soft_max_f32 on one row whose
+// entries from n on are masked to -inf: x·scale, the max, then
+// ggml_vec_soft_max_f32 with AVX-512 (ggml_v_expf on 16-wide chunks, each
+// chunk summed in float32 by _mm512_reduce_add_ps and added to a float64
+// sum), then a multiply by the float32-rounded 1/sum. len(x) is a multiple
+// of 16 (the padded cache length), so the scalar tail never runs.
+func softmaxMasked(x []float32, n int, y []float32, scale float32) {
+	maxv := float32(math.Inf(-1))
+	for i := range x {
+		y[i] = float32(math.Inf(-1))
+		if i < n {
+			y[i] = x[i] * scale
+		}
+		maxv = max(maxv, y[i])
 	}
-	return s
+	var sum float64
+	var chunk [lanes]float32
+	for i := 0; i < len(y); i += lanes {
+		for l := range chunk {
+			y[i+l] = expf(y[i+l] - maxv)
+			chunk[l] = y[i+l]
+		}
+		sum += float64(reduce16(&chunk))
+	}
+	inv := float32(1 / sum)
+	for i := range y {
+		y[i] *= inv
+	}
 }
 
-// softmax is ggml_soft_max: max-subtracted expf, the sum in float64, then a
-// multiply by the float32-rounded reciprocal.
+// softmax is ggml_soft_max without a mask: max-subtracted exponentials (16-wide
+// chunks with ggml_v_expf, each summed in float32, the tail with libm expf),
+// the sum in float64, then a multiply by the float32-rounded reciprocal.
 func softmax(x, y []float32, scale float32) {
 	maxv := float32(math.Inf(-1))
 	for i, v := range x {
@@ -378,7 +418,16 @@ func softmax(x, y []float32, scale float32) {
 		}
 	}
 	var sum float64
-	for i := range y {
+	var chunk [lanes]float32
+	i := 0
+	for ; i+lanes <= len(y); i += lanes {
+		for l := range chunk {
+			y[i+l] = expf(y[i+l] - maxv)
+			chunk[l] = y[i+l]
+		}
+		sum += float64(reduce16(&chunk))
+	}
+	for ; i < len(y); i++ {
 		y[i] = float32(math.Exp(float64(y[i] - maxv)))
 		sum += float64(y[i])
 	}
