@@ -1,0 +1,83 @@
+package cpu
+
+// The element-wise kernels below work on columns c0..c1 of every row of
+// row-major [rows][cols] matrices. For a split by token rows, pass the
+// matrices sliced at the first row (y[r0*cols:], ...) and rows = r1-r0.
+// The output may alias an input.
+
+// AddCols computes y = a + b on columns c0..c1. b is broadcast along rows
+// when bcols < cols (element (r, c) adds b[c % bcols]; bcols divides cols),
+// otherwise it has a's shape (bcols == cols).
+func AddCols(y, a, b []float32, rows, cols, bcols, c0, c1 int) {
+	for r := 0; r < rows; r++ {
+		o := r * cols
+		ya, aa := y[o+c0:o+c1], a[o+c0:o+c1]
+		if bcols == cols {
+			ba := b[o+c0 : o+c1]
+			for i := range ya {
+				ya[i] = aa[i] + ba[i]
+			}
+			continue
+		}
+		j := c0 % bcols
+		for i := range ya {
+			ya[i] = aa[i] + b[j]
+			if j++; j == bcols {
+				j = 0
+			}
+		}
+	}
+}
+
+// MulCols computes y = a · b on columns c0..c1, b broadcast as in AddCols.
+func MulCols(y, a, b []float32, rows, cols, bcols, c0, c1 int) {
+	for r := 0; r < rows; r++ {
+		o := r * cols
+		ya, aa := y[o+c0:o+c1], a[o+c0:o+c1]
+		if bcols == cols {
+			ba := b[o+c0 : o+c1]
+			for i := range ya {
+				ya[i] = aa[i] * ba[i]
+			}
+			continue
+		}
+		j := c0 % bcols
+		for i := range ya {
+			ya[i] = aa[i] * b[j]
+			if j++; j == bcols {
+				j = 0
+			}
+		}
+	}
+}
+
+// SwiGLUCols computes y = silu(gate) · up on columns c0..c1 (all three of
+// shape [rows][cols]).
+func SwiGLUCols(y, gate, up []float32, rows, cols, c0, c1 int) {
+	for r := 0; r < rows; r++ {
+		o := r * cols
+		ya, ga, ua := y[o+c0:o+c1], gate[o+c0:o+c1], up[o+c0:o+c1]
+		for i := range ya {
+			ya[i] = silu(ga[i]) * ua[i]
+		}
+	}
+}
+
+// SiLUCols computes y = silu(x) on columns c0..c1.
+func SiLUCols(y, x []float32, rows, cols, c0, c1 int) {
+	for r := 0; r < rows; r++ {
+		o := r * cols
+		ya, xa := y[o+c0:o+c1], x[o+c0:o+c1]
+		for i := range ya {
+			ya[i] = silu(xa[i])
+		}
+	}
+}
+
+// Softmax is the row-wise softmax(x·scale) of rows r0..r1 of x [rows][cols]
+// into the same rows of y (y may alias x).
+func Softmax(y, x []float32, cols int, scale float32, r0, r1 int) {
+	for r := r0; r < r1; r++ {
+		softmaxRow(x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols], scale)
+	}
+}

@@ -1,0 +1,101 @@
+package cpu
+
+import (
+	"fmt"
+
+	"minfer/quant"
+)
+
+// MatMul is the mat-mul kernel for one weight type, chosen when the graph
+// is compiled. It computes y[m][n] = Σ_k x[m][k]·W[n][k] the way the
+// reference executor (and llama.cpp's CPU backend) does: each activation row
+// is first converted to the weight type's vec-dot type with the backend's
+// activation quantizer (QuantizeRows), then every output element is one
+// call of quant's dot kernel for the type (Run).
+type MatMul struct {
+	Weight, VecDot quant.Type
+
+	quantize func(src []float32, dst []byte)
+	dot      quant.DotFunc
+	// block sizes and bytes per block of the weight and vec-dot types
+	wbs, wts, abs, ats int
+}
+
+// NewMatMul returns the kernel for weights of type weight, or an error
+// naming the type when minfer has no dot product for it.
+func NewMatMul(weight quant.Type) (*MatMul, error) {
+	if !weight.Known() {
+		return nil, fmt.Errorf("cpu mat-mul: unsupported weight type %s", weight)
+	}
+	vdt := weight.VecDotType()
+	k := &MatMul{Weight: weight, VecDot: vdt, quantize: quant.ActQuantFor(vdt), dot: quant.DotFor(weight),
+		wbs: weight.BlockSize(), wts: weight.TypeSize(), abs: vdt.BlockSize(), ats: vdt.TypeSize()}
+	if k.quantize == nil || k.dot == nil {
+		return nil, fmt.Errorf("cpu mat-mul: unsupported weight type %s (no %s×%s dot kernel)", weight, weight, vdt)
+	}
+	return k, nil
+}
+
+// Check reports whether rows of K elements are valid for this kernel (K a
+// multiple of both types' block sizes).
+func (k *MatMul) Check(K int) error {
+	if _, err := k.Weight.RowSize(K); err != nil {
+		return fmt.Errorf("cpu mat-mul: weight rows: %v", err)
+	}
+	if _, err := k.VecDot.RowSize(K); err != nil {
+		return fmt.Errorf("cpu mat-mul: activation rows: %v", err)
+	}
+	return nil
+}
+
+// ActRowBytes is the size of one quantized activation row of K elements
+// (K must pass Check).
+func (k *MatMul) ActRowBytes(K int) int { return K / k.abs * k.ats }
+
+// WeightRowBytes is the size of one weight row (output column) of K
+// elements (K must pass Check).
+func (k *MatMul) WeightRowBytes(K int) int { return K / k.wbs * k.wts }
+
+// QuantizeRows converts rows r0..r1 of x [rows][K] to the vec-dot type.
+// Row r goes to dst[r*ActRowBytes(K):], the absolute row position, so
+// workers quantizing different rows can share one buffer (a worker with a
+// private buffer for rows r0..r1 passes x[r0*K:] and 0..r1-r0).
+func (k *MatMul) QuantizeRows(x []float32, K, r0, r1 int, dst []byte) {
+	rb := k.ActRowBytes(K)
+	for r := r0; r < r1; r++ {
+		k.quantize(x[r*K:(r+1)*K], dst[r*rb:(r+1)*rb])
+	}
+}
+
+// matMulTile is the number of weight rows swept over all activation rows
+// before moving on, so a tile of weights stays in cache across rows. The
+// order of evaluation does not change any result: each output element is
+// one independent dot product.
+const matMulTile = 16
+
+// Run computes y[m*ldy+n] = dot(W row n, act row m) for output columns n in
+// n0..n1 and activation rows m in 0..M. w is the whole weight [N][K] in its
+// type's row layout (row n at n*WeightRowBytes(K)), act holds M rows
+// quantized by QuantizeRows (row m at m*ActRowBytes(K)), and ldy is the
+// row stride of y (N for a plain [M][N] output).
+func (k *MatMul) Run(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n1 int) {
+	wrb, arb := k.WeightRowBytes(K), k.ActRowBytes(K)
+	dot := k.dot
+	if M == 1 {
+		a := act[:arb]
+		for n := n0; n < n1; n++ {
+			y[n] = dot(K, w[n*wrb:(n+1)*wrb], a)
+		}
+		return
+	}
+	for nb := n0; nb < n1; nb += matMulTile {
+		ne := min(nb+matMulTile, n1)
+		for m := 0; m < M; m++ {
+			a := act[m*arb : (m+1)*arb]
+			ym := y[m*ldy:]
+			for n := nb; n < ne; n++ {
+				ym[n] = dot(K, w[n*wrb:(n+1)*wrb], a)
+			}
+		}
+	}
+}
