@@ -211,9 +211,8 @@ func (f *File) TensorData(t *TensorInfo) []byte {
 func (f *File) Arch() (string, error) { return f.String("general.architecture") }
 
 // ArchKey returns "<arch>.<suffix>", e.g. ArchKey("block_count") =
-// "llama.block_count". If general.architecture is missing the key is
-// "<suffix>" prefixed by nothing but the dot, which no accessor will find, so
-// the accessor's error names it.
+// "llama.block_count". Without general.architecture it returns ".<suffix>",
+// which no file holds, so the accessor it is passed to reports that key missing.
 func (f *File) ArchKey(suffix string) string {
 	a, _ := f.Arch()
 	return a + "." + suffix
