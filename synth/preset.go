@@ -120,11 +120,17 @@ func (p Preset) Validate() error {
 	if p.NEmbd%32 != 0 || p.NFF%32 != 0 || (p.NHead*p.HeadDim)%32 != 0 {
 		return fmt.Errorf("synth: preset %q: n_embd, n_ff and n_head·head_dim must be multiples of 32", p.Name)
 	}
-	if p.Arch != "qwen3" && p.QKNorm {
-		return fmt.Errorf("synth: preset %q: q/k norms are only written for qwen3", p.Name)
+	// llama.cpp requires the q/k/v biases of qwen2 and the q/k norms of
+	// qwen3, and knows neither for llama.
+	if p.QKVBias != (p.Arch == "qwen2") {
+		return fmt.Errorf("synth: preset %q: arch %s with QKVBias = %v (qwen2 has q/k/v biases, the others none)", p.Name, p.Arch, p.QKVBias)
 	}
-	if p.Arch != "qwen2" && p.QKVBias {
-		return fmt.Errorf("synth: preset %q: q/k/v biases are only written for qwen2", p.Name)
+	if p.QKNorm != (p.Arch == "qwen3") {
+		return fmt.Errorf("synth: preset %q: arch %s with QKNorm = %v (qwen3 has q/k norms, the others none)", p.Name, p.Arch, p.QKNorm)
+	}
+	if p.Arch == "qwen2" && p.HeadDim*p.NHead != p.NEmbd {
+		// llama.cpp sizes qwen2's q bias by n_embd.
+		return fmt.Errorf("synth: preset %q: qwen2 needs n_head·head_dim = n_embd", p.Name)
 	}
 	return nil
 }

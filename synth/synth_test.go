@@ -16,6 +16,7 @@ import (
 	"minfer/frontends/gguf"
 	"minfer/internal/fixtures"
 	"minfer/quant"
+	"minfer/tokenizer"
 )
 
 // llamaCppQwen2Q4KMBytes is the size of llama.cpp's own Q4_K_M file of
@@ -455,6 +456,30 @@ func checkVocab(t *testing.T, f *gguf.File, n int) {
 		}
 	default:
 		t.Errorf("tokenizer model %q", model)
+	}
+
+	// minfer's llama.cpp-exact tokenizer loads the vocabulary and round-trips
+	// text through it.
+	v, err := gguf.LoadVocab(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizer.New(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "Hello world, the cat sat on 42 mats. Ünïcödé → 東京!"
+	toks := tk.Encode(text, false, false)
+	if len(toks) == 0 {
+		t.Fatal("no tokens")
+	}
+	t.Logf("%s vocab of %d: %d bytes -> %d tokens", model, n, len(text), len(toks))
+	got := tk.Decode(toks)
+	if model == "llama" {
+		got = strings.TrimPrefix(got, " ") // SentencePiece's space prefix
+	}
+	if got != text {
+		t.Errorf("decode(encode(%q)) = %q (ids %v)", text, got, toks)
 	}
 }
 
