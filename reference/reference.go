@@ -188,6 +188,7 @@ func (e *env) run(n *ir.Node) error {
 		y = add(e.floats(in[0]), e.floats(in[1]))
 	case ir.OpMatMul:
 		y = e.matMul(e.floats(in[0]), in[1])
+		y = e.epilogues(n, y)
 	case ir.OpRope:
 		y = rope(e.floats(in[0]), e.i[in[1]], a)
 	case ir.OpKVWrite:

@@ -1,0 +1,450 @@
+// Package passes rewrites IR graphs: fusions, dead-code elimination, kernel
+// selection and the grouping of nodes into barrier-delimited fused groups.
+// Each pass is a plain function over *ir.Graph, listed once in Pipeline with
+// the passes it must follow; any pass but the required ones can be switched
+// off by name (minferc compile --disable-pass NAME).
+package passes
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"minfer/ir"
+	"minfer/quant"
+)
+
+// Options parameterize the pipeline.
+type Options struct {
+	// Disabled names passes to skip.
+	Disabled map[string]bool
+	// KVType is the element type of the KV cache (F32, F16 or Q8_0).
+	KVType quant.Type
+	// Verify runs ir.Verify after every pass (tests turn it on; the
+	// compiler verifies once at the end).
+	Verify bool
+	// Trace, if set, is called after each pass that ran.
+	Trace func(pass string, g *ir.Graph)
+}
+
+// Pass is one entry of the pipeline.
+type Pass struct {
+	Name string
+	// Doc says what the pass does, for --help and docs.
+	Doc string
+	Fn  func(g *ir.Graph, o *Options) error
+	// After lists passes that must run before this one when both run.
+	After []string
+	// Required passes cannot be disabled: the executor depends on them.
+	Required bool
+}
+
+// Pipeline is the ordered pass list.
+var Pipeline = []Pass{
+	{Name: "dce", Doc: "remove nodes whose results nothing reads (KV writes are kept)", Fn: deadCode},
+	{Name: "prune-output-rows", Doc: "compute the last layer's tail and the output head only for the rows whose logits are requested", Fn: sinkOutputRows, After: []string{"dce"}},
+	{Name: "fuse-rmsnorm", Doc: "fuse RMSNorm with the following weight multiply", Fn: fuseRMSNorm, After: []string{"prune-output-rows"}},
+	{Name: "fuse-swiglu", Doc: "fuse SiLU(gate) ⊙ up into one SwiGLU op", Fn: fuseSwiGLU, After: []string{"prune-output-rows"}},
+	{Name: "fuse-epilogues", Doc: "fold bias adds, residual adds and RoPE into the producing mat-mul as epilogues", Fn: fuseEpilogues, After: []string{"fuse-rmsnorm", "fuse-swiglu"}},
+	{Name: "kv-type", Doc: "set the KV cache element type", Fn: setKVType, Required: true},
+	{Name: "select-kernels", Doc: "choose each node's kernel by its operand types", Fn: selectKernels, After: []string{"fuse-epilogues", "kv-type"}, Required: true},
+	{Name: "group", Doc: "partition the nodes into fused groups, one pool barrier each, for prefill and for decode", Fn: group, After: []string{"select-kernels"}, Required: true},
+}
+
+// Names lists the pipeline's pass names in order.
+func Names() []string {
+	var ns []string
+	for _, p := range Pipeline {
+		ns = append(ns, p.Name)
+	}
+	return ns
+}
+
+// Run applies the pipeline to g.
+func Run(g *ir.Graph, o Options) error {
+	if err := checkPipeline(Pipeline); err != nil {
+		return err
+	}
+	for name := range o.Disabled {
+		p, ok := find(name)
+		if !ok {
+			return fmt.Errorf("unknown pass %q (passes: %s)", name, strings.Join(Names(), ", "))
+		}
+		if p.Required {
+			return fmt.Errorf("pass %q cannot be disabled: the executor depends on it", name)
+		}
+	}
+	if o.KVType == 0 && !o.Disabled["kv-type"] {
+		o.KVType = quant.F32
+	}
+	for _, p := range Pipeline {
+		if o.Disabled[p.Name] {
+			continue
+		}
+		if err := p.Fn(g, &o); err != nil {
+			return fmt.Errorf("pass %s: %w", p.Name, err)
+		}
+		if o.Verify {
+			if err := ir.Verify(g); err != nil {
+				return fmt.Errorf("after pass %s: %w", p.Name, err)
+			}
+		}
+		if o.Trace != nil {
+			o.Trace(p.Name, g)
+		}
+	}
+	return nil
+}
+
+func find(name string) (Pass, bool) {
+	for _, p := range Pipeline {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Pass{}, false
+}
+
+// checkPipeline verifies the table's ordering constraints.
+func checkPipeline(pl []Pass) error {
+	pos := make(map[string]int)
+	for i, p := range pl {
+		if _, dup := pos[p.Name]; dup {
+			return fmt.Errorf("pass %q listed twice", p.Name)
+		}
+		pos[p.Name] = i
+	}
+	for i, p := range pl {
+		for _, a := range p.After {
+			j, ok := pos[a]
+			if !ok {
+				return fmt.Errorf("pass %q must follow unknown pass %q", p.Name, a)
+			}
+			if j >= i {
+				return fmt.Errorf("pass %q must follow %q but is listed before it", p.Name, a)
+			}
+		}
+	}
+	return nil
+}
+
+// consumers counts readers of each value (Logits counts as read).
+func consumers(g *ir.Graph) map[*ir.Value][]*ir.Node {
+	return g.Consumers()
+}
+
+// remove drops the given nodes and any values no longer referenced, then
+// renumbers the graph.
+func remove(g *ir.Graph, dead map[*ir.Node]bool) {
+	if len(dead) == 0 {
+		return
+	}
+	nodes := g.Nodes[:0]
+	for _, n := range g.Nodes {
+		if !dead[n] {
+			nodes = append(nodes, n)
+		}
+	}
+	g.Nodes = nodes
+	pruneValues(g)
+}
+
+// pruneValues drops values that no node reads or writes and that are not
+// graph inputs or outputs, then renumbers.
+func pruneValues(g *ir.Graph) {
+	live := map[*ir.Value]bool{g.Tokens: true, g.Positions: true, g.OutIDs: true, g.Logits: true}
+	for _, n := range g.Nodes {
+		for _, v := range n.Inputs {
+			live[v] = true
+			if v.StateOf != nil {
+				live[v.StateOf] = true
+			}
+		}
+		for _, v := range n.Outputs {
+			live[v] = true
+		}
+	}
+	vals := g.Values[:0]
+	for _, v := range g.Values {
+		if live[v] {
+			vals = append(vals, v)
+		}
+	}
+	g.Values = vals
+	g.Renumber()
+}
+
+// deadCode removes nodes that neither lead to the logits nor write state.
+func deadCode(g *ir.Graph, _ *Options) error {
+	needed := make(map[*ir.Node]bool)
+	var mark func(n *ir.Node)
+	mark = func(n *ir.Node) {
+		if n == nil || needed[n] {
+			return
+		}
+		needed[n] = true
+		for _, in := range n.Inputs {
+			mark(in.Producer)
+		}
+	}
+	mark(g.Logits.Producer)
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpKVWrite {
+			mark(n)
+		}
+	}
+	dead := make(map[*ir.Node]bool)
+	for _, n := range g.Nodes {
+		if !needed[n] {
+			dead[n] = true
+		}
+	}
+	remove(g, dead)
+	return nil
+}
+
+// isRowLocal reports whether an op's output row t depends only on row t of
+// its activation inputs (so selecting rows commutes with it).
+func isRowLocal(n *ir.Node) bool {
+	switch n.Op {
+	case ir.OpRMSNorm, ir.OpRMSNormMul, ir.OpMul, ir.OpAdd, ir.OpMatMul, ir.OpSiLU, ir.OpSwiGLU, ir.OpSoftmax:
+		return len(n.Epilogues) == 0
+	}
+	return false
+}
+
+// sinkOutputRows moves the selection of requested rows (the GetRows on
+// out_ids in front of the output head) up through row-local ops, so the
+// last layer's feed-forward and residuals run only on those rows. It stops
+// at attention, whose rows read every earlier position.
+func sinkOutputRows(g *ir.Graph, _ *Options) error {
+	for changed := true; changed; {
+		changed = false
+		cons := consumers(g)
+		for _, sel := range g.Nodes {
+			if sel.Op != ir.OpGetRows || sel.Inputs[1] != g.OutIDs {
+				continue
+			}
+			src := sel.Inputs[0]
+			p := src.Producer
+			if p == nil || !isRowLocal(p) || len(cons[src]) != 1 || src.Shape[0] != ir.DimT {
+				continue
+			}
+			// Rewrite rows(p(x1..xk)) as p(rows(x1)..rows(xk)), one shared
+			// selection per distinct row-dimensioned activation input.
+			for i, in := range p.Inputs {
+				if in.Kind != ir.Activation || len(in.Shape) != 2 || in.Shape[0] != ir.DimT {
+					continue
+				}
+				p.Inputs[i] = selectRows(g, cons, in)
+			}
+			out := sel.Outputs[0] // [R, cols]: p's output from now on
+			p.Outputs[0], out.Producer = out, p
+			out.Name = src.Name
+			g.Nodes = append(g.Nodes[:nodeIndex(g, sel)], g.Nodes[nodeIndex(g, sel)+1:]...)
+			g.Renumber()
+			order, err := ir.TopoOrder(g)
+			if err != nil {
+				return err
+			}
+			g.Nodes = order
+			pruneValues(g)
+			changed = true
+			break
+		}
+	}
+	return nil
+}
+
+// selectRows returns the value rows(in, out_ids), reusing an existing
+// selection of in when there is one, else appending a new GetRows node
+// (the caller restores a topological order).
+func selectRows(g *ir.Graph, cons map[*ir.Value][]*ir.Node, in *ir.Value) *ir.Value {
+	for _, c := range cons[in] {
+		if c.Op == ir.OpGetRows && c.Inputs[0] == in && c.Inputs[1] == g.OutIDs {
+			return c.Outputs[0]
+		}
+	}
+	nv := g.NewValue(in.Name+"@out", ir.Activation, quant.F32, ir.Shape{ir.DimR, in.Shape[1]})
+	nn := &ir.Node{ID: len(g.Nodes), Op: ir.OpGetRows, Name: in.Name + "@out", Inputs: []*ir.Value{in, g.OutIDs}, Outputs: []*ir.Value{nv}, Layer: -1, Group: -1}
+	if in.Producer != nil {
+		nn.Layer = in.Producer.Layer
+	}
+	nv.Producer = nn
+	g.Nodes = append(g.Nodes, nn)
+	cons[in] = append(cons[in], nn)
+	return nv
+}
+
+func nodeIndex(g *ir.Graph, n *ir.Node) int {
+	for i, m := range g.Nodes {
+		if m == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// replaceUses points every reader of old at nv.
+func replaceUses(g *ir.Graph, old, nv *ir.Value) {
+	for _, n := range g.Nodes {
+		for i, in := range n.Inputs {
+			if in == old {
+				n.Inputs[i] = nv
+			}
+		}
+		for i := range n.Epilogues {
+			if n.Epilogues[i].Arg == old {
+				n.Epilogues[i].Arg = nv
+			}
+		}
+	}
+	if g.Logits == old {
+		g.Logits = nv
+	}
+}
+
+// fuseRMSNorm turns RMSNorm(x) followed by Mul(·, w) with an f32 weight w
+// into RMSNormMul(x, w), when the norm's only reader is that Mul.
+func fuseRMSNorm(g *ir.Graph, _ *Options) error {
+	cons := consumers(g)
+	dead := make(map[*ir.Node]bool)
+	for _, n := range g.Nodes {
+		if n.Op != ir.OpRMSNorm {
+			continue
+		}
+		out := n.Outputs[0]
+		rs := cons[out]
+		if len(rs) != 1 || rs[0].Op != ir.OpMul || rs[0].Inputs[0] != out || rs[0].Inputs[1].Kind != ir.Weight {
+			continue
+		}
+		m := rs[0]
+		m.Op = ir.OpRMSNormMul
+		m.Attrs = n.Attrs
+		m.Inputs = []*ir.Value{n.Inputs[0], m.Inputs[1]}
+		dead[n] = true
+	}
+	remove(g, dead)
+	return nil
+}
+
+// fuseSwiGLU turns SiLU(gate) followed by Mul(·, up) into SwiGLU(gate, up).
+func fuseSwiGLU(g *ir.Graph, _ *Options) error {
+	cons := consumers(g)
+	dead := make(map[*ir.Node]bool)
+	for _, n := range g.Nodes {
+		if n.Op != ir.OpSiLU {
+			continue
+		}
+		out := n.Outputs[0]
+		rs := cons[out]
+		if len(rs) != 1 || rs[0].Op != ir.OpMul || rs[0].Inputs[0] != out || !rs[0].Inputs[1].Shape.Equal(out.Shape) {
+			continue
+		}
+		m := rs[0]
+		m.Op = ir.OpSwiGLU
+		m.Inputs = []*ir.Value{n.Inputs[0], m.Inputs[1]}
+		dead[n] = true
+	}
+	remove(g, dead)
+	return nil
+}
+
+// fuseEpilogues folds into a mat-mul the adds (bias: an f32 weight vector;
+// residual: a same-shape activation) and the RoPE that directly follow it,
+// when the mat-mul's result has no other reader.
+func fuseEpilogues(g *ir.Graph, _ *Options) error {
+	for changed := true; changed; {
+		changed = false
+		cons := consumers(g)
+		for _, mm := range g.Nodes {
+			if mm.Op != ir.OpMatMul {
+				continue
+			}
+			out := mm.Outputs[0]
+			rs := cons[out]
+			if len(rs) != 1 || out == g.Logits {
+				continue
+			}
+			next := rs[0]
+			var e ir.Epilogue
+			switch {
+			case next.Op == ir.OpAdd && next.Inputs[0] == out && next.Inputs[1] != out:
+				e = ir.Epilogue{Op: ir.OpAdd, Arg: next.Inputs[1]}
+			case next.Op == ir.OpAdd && next.Inputs[1] == out && next.Inputs[0].Shape.Equal(out.Shape):
+				e = ir.Epilogue{Op: ir.OpAdd, Arg: next.Inputs[0]}
+			case next.Op == ir.OpRope && next.Inputs[0] == out:
+				e = ir.Epilogue{Op: ir.OpRope, Arg: next.Inputs[1], Attrs: next.Attrs}
+			default:
+				continue
+			}
+			// The operand must be computed before the mat-mul runs.
+			if p := e.Arg.Producer; p != nil && nodeIndex(g, p) > nodeIndex(g, mm) {
+				continue
+			}
+			mm.Epilogues = append(mm.Epilogues, e)
+			mm.Inputs = append(mm.Inputs, e.Arg)
+			res := next.Outputs[0]
+			mm.Outputs[0] = res
+			res.Producer = mm
+			mm.Name = next.Name
+			remove(g, map[*ir.Node]bool{next: true})
+			changed = true
+			break
+		}
+	}
+	return nil
+}
+
+// setKVType gives every KV cache state value (and its versions) the
+// requested element type.
+func setKVType(g *ir.Graph, o *Options) error {
+	t := o.KVType
+	switch t {
+	case quant.F32, quant.F16:
+	case quant.Q8_0:
+		for _, v := range g.Values {
+			if v.Kind == ir.State && v.Shape.Cols()%quant.QK != 0 {
+				return fmt.Errorf("kv type q8_0 needs cache rows that are multiples of %d; %s is %d wide", quant.QK, v.Name, v.Shape.Cols())
+			}
+		}
+	default:
+		return fmt.Errorf("unsupported KV cache type %s (f32, f16 or q8_0)", t)
+	}
+	for _, v := range g.Values {
+		if v.Kind == ir.State {
+			v.DType = t
+		}
+	}
+	return nil
+}
+
+// selectKernels names each node's kernel from its op and operand types, so
+// the executor binds a specialized function once at load.
+func selectKernels(g *ir.Graph, _ *Options) error {
+	for _, n := range g.Nodes {
+		switch n.Op {
+		case ir.OpMatMul:
+			n.Kernel = fmt.Sprintf("mat_mul/%s", n.Inputs[1].DType)
+		case ir.OpGetRows:
+			n.Kernel = fmt.Sprintf("get_rows/%s", n.Inputs[0].DType)
+		case ir.OpKVWrite:
+			n.Kernel = fmt.Sprintf("kv_write/%s", n.Inputs[2].DType)
+		case ir.OpAttention:
+			n.Kernel = fmt.Sprintf("attention/%s", n.Inputs[1].DType)
+		default:
+			n.Kernel = n.Op.String()
+		}
+	}
+	return nil
+}
+
+// sortedKeys is a helper for deterministic iteration in tests and docs.
+func sortedKeys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
