@@ -141,8 +141,8 @@ func (o Options) check() error {
 	if o.NCtx <= 0 {
 		return fmt.Errorf("alloc: NCtx %d must be positive", o.NCtx)
 	}
-	if a := o.Align; a < 0 || (a > 0 && bits.OnesCount(uint(a)) != 1) {
-		return fmt.Errorf("alloc: Align %d must be a power of two", a)
+	if a := o.Align; a < 0 || a > maxAlign || (a > 0 && bits.OnesCount(uint(a)) != 1) {
+		return fmt.Errorf("alloc: Align %d must be a power of two up to %d", a, maxAlign)
 	}
 	switch o.KVType {
 	case quant.F32, quant.F16, quant.Q8_0:
@@ -153,6 +153,9 @@ func (o Options) check() error {
 }
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// maxAlign bounds Options.Align (a page of huge pages is plenty).
+const maxAlign = 1 << 21
 
 // maxBytes bounds every size the planner computes, so sums cannot overflow.
 const maxBytes = int64(1) << 52

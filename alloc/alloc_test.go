@@ -1,7 +1,9 @@
 package alloc
 
 import (
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -193,6 +195,7 @@ func TestOptionErrors(t *testing.T) {
 		func(o *Options) { o.MaxOut = -1 },
 		func(o *Options) { o.NCtx = 0 },
 		func(o *Options) { o.Align = 48 },
+		func(o *Options) { o.Align = 1 << 40 },
 		func(o *Options) { o.KVType = quant.Q4_K },
 	} {
 		o := tinyOpts
@@ -414,6 +417,135 @@ func TestValidateCatchesCorruption(t *testing.T) {
 		err := q.Validate(g)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// randomGraph builds a random DAG of n adds of random widths, each reading
+// one or two earlier activations, scheduled in random groups with random
+// Redundant steps (kept only where the schedule stays valid).
+func randomGraph(r *rand.Rand, n int) (*ir.Graph, *ir.Schedule) {
+	g := &ir.Graph{Arch: "random"}
+	T := ir.DimT
+	g.Tokens = g.NewValue("tokens", ir.Input, quant.I32, ir.Shape{T})
+	g.Positions = g.NewValue("positions", ir.Input, quant.I32, ir.Shape{T})
+	g.OutIDs = g.NewValue("out_ids", ir.Input, quant.I32, ir.Shape{ir.DimR})
+	emb := g.NewValue("emb", ir.Weight, quant.F32, ir.Shape{8, 16})
+	acts := []*ir.Value{g.AddNode(ir.OpGetRows, "x0", -1, ir.Attrs{}, ir.Shape{T, 16}, emb, g.Tokens)}
+	for i := 1; i < n; i++ {
+		ins := []*ir.Value{acts[len(acts)-1-r.IntN(min(len(acts), 4))]}
+		if r.IntN(2) == 0 {
+			ins = append(ins, acts[r.IntN(len(acts))])
+		}
+		w := ir.Dim(16 * (1 + r.IntN(8)))
+		acts = append(acts, g.AddNode(ir.OpAdd, fmt.Sprintf("x%d", i), 0, ir.Attrs{}, ir.Shape{T, w}, ins...))
+	}
+	g.Logits = acts[len(acts)-1]
+	s := &ir.Schedule{Name: "prefill"}
+	for i := range g.Nodes {
+		if i == 0 || r.IntN(3) == 0 {
+			s.Groups = append(s.Groups, ir.Group{Units: 1})
+		}
+		split := ir.SplitCols
+		if r.IntN(2) == 0 {
+			split = ir.Redundant
+		}
+		last := &s.Groups[len(s.Groups)-1]
+		last.Steps = append(last.Steps, ir.Step{Node: i, Split: split})
+	}
+	// Private scratch is only readable inside its group, and a redundant
+	// step needs its same-group inputs computed redundantly too: demote
+	// redundant steps to column splits until both hold.
+	for changed := true; changed; {
+		changed = false
+		where := map[*ir.Value]*ir.Step{}
+		groupOf := map[*ir.Value]int{}
+		for gi := range s.Groups {
+			for si := range s.Groups[gi].Steps {
+				st := &s.Groups[gi].Steps[si]
+				n := g.Nodes[st.Node]
+				for _, in := range n.Inputs {
+					ps, ok := where[in]
+					if !ok || ps.Split != ir.Redundant && (groupOf[in] != gi || st.Split != ir.Redundant) {
+						continue
+					}
+					if groupOf[in] != gi {
+						ps.Split, changed = ir.SplitCols, true
+					} else if ps.Split != ir.Redundant {
+						st.Split, changed = ir.SplitCols, true
+					}
+				}
+				where[n.Outputs[0]], groupOf[n.Outputs[0]] = st, gi
+			}
+		}
+	}
+	return g, s
+}
+
+// naiveOverlap reports whether two values of one space, live in a common
+// group, share a byte: the pairwise definition Validate's sweep implements.
+func naiveOverlap(ivs []interval, slots map[int]Slot) bool {
+	for i, x := range ivs {
+		for _, y := range ivs[i+1:] {
+			sx, sy := slots[x.id], slots[y.id]
+			if x.size > 0 && y.size > 0 && x.start <= y.end && y.start <= x.end &&
+				sx.Offset < sy.End() && sy.Offset < sx.End() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestRandomGraphs(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var overlaps, privates, ratio float64
+	defer func() {
+		t.Logf("300 graphs: %.0f with private values, %.0f squeezed plans overlapping; mean arena/sum %.1f%%", privates, overlaps, 100*ratio/300)
+	}()
+	for iter := range 300 {
+		g, s := randomGraph(r, 2+r.IntN(40))
+		if err := ir.VerifySchedule(g, s); err != nil {
+			t.Fatalf("iteration %d: generator made a bad schedule: %v", iter, err)
+		}
+		o := Options{MaxTokens: 1 + r.IntN(9), MaxOut: 1, NCtx: 4, KVType: quant.F32, Align: 64}
+		p, err := PlanSchedule(g, s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ValidateSchedule(g, s); err != nil {
+			t.Fatalf("iteration %d: %v", iter, err)
+		}
+		a, _ := analyze(g, s, o)
+		if naiveOverlap(a.shared, p.Slots) || naiveOverlap(a.private, p.Private) {
+			t.Fatalf("iteration %d: planned slots overlap", iter)
+		}
+		if lb := liveLowerBound(g, s, p); p.ArenaBytes < lb {
+			t.Fatalf("iteration %d: arena %d below bound %d", iter, p.ArenaBytes, lb)
+		}
+		// Squeeze random shared slots down to low offsets: Validate must
+		// report an overlap exactly when the pairwise check finds one.
+		ratio += float64(p.ArenaBytes+p.PrivateBytes) / float64(p.SumBytes)
+		if len(a.private) > 0 {
+			privates++
+		}
+		if len(a.shared) == 0 {
+			continue
+		}
+		q := clonePlan(p)
+		for range 1 + r.IntN(3) {
+			iv := a.shared[r.IntN(len(a.shared))]
+			sl := q.Slots[iv.id]
+			sl.Offset = 64 * r.Int64N(sl.Offset/64+1)
+			q.Slots[iv.id] = sl
+		}
+		err = q.ValidateSchedule(g, s)
+		got := err != nil && strings.Contains(err.Error(), "overlap")
+		if want := naiveOverlap(a.shared, q.Slots); got != want {
+			t.Fatalf("iteration %d: Validate overlap %v (%v), pairwise %v", iter, got, err, want)
+		}
+		if got {
+			overlaps++
 		}
 	}
 }
