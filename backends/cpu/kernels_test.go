@@ -1,0 +1,330 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"minfer/quant"
+)
+
+func randVec(r *rand.Rand, n int, amp float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = amp * float32(r.NormFloat64())
+	}
+	return v
+}
+
+// cuts returns the ways the tests split units 0..n among workers: one
+// range, two ranges and three uneven ranges (some possibly empty), as
+// boundary lists.
+func cuts(n int) [][]int {
+	return [][]int{{0, n}, {0, n / 2, n}, {0, n / 3, n - n/4, n}}
+}
+
+func sameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: element %d = %v (%#x), want %v (%#x)", what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+}
+
+func TestExpfMatchesReference(t *testing.T) {
+	// The reference executor's silu/softmax use libm exp rounded to
+	// float32; elem.go must follow whatever it uses.
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 100000; i++ {
+		x := float32(r.Float64()*200 - 100)
+		if got, want := expf(x), float32(math.Exp(float64(x))); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("expf(%v) = %v, want %v", x, got, want)
+		}
+		if got, want := silu(x), x/(1+float32(math.Exp(float64(-x)))); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("silu(%v) = %v, want %v", x, got, want)
+		}
+	}
+}
+
+func TestRMSNorm(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		rows, cols, group, wlen int
+	}{
+		{1, 896, 896, 0}, {5, 896, 896, 896}, {7, 512, 64, 64}, {3, 256, 128, 0}, {4, 96, 32, 96}, {1, 1, 1, 1},
+	} {
+		name := fmt.Sprintf("%dx%d/g%d/w%d", tc.rows, tc.cols, tc.group, tc.wlen)
+		t.Run(name, func(t *testing.T) {
+			x := randVec(r, tc.rows*tc.cols, 3)
+			var w []float32
+			want := oracleRMSNorm(x, tc.group, 1e-6)
+			if tc.wlen > 0 {
+				w = randVec(r, tc.wlen, 1)
+				want = oracleMul(want, w)
+			}
+			for _, c := range cuts(tc.rows) {
+				y := make([]float32, len(x))
+				for i := 0; i+1 < len(c); i++ {
+					RMSNorm(x, y, tc.cols, tc.group, 1e-6, w, c[i], c[i+1])
+				}
+				sameBits(t, fmt.Sprintf("rows %v", c), y, want)
+			}
+			units := tc.cols / tc.group
+			for _, c := range cuts(units) {
+				y := make([]float32, len(x))
+				for i := 0; i+1 < len(c); i++ {
+					RMSNormCols(x, y, tc.rows, tc.cols, tc.group, 1e-6, w, c[i]*tc.group, c[i+1]*tc.group)
+				}
+				sameBits(t, fmt.Sprintf("cols %v", c), y, want)
+			}
+			// In place.
+			y := append([]float32(nil), x...)
+			RMSNorm(y, y, tc.cols, tc.group, 1e-6, w, 0, tc.rows)
+			sameBits(t, "in place", y, want)
+		})
+	}
+}
+
+func TestElementWise(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const rows, cols = 5, 384
+	a, g, u := randVec(r, rows*cols, 2), randVec(r, rows*cols, 4), randVec(r, rows*cols, 1)
+	g[0], g[1], g[2] = 100, -100, 0 // saturation and zero
+	for _, bcols := range []int{cols, 128, 1} {
+		b := randVec(r, bcols, 1)
+		if bcols == cols {
+			b = randVec(r, rows*cols, 1)
+		}
+		wantAdd, wantMul := oracleAdd(a, b), oracleMul(a, b)
+		for _, unit := range []int{1, 32, 128} {
+			for _, c := range cuts(cols / unit) {
+				ya, ym := make([]float32, len(a)), make([]float32, len(a))
+				for i := 0; i+1 < len(c); i++ {
+					AddCols(ya, a, b, rows, cols, bcols, c[i]*unit, c[i+1]*unit)
+					MulCols(ym, a, b, rows, cols, bcols, c[i]*unit, c[i+1]*unit)
+				}
+				sameBits(t, fmt.Sprintf("add b%d unit %d %v", bcols, unit, c), ya, wantAdd)
+				sameBits(t, fmt.Sprintf("mul b%d unit %d %v", bcols, unit, c), ym, wantMul)
+			}
+		}
+		// Row split by slicing, output aliasing a.
+		ya := append([]float32(nil), a...)
+		boff := 0 // a same-shape b is sliced with the rows, a broadcast one is not
+		if bcols == cols {
+			boff = 2 * cols
+		}
+		AddCols(ya[2*cols:], ya[2*cols:], b[boff:], rows-2, cols, bcols, 0, cols)
+		AddCols(ya, ya, b, 2, cols, bcols, 0, cols)
+		sameBits(t, fmt.Sprintf("add b%d rows in place", bcols), ya, wantAdd)
+	}
+	wantSw, wantSi := make([]float32, len(g)), make([]float32, len(g))
+	for i := range g {
+		wantSw[i] = oracleSiLU(g[i]) * u[i]
+		wantSi[i] = oracleSiLU(g[i])
+	}
+	for _, c := range cuts(cols / 64) {
+		ys, yi := make([]float32, len(g)), make([]float32, len(g))
+		for i := 0; i+1 < len(c); i++ {
+			SwiGLUCols(ys, g, u, rows, cols, c[i]*64, c[i+1]*64)
+			SiLUCols(yi, g, rows, cols, c[i]*64, c[i+1]*64)
+		}
+		sameBits(t, fmt.Sprintf("swiglu %v", c), ys, wantSw)
+		sameBits(t, fmt.Sprintf("silu %v", c), yi, wantSi)
+	}
+}
+
+func TestSoftmax(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const rows, cols = 6, 1000
+	x := randVec(r, rows*cols, 5)
+	x[3] = float32(math.Inf(-1)) // a masked entry
+	for _, scale := range []float32{1, 0.125} {
+		want := make([]float32, len(x))
+		for i := 0; i < rows; i++ {
+			oracleSoftmax(x[i*cols:(i+1)*cols], want[i*cols:(i+1)*cols], scale)
+		}
+		for _, c := range cuts(rows) {
+			y := make([]float32, len(x))
+			for i := 0; i+1 < len(c); i++ {
+				Softmax(y, x, cols, scale, c[i], c[i+1])
+			}
+			sameBits(t, fmt.Sprintf("scale %v rows %v", scale, c), y, want)
+		}
+		y := append([]float32(nil), x...)
+		Softmax(y, y, cols, scale, 0, rows)
+		sameBits(t, "in place", y, want)
+	}
+}
+
+func TestRope(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, tc := range []struct {
+		heads, headDim, ropeDims int
+		base, scale             float32
+		neox                    bool
+	}{
+		{14, 64, 64, 1e6, 1, true}, {8, 128, 128, 10000, 0, false}, {6, 64, 32, 10000, 0.25, true}, {4, 80, 40, 500000, 1, false},
+	} {
+		name := fmt.Sprintf("h%d/hd%d/rd%d/neox=%v", tc.heads, tc.headDim, tc.ropeDims, tc.neox)
+		t.Run(name, func(t *testing.T) {
+			const T = 5
+			cols := tc.heads * tc.headDim
+			x := randVec(r, T*cols, 1)
+			pos := []int32{0, 1, 17, 300, 4095}
+			want := oracleRope(x, pos, tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.neox)
+			for _, c := range cuts(tc.heads) {
+				y := append([]float32(nil), x...)
+				for i := 0; i+1 < len(c); i++ {
+					RopeCols(y, T, cols, pos, tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.neox, c[i]*tc.headDim, c[i+1]*tc.headDim)
+				}
+				sameBits(t, fmt.Sprintf("heads %v", c), y, want)
+			}
+			// Row split by slicing.
+			y := append([]float32(nil), x...)
+			RopeCols(y, 2, cols, pos[:2], tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.neox, 0, cols)
+			RopeCols(y[2*cols:], T-2, cols, pos[2:], tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.neox, 0, cols)
+			sameBits(t, "rows", y, want)
+		})
+	}
+}
+
+// matMulTypes are the weight types the mat-mul tests cover: every type
+// with a dot kernel.
+var matMulTypes = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0,
+	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K}
+
+func quantWeights(t testing.TB, r *rand.Rand, wt quant.Type, N, K int) []byte {
+	rs, err := wt.RowSize(K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := randVec(r, N*K, 0.05)
+	wb := make([]byte, N*rs)
+	for n := 0; n < N; n++ {
+		if err := quant.Quantize(wt, wf[n*K:(n+1)*K], wb[n*rs:(n+1)*rs]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return wb
+}
+
+func TestMatMul(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, wt := range matMulTypes {
+		for _, shape := range [][3]int{{1, 37, 512}, {4, 70, 256}, {19, 33, 768}} {
+			M, N, K := shape[0], shape[1], shape[2]
+			t.Run(fmt.Sprintf("%s/M%d/N%d/K%d", wt, M, N, K), func(t *testing.T) {
+				k, err := NewMatMul(wt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := k.Check(K); err != nil {
+					t.Fatal(err)
+				}
+				wb := quantWeights(t, r, wt, N, K)
+				x := randVec(r, M*K, 1)
+				want := oracleMatMul(x, wt, wb, N, K)
+				arb := k.ActRowBytes(K)
+				for _, rc := range cuts(M) {
+					act := make([]byte, M*arb)
+					for i := 0; i+1 < len(rc); i++ {
+						k.QuantizeRows(x, K, rc[i], rc[i+1], act)
+					}
+					for _, c := range cuts(N) {
+						y := make([]float32, M*N)
+						for i := 0; i+1 < len(c); i++ {
+							k.Run(K, wb, act, M, y, N, c[i], c[i+1])
+						}
+						sameBits(t, fmt.Sprintf("quant rows %v cols %v", rc, c), y, want)
+					}
+					// Split by token rows: each worker runs its rows.
+					y := make([]float32, M*N)
+					for i := 0; i+1 < len(rc); i++ {
+						r0, r1 := rc[i], rc[i+1]
+						k.Run(K, wb, act[r0*arb:], r1-r0, y[r0*N:], N, 0, N)
+					}
+					sameBits(t, fmt.Sprintf("token rows %v", rc), y, want)
+				}
+				// A strided output (ldy > N), e.g. writing into a wider buffer.
+				act := make([]byte, M*arb)
+				k.QuantizeRows(x, K, 0, M, act)
+				ld := N + 5
+				y := make([]float32, M*ld)
+				k.Run(K, wb, act, M, y, ld, 0, N)
+				for m := 0; m < M; m++ {
+					sameBits(t, "strided", y[m*ld:m*ld+N], want[m*N:(m+1)*N])
+				}
+			})
+		}
+	}
+}
+
+func TestMatMulUnsupported(t *testing.T) {
+	for _, wt := range []quant.Type{quant.Q8_1, quant.Q8_K, quant.I32, quant.Type(99)} {
+		if _, err := NewMatMul(wt); err == nil {
+			t.Errorf("NewMatMul(%s) succeeded", wt)
+		} else if want := wt.String(); !contains(err.Error(), want) {
+			t.Errorf("NewMatMul(%s) error %q does not name the type", wt, err)
+		}
+	}
+	k, _ := NewMatMul(quant.Q4_K)
+	if err := k.Check(100); err == nil {
+		t.Error("Q4_K accepted K=100")
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func TestGetRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const V, cols = 50, 256
+	ids := []int32{3, 49, 0, 3, 17, 22, 8}
+	tab := randVec(r, V*cols, 1)
+	want := make([]float32, len(ids)*cols)
+	for i, id := range ids {
+		copy(want[i*cols:], tab[int(id)*cols:(int(id)+1)*cols])
+	}
+	for _, c := range cuts(len(ids)) {
+		y := make([]float32, len(want))
+		for i := 0; i+1 < len(c); i++ {
+			GetRowsF32(y, tab, cols, ids, c[i], c[i+1])
+		}
+		sameBits(t, "f32", y, want)
+	}
+	for _, tt := range []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		wb := quantWeights(t, r, tt, V, cols)
+		rs, _ := tt.RowSize(cols)
+		want := make([]float32, len(ids)*cols)
+		for i, id := range ids {
+			if err := quant.Dequantize(tt, wb[int(id)*rs:(int(id)+1)*rs], want[i*cols:(i+1)*cols]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := GetRowsQuant(tt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cuts(len(ids)) {
+			y := make([]float32, len(want))
+			for i := 0; i+1 < len(c); i++ {
+				f(y, wb, cols, ids, c[i], c[i+1])
+			}
+			sameBits(t, tt.String(), y, want)
+		}
+	}
+	if _, err := GetRowsQuant(quant.Type(99)); err == nil {
+		t.Error("GetRowsQuant(type 99) succeeded")
+	}
+}
