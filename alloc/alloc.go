@@ -106,7 +106,7 @@ func StateRoot(v *ir.Value) *ir.Value {
 	return v
 }
 
-// interval is one planned value: its aligned size and live groups.
+// interval is one planned value: its size in bytes and the groups it is live in.
 type interval struct {
 	id         int
 	size       int64 // exact bytes
