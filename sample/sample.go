@@ -105,6 +105,53 @@ func byLogitDesc(a, b cand) int {
 	return 0
 }
 
+// sortKey maps a candidate to a uint64 whose ascending order is
+// byLogitDesc's order: the high word is the logit's bits made monotone and
+// then inverted (so larger logits come first), the low word is the id.
+// Both zeros map to the key of +0, as they compare equal as floats.
+func sortKey(x cand) uint64 {
+	v := x.logit
+	if v == 0 {
+		v = 0 // fold -0 into +0
+	}
+	b := math.Float32bits(v)
+	if b&0x80000000 != 0 {
+		b = ^b // negative: larger magnitude sorts lower
+	} else {
+		b |= 0x80000000
+	}
+	return uint64(^b)<<32 | uint64(uint32(x.id))
+}
+
+// fromSortKey inverts sortKey (up to the sign of zero).
+func fromSortKey(k uint64) cand {
+	b := ^uint32(k >> 32)
+	if b&0x80000000 != 0 {
+		b &^= 0x80000000
+	} else {
+		b = ^b
+	}
+	return cand{int32(uint32(k)), math.Float32frombits(b)}
+}
+
+// sortDesc sorts c into byLogitDesc order. Large inputs go through integer
+// keys, which the standard library sorts several times faster than it can
+// with a comparison function.
+func (s *Sampler) sortDesc(c []cand) {
+	if len(c) < 256 || len(c) > len(s.keys) {
+		slices.SortFunc(c, byLogitDesc)
+		return
+	}
+	k := s.keys[:len(c)]
+	for i, x := range c {
+		k[i] = sortKey(x)
+	}
+	slices.Sort(k)
+	for i, v := range k {
+		c[i] = fromSortKey(v)
+	}
+}
+
 // topPBands are the depths (in nats below the best logit) of the bands in
 // which truncateFull gathers and sorts the vocabulary for top-p when top-k
 // does not bound it. A token 4 nats down carries under 2% of the best one's
@@ -128,6 +175,7 @@ type Sampler struct {
 	logits []float32 // penalized copy of the caller's logits (penalties only)
 	cands  []cand    // candidate buffer, capacity nVocab
 	probs  []float64 // unnormalized weights for the final draw
+	keys   []uint64  // sort keys for sortDesc
 }
 
 // New validates p and returns a Sampler for a vocabulary of nVocab tokens.
@@ -146,6 +194,11 @@ func New(p Params, nVocab int) (*Sampler, error) {
 		nVocab: nVocab,
 		cands:  make([]cand, nVocab),
 		probs:  make([]float64, nVocab),
+	}
+	if k := p.TopK; k > 0 && k < nVocab {
+		s.keys = make([]uint64, k)
+	} else if p.TopP < 1 || p.MinP > 0 {
+		s.keys = make([]uint64, nVocab)
 	}
 	s.penalize = p.RepeatLastN != 0 &&
 		(p.RepeatPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0)
@@ -323,7 +376,7 @@ func (s *Sampler) topK(l []float32, k int) []cand {
 			siftDown(h, 0)
 		}
 	}
-	slices.SortFunc(h, byLogitDesc)
+	s.sortDesc(h)
 	return h
 }
 
@@ -440,7 +493,7 @@ func (s *Sampler) truncateFull(l []float32) []cand {
 				c = append(c, cand{int32(i), v})
 			}
 		}
-		slices.SortFunc(c, byLogitDesc)
+		s.sortDesc(c)
 		return c
 	}
 	var z float64
@@ -461,7 +514,7 @@ func (s *Sampler) truncateFull(l []float32) []cand {
 				c = append(c, cand{int32(i), v})
 			}
 		}
-		slices.SortFunc(c[start:], byLogitDesc)
+		s.sortDesc(c[start:])
 		n, total, ok := nucleus(c, start, cum, m, z, s.p.TopP)
 		if ok || final {
 			// Either the nucleus is complete, or min-p's cut (or the end

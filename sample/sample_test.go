@@ -361,6 +361,34 @@ func TestTopPDeepNucleus(t *testing.T) {
 	}
 }
 
+func TestSortDescMatchesComparator(t *testing.T) {
+	ninf, inf := float32(math.Inf(-1)), float32(math.Inf(1))
+	negZero := float32(math.Copysign(0, -1))
+	for _, n := range []int{10, 300, 5000} {
+		l := randLogits(uint64(n), n, 3, 0.5)
+		special := []float32{0, negZero, ninf, inf, math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32}
+		for i, v := range special {
+			l[(i*7919)%n] = v
+		}
+		p := DefaultParams()
+		p.TopK = 0
+		s := mustNew(t, p, n)
+		c := make([]cand, n)
+		for i, v := range l {
+			c[i] = cand{int32(i), v}
+		}
+		want := slices.Clone(c)
+		slices.SortFunc(want, byLogitDesc)
+		s.sortDesc(c)
+		for i := range c {
+			// Compare logits as floats: sortDesc may turn -0 into +0.
+			if c[i].id != want[i].id || c[i].logit != want[i].logit {
+				t.Fatalf("n %d index %d: got %+v, want %+v", n, i, c[i], want[i])
+			}
+		}
+	}
+}
+
 func TestPenalties(t *testing.T) {
 	logits := []float32{2, -1, 0.5, 3, -2, 0}
 	hist := []int32{0, 1, 1, 3, 3, 3, 5, 99, -4} // 99 and -4 are out of range
