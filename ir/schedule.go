@@ -62,6 +62,17 @@ type Schedule struct {
 // Barriers is the number of pool barriers one run of the schedule pays.
 func (s *Schedule) Barriers() int { return len(s.Groups) }
 
+// LocalRead reports whether node n, scheduled with split cs, may read its
+// input v produced in the same group with split ps, i.e. with no barrier in
+// between: every worker then finds the part of v it needs in what it
+// computed itself.
+func LocalRead(ps, cs Split, n *Node, v *Value) bool {
+	return ps == Redundant ||
+		(ps == SplitCols && cs == SplitCols && colLocal(n, v)) ||
+		(ps == SplitRows && cs == SplitRows && rowLocal(n, v)) ||
+		(ps == Single && cs == Single)
+}
+
 // colLocal reports whether node n, split by columns, needs only the same
 // unit's columns of its input v (so producer and consumer may share a group).
 func colLocal(n *Node, v *Value) bool {
@@ -129,15 +140,14 @@ func VerifySchedule(g *Graph, s *Schedule) error {
 				if !ok {
 					return fmt.Errorf("%s schedule: node #%d %s reads %s before it is computed", s.Name, n.ID, n.Op, in)
 				}
+				ps := producedBy[in]
 				if pg != gi {
+					if ps == Redundant {
+						return fmt.Errorf("%s schedule: node #%d %s in group %d reads %s, which group %d computed redundantly into worker-private scratch (only readable inside that group)", s.Name, n.ID, n.Op, gi, in, pg)
+					}
 					continue
 				}
-				ps := producedBy[in]
-				okLocal := ps == Redundant ||
-					(ps == SplitCols && st.Split == SplitCols && colLocal(n, in)) ||
-					(ps == SplitRows && st.Split == SplitRows && rowLocal(n, in)) ||
-					(ps == Single && st.Split == Single)
-				if !okLocal {
+				if !LocalRead(ps, st.Split, n, in) {
 					return fmt.Errorf("%s schedule: group %d: node #%d %s (%s) reads %s produced in the same group (%s) without a barrier", s.Name, gi, n.ID, n.Op, st.Split, in, ps)
 				}
 			}

@@ -297,6 +297,9 @@ func checkEpilogues(n *Node) error {
 			if err := checkRope(e.Attrs, out); err != nil {
 				return fmt.Errorf("rope epilogue: %v", err)
 			}
+			if e.Arg == nil || e.Arg.DType != quant.I32 {
+				return fmt.Errorf("rope epilogue needs the positions as its operand")
+			}
 		default:
 			return fmt.Errorf("unsupported epilogue %s", e.Op)
 		}
