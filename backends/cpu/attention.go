@@ -31,6 +31,36 @@ func dotF32(a, b []float32) float32 {
 	return s
 }
 
+// dot4F32 is dotF32 of q with four k rows at once: four independent
+// float32 chains, each summed in order (the same bits as four dotF32
+// calls), so their latencies overlap.
+func dot4F32(q, k0, k1, k2, k3 []float32) (s0, s1, s2, s3 float32) {
+	n := len(q)
+	k0, k1, k2, k3 = k0[:n], k1[:n], k2[:n], k3[:n]
+	for i, qi := range q {
+		s0 += qi * k0[i]
+		s1 += qi * k1[i]
+		s2 += qi * k2[i]
+		s3 += qi * k3[i]
+	}
+	return
+}
+
+// axpy4 adds four probability-weighted v rows to out, element by element
+// in row order: out[d] = (((out[d] + v0[d]·p0) + v1[d]·p1) + v2[d]·p2) +
+// v3[d]·p3, the same bits as four single-row passes.
+func axpy4(out, v0, v1, v2, v3 []float32, p0, p1, p2, p3 float32) {
+	n := len(out)
+	v0, v1, v2, v3 = v0[:n], v1[:n], v2[:n], v3[:n]
+	for d, o := range out {
+		o += v0[d] * p0
+		o += v1[d] * p1
+		o += v2[d] * p2
+		o += v3[d] * p3
+		out[d] = o
+	}
+}
+
 // AttentionHeads is causal grouped-query attention with an f32 cache
 // (llama.cpp's non-flash path) for the query heads of KV heads kvh0..kvh1.
 // q and y are [len(pos)][nHead·headDim], kc and vc [ctx][nHeadKV·headDim];
@@ -48,7 +78,17 @@ func AttentionHeads(y, q, kc, vc []float32, pos []int32, nHead, nHeadKV, headDim
 			h0 := kh * G
 			qt := q[t*qw+h0*hd : t*qw+(h0+G)*hd]
 			yt := y[t*qw+h0*hd : t*qw+(h0+G)*hd]
-			for j := 0; j < n; j++ {
+			j := 0
+			for ; j+4 <= n; j += 4 {
+				o := j*kvw + kh*hd
+				k0, k1 := kc[o:o+hd], kc[o+kvw:o+kvw+hd]
+				k2, k3 := kc[o+2*kvw:o+2*kvw+hd], kc[o+3*kvw:o+3*kvw+hd]
+				for g := 0; g < G; g++ {
+					sc := s.scores[g*n+j : g*n+j+4]
+					sc[0], sc[1], sc[2], sc[3] = dot4F32(qt[g*hd:(g+1)*hd], k0, k1, k2, k3)
+				}
+			}
+			for ; j < n; j++ {
 				k := kc[j*kvw+kh*hd : j*kvw+(kh+1)*hd]
 				for g := 0; g < G; g++ {
 					s.scores[g*n+j] = dotF32(qt[g*hd:(g+1)*hd], k)
@@ -58,7 +98,17 @@ func AttentionHeads(y, q, kc, vc []float32, pos []int32, nHead, nHeadKV, headDim
 				softmaxRow(s.scores[g*n:(g+1)*n], s.scores[g*n:(g+1)*n], scale)
 			}
 			clear(yt)
-			for j := 0; j < n; j++ {
+			j = 0
+			for ; j+4 <= n; j += 4 {
+				o := j*kvw + kh*hd
+				v0, v1 := vc[o:o+hd], vc[o+kvw:o+kvw+hd]
+				v2, v3 := vc[o+2*kvw:o+2*kvw+hd], vc[o+3*kvw:o+3*kvw+hd]
+				for g := 0; g < G; g++ {
+					p := s.scores[g*n+j : g*n+j+4]
+					axpy4(yt[g*hd:(g+1)*hd], v0, v1, v2, v3, p[0], p[1], p[2], p[3])
+				}
+			}
+			for ; j < n; j++ {
 				v := vc[j*kvw+kh*hd : j*kvw+(kh+1)*hd]
 				for g := 0; g < G; g++ {
 					pj := s.scores[g*n+j]

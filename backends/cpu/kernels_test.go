@@ -165,8 +165,8 @@ func TestRope(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, tc := range []struct {
 		heads, headDim, ropeDims int
-		base, scale             float32
-		neox                    bool
+		base, scale              float32
+		neox                     bool
 	}{
 		{14, 64, 64, 1e6, 1, true}, {8, 128, 128, 10000, 0, false}, {6, 64, 32, 10000, 0.25, true}, {4, 80, 40, 500000, 1, false},
 	} {
