@@ -1,6 +1,15 @@
 package tokenizer
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
+
+// Scratch buffers reused across Encode calls.
+var (
+	spmPool = sync.Pool{New: func() any { return new(spmState) }}
+	bpePool = sync.Pool{New: func() any { return new(bpeState) }}
+)
 
 // fragment is a piece of the input: raw text (id < 0) or a special token.
 type fragment struct {
@@ -64,7 +73,8 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 	}
 	switch t.kind {
 	case kindSPM:
-		var s spmState
+		s := spmPool.Get().(*spmState)
+		defer spmPool.Put(s)
 		prevSpecial := true
 		for _, f := range frags {
 			if f.id >= 0 {
@@ -76,17 +86,18 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 			if t.addSpacePrefix && prevSpecial {
 				txt = " " + txt
 			}
-			out = t.spmEncode(&s, strings.ReplaceAll(txt, " ", "\u2581"), out)
+			out = t.spmEncode(s, strings.ReplaceAll(txt, " ", "\u2581"), out)
 			prevSpecial = false
 		}
 	case kindBPE:
-		var s bpeState
+		s := bpePool.Get().(*bpeState)
+		defer bpePool.Put(s)
 		for _, f := range frags {
 			if f.id >= 0 {
 				out = append(out, f.id)
 				continue
 			}
-			out = t.bpeEncode(&s, f.text, out)
+			out = t.bpeEncode(s, f.text, out)
 		}
 	}
 	if addSpecial && t.addEOS && t.eos >= 0 {
@@ -296,17 +307,25 @@ func (t *Tokenizer) preTokenize(s *bpeState, text string, fn func(word string)) 
 		s.tmp = split(s.cpts, s.chunks, s.tmp[:0])
 		s.chunks, s.tmp = s.tmp, s.chunks
 	}
+	// Encode all words into one buffer and convert it to a string once.
 	var enc [4]byte
+	s.word = s.word[:0]
+	s.tmp = s.tmp[:0]
 	start := 0
 	for _, n := range s.chunks {
-		s.word = s.word[:0]
 		for _, c := range s.cpts[start : start+n] {
 			for _, b := range appendCpt(enc[:0], c) {
 				s.word = append(s.word, byteEncoded[b]...)
 			}
 		}
 		start += n
-		fn(string(s.word))
+		s.tmp = append(s.tmp, len(s.word))
+	}
+	all := string(s.word)
+	prev := 0
+	for _, end := range s.tmp {
+		fn(all[prev:end])
+		prev = end
 	}
 }
 
