@@ -117,8 +117,10 @@ func (r *rng) normal() float64 {
 					break
 				}
 			}
-		} else if zigF[i]+r.uniform()*(zigF[i-1]-zigF[i]) >= math.Exp(-0.5*x*x) {
-			continue // outside the density in the wedge: draw again
+		} else if zigF[i]+float64(r.uniform()*(zigF[i-1]-zigF[i])) >= math.Exp(-0.5*x*x) {
+			// Outside the density in the wedge: draw again. (The conversion
+			// rounds the product so it cannot be fused into an FMA.)
+			continue
 		}
 		if neg {
 			return -x
