@@ -143,42 +143,49 @@ func DequantizeQ2K(src []byte, dst []float32) {
 	}
 }
 
-// DotQ2KQ8K is the dot product of n Q2_K weights with n Q8_K activations
-// (ggml's generic vec_dot_q2_K_q8_K order: integer sums per super-block, bsums
-// for the mins, one float32 accumulation per super-block). It agrees with
-// llama.cpp's x86 kernel to a few float32 ulps, not bit for bit.
+// DotQ2KQ8K is the dot product of n Q2_K weights with n Q8_K activations.
+// It reproduces ggml's x86 AVX2 kernel (which llama.cpp also runs on
+// AVX-512 machines): per super-block, one FMA of -dmin times 8 lanes of
+// mins·bsums pairs, then one FMA of d times 8 lanes of scaled 4-element
+// integer sums, into a single 8-lane accumulator; bit-identical on x86.
 func DotQ2KQ8K(n int, w, a []byte) float32 {
-	var sumf float32
+	var acc lanes8
 	for i := 0; i < n/QKK; i++ {
 		x := w[i*blockQ2K : i*blockQ2K+blockQ2K]
 		y := a[i*blockQ8K : i*blockQ8K+blockQ8K]
 		sc := x[0:16]
 		bs := y[260:292]
-		var summs int32
-		for j := 0; j < 16; j++ {
-			summs += int32(int16(le16(bs[2*j:]))) * int32(sc[j]>>4)
-		}
 		q8 := y[4:260]
-		var isum int32
+		var mins, sumi [8]int32
+		for k := 0; k < 8; k++ {
+			mins[k] = int32(sc[2*k]>>4)*bsum(bs, 2*k) + int32(sc[2*k+1]>>4)*bsum(bs, 2*k+1)
+		}
 		for half := 0; half < 2; half++ {
 			q2 := x[16+32*half : 16+32*half+32]
 			for j := 0; j < 4; j++ {
 				shift := uint(2 * j)
-				base := half*128 + j*32
-				var s0, s1 int32
-				for l := 0; l < 16; l++ {
-					s0 += int32(int8(q8[base+l])) * int32((q2[l]>>shift)&3)
-					s1 += int32(int8(q8[base+16+l])) * int32((q2[16+l]>>shift)&3)
+				a8 := q8[half*128+j*32 : half*128+j*32+32]
+				s0, s1 := int32(sc[half*8+2*j]&0xf), int32(sc[half*8+2*j+1]&0xf)
+				for k := 0; k < 8; k++ {
+					var p int32
+					for l := 4 * k; l < 4*k+4; l++ {
+						p += int32((q2[l]>>shift)&3) * int32(int8(a8[l]))
+					}
+					if k < 4 {
+						sumi[k] += s0 * p
+					} else {
+						sumi[k] += s1 * p
+					}
 				}
-				isum += int32(sc[half*8+2*j]&0xf)*s0 + int32(sc[half*8+2*j+1]&0xf)*s1
 			}
 		}
 		yd := math.Float32frombits(u32At(y))
-		dall := float32(yd * halfAt(x[80:]))
-		dmin := float32(yd * halfAt(x[82:]))
-		sumf += float32(dall*float32(isum)) - float32(dmin*float32(summs))
+		d := float32(yd * halfAt(x[80:]))
+		dmin := -float32(yd * halfAt(x[82:]))
+		acc.add(dmin, &mins)
+		acc.add(d, &sumi)
 	}
-	return sumf
+	return acc.sum()
 }
 
 // ---------------------------------------------------------------- Q3_K
@@ -279,11 +286,11 @@ func DequantizeQ3K(src []byte, dst []float32) {
 	}
 }
 
-// DotQ3KQ8K is the dot product of n Q3_K weights with n Q8_K activations
-// (integer sum per super-block, float32 accumulation per super-block; within
-// a few ulps of llama.cpp's x86 kernel).
+// DotQ3KQ8K is the dot product of n Q3_K weights with n Q8_K activations.
+// It reproduces ggml's x86 AVX2 kernel: 8 lanes of scaled 4-element integer
+// sums per super-block, accumulated with one FMA by d; bit-identical on x86.
 func DotQ3KQ8K(n int, w, a []byte) float32 {
-	var sumf float32
+	var acc lanes8
 	var scales [16]int32
 	for i := 0; i < n/QKK; i++ {
 		x := w[i*blockQ3K : i*blockQ3K+blockQ3K]
@@ -294,30 +301,35 @@ func DotQ3KQ8K(n int, w, a []byte) float32 {
 			scales[j] = q3Scale(sc, j)
 		}
 		q8 := y[4:260]
-		var isum int32
+		var sumi [8]int32
 		for half := 0; half < 2; half++ {
 			q := x[32+32*half : 32+32*half+32]
 			for j := 0; j < 4; j++ {
 				shift := uint(2 * j)
 				m := uint8(1) << (4*half + j)
-				base := half*128 + j*32
-				for g := 0; g < 2; g++ {
-					var s int32
-					for l := 16 * g; l < 16*g+16; l++ {
+				a8 := q8[half*128+j*32 : half*128+j*32+32]
+				s0, s1 := scales[half*8+2*j], scales[half*8+2*j+1]
+				for k := 0; k < 8; k++ {
+					var p int32
+					for l := 4 * k; l < 4*k+4; l++ {
 						v := int32((q[l] >> shift) & 3)
 						if hmask[l]&m == 0 {
 							v -= 4
 						}
-						s += v * int32(int8(q8[base+l]))
+						p += v * int32(int8(a8[l]))
 					}
-					isum += scales[half*8+2*j+g] * s
+					if k < 4 {
+						sumi[k] += s0 * p
+					} else {
+						sumi[k] += s1 * p
+					}
 				}
 			}
 		}
-		d := float32(halfAt(x[108:]) * math.Float32frombits(u32At(y)))
-		sumf += float32(d * float32(isum))
+		d := float32(math.Float32frombits(u32At(y)) * halfAt(x[108:]))
+		acc.add(d, &sumi)
 	}
-	return sumf
+	return acc.sum()
 }
 
 // ---------------------------------------------------------------- Q4_K
@@ -526,11 +538,14 @@ func DequantizeQ5K(src []byte, dst []float32) {
 	}
 }
 
-// DotQ5KQ8K is the dot product of n Q5_K weights with n Q8_K activations
-// (integer sums per super-block, bsums for the mins; within a few ulps of
-// llama.cpp's x86 kernel).
+// DotQ5KQ8K is the dot product of n Q5_K weights with n Q8_K activations.
+// It reproduces ggml's x86 AVX2 kernel: 8 lanes of scaled 4-element integer
+// sums accumulated with one FMA by d per super-block, and the mins term
+// (an exact integer per super-block) accumulated separately as a scalar
+// float32 FMA by -dmin, added after the lane reduction; bit-identical on x86.
 func DotQ5KQ8K(n int, w, a []byte) float32 {
-	var sumf float32
+	var acc lanes8
+	var summs float32
 	for i := 0; i < n/QKK; i++ {
 		x := w[i*blockQ5K : i*blockQ5K+blockQ5K]
 		y := a[i*blockQ8K : i*blockQ8K+blockQ8K]
@@ -538,7 +553,8 @@ func DotQ5KQ8K(n int, w, a []byte) float32 {
 		qh := x[16:48]
 		q8 := y[4:260]
 		bs := y[260:292]
-		var isum, summ int32
+		var sumi [8]int32
+		var summ int32
 		for j := 0; j < 4; j++ {
 			ql := x[48+32*j : 48+32*j+32]
 			s1, m1 := scaleMinK4(2*j, sc)
@@ -546,22 +562,24 @@ func DotQ5KQ8K(n int, w, a []byte) float32 {
 			sh := uint(2 * j)
 			lo := q8[64*j : 64*j+32]
 			hi := q8[64*j+32 : 64*j+64]
-			var a1, a2 int32
-			for l := 0; l < 32; l++ {
-				h := qh[l] >> sh
-				a1 += int32(ql[l]&0xf|(h&1)<<4) * int32(int8(lo[l]))
-				a2 += int32(ql[l]>>4|(h&2)<<3) * int32(int8(hi[l]))
+			for k := 0; k < 8; k++ {
+				var a1, a2 int32
+				for l := 4 * k; l < 4*k+4; l++ {
+					h := qh[l] >> sh
+					a1 += int32(ql[l]&0xf|(h&1)<<4) * int32(int8(lo[l]))
+					a2 += int32(ql[l]>>4|(h&2)<<3) * int32(int8(hi[l]))
+				}
+				sumi[k] += int32(s1)*a1 + int32(s2)*a2
 			}
-			isum += int32(s1)*a1 + int32(s2)*a2
-			summ += int32(m1)*(int32(int16(le16(bs[8*j:])))+int32(int16(le16(bs[8*j+2:])))) +
-				int32(m2)*(int32(int16(le16(bs[8*j+4:])))+int32(int16(le16(bs[8*j+6:]))))
+			summ += int32(m1)*(bsum(bs, 4*j)+bsum(bs, 4*j+1)) + int32(m2)*(bsum(bs, 4*j+2)+bsum(bs, 4*j+3))
 		}
 		yd := math.Float32frombits(u32At(y))
-		d := float32(halfAt(x[0:]) * yd)
-		dmin := float32(halfAt(x[2:]) * yd)
-		sumf += float32(d*float32(isum)) - float32(dmin*float32(summ))
+		d := float32(yd * halfAt(x[0:]))
+		dmin := -float32(yd * halfAt(x[2:]))
+		summs = fma32(dmin, float32(summ), summs)
+		acc.add(d, &sumi)
 	}
-	return sumf
+	return acc.sum() + summs
 }
 
 // ---------------------------------------------------------------- Q6_K
@@ -646,36 +664,44 @@ func DequantizeQ6K(src []byte, dst []float32) {
 	}
 }
 
-// DotQ6KQ8K is the dot product of n Q6_K weights with n Q8_K activations
-// (integer sum per super-block; within a few ulps of llama.cpp's x86 kernel).
+// DotQ6KQ8K is the dot product of n Q6_K weights with n Q8_K activations.
+// It reproduces ggml's x86 AVX2 kernel: 8 lanes of scaled 4-element sums of
+// the unsigned 6-bit values, minus 32·(sc·bsums) over scale pairs per lane,
+// accumulated with one FMA by d per super-block; bit-identical on x86.
 func DotQ6KQ8K(n int, w, a []byte) float32 {
-	var sumf float32
+	var acc lanes8
 	for i := 0; i < n/QKK; i++ {
 		x := w[i*blockQ6K : i*blockQ6K+blockQ6K]
 		y := a[i*blockQ8K : i*blockQ8K+blockQ8K]
 		q8 := y[4:260]
-		var isum int32
+		bs := y[260:292]
+		scAll := x[192:208]
+		var sumi [8]int32
 		for n := 0; n < 2; n++ {
 			ql := x[64*n : 64*n+64]
 			qh := x[128+32*n : 128+32*n+32]
-			sc := x[192+8*n : 192+8*n+8]
+			sc := scAll[8*n : 8*n+8]
 			a8 := q8[128*n : 128*n+128]
-			for g := 0; g < 2; g++ {
+			for k := 0; k < 8; k++ {
 				var s1, s2, s3, s4 int32
-				for l := 16 * g; l < 16*g+16; l++ {
+				for l := 4 * k; l < 4*k+4; l++ {
 					h := qh[l]
-					s1 += (int32(ql[l]&0xf|(h&3)<<4) - 32) * int32(int8(a8[l]))
-					s2 += (int32(ql[l+32]&0xf|((h>>2)&3)<<4) - 32) * int32(int8(a8[l+32]))
-					s3 += (int32(ql[l]>>4|((h>>4)&3)<<4) - 32) * int32(int8(a8[l+64]))
-					s4 += (int32(ql[l+32]>>4|((h>>6)&3)<<4) - 32) * int32(int8(a8[l+96]))
+					s1 += int32(ql[l]&0xf|(h&3)<<4) * int32(int8(a8[l]))
+					s2 += int32(ql[l+32]&0xf|((h>>2)&3)<<4) * int32(int8(a8[l+32]))
+					s3 += int32(ql[l]>>4|((h>>4)&3)<<4) * int32(int8(a8[l+64]))
+					s4 += int32(ql[l+32]>>4|((h>>6)&3)<<4) * int32(int8(a8[l+96]))
 				}
-				isum += int32(int8(sc[g]))*s1 + int32(int8(sc[g+2]))*s2 + int32(int8(sc[g+4]))*s3 + int32(int8(sc[g+6]))*s4
+				g := k / 4
+				sumi[k] += int32(int8(sc[g]))*s1 + int32(int8(sc[g+2]))*s2 + int32(int8(sc[g+4]))*s3 + int32(int8(sc[g+6]))*s4
 			}
 		}
-		d := float32(halfAt(x[208:]) * math.Float32frombits(u32At(y)))
-		sumf += float32(d * float32(isum))
+		for k := 0; k < 8; k++ {
+			sumi[k] -= 32 * (int32(int8(scAll[2*k]))*bsum(bs, 2*k) + int32(int8(scAll[2*k+1]))*bsum(bs, 2*k+1))
+		}
+		d := float32(math.Float32frombits(u32At(y)) * halfAt(x[208:]))
+		acc.add(d, &sumi)
 	}
-	return sumf
+	return acc.sum()
 }
 
 // ---------------------------------------------------------------- Q8_K
