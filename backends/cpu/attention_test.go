@@ -11,19 +11,22 @@ import (
 
 type attnCase struct {
 	H, Hkv, hd, T, start int // start: positions of the batch are start..start+T-1
+	ctx                  int // cache rows (a multiple of 16, as llama.cpp pads it)
 }
 
 var attnCases = []attnCase{
-	{14, 2, 64, 9, 0},  // qwen2-0.5b heads, a prefill
-	{14, 2, 64, 1, 40}, // a decode step
-	{4, 4, 32, 5, 3},   // no grouping
-	{8, 2, 128, 3, 20},
+	{14, 2, 64, 9, 0, 512},   // qwen2-0.5b heads, a prefill
+	{14, 2, 64, 1, 40, 512},  // a decode step
+	{14, 2, 64, 1, 70, 80},   // decode with ggml_vec_dot_f32's scalar tail (80 = 64+16)
+	{4, 4, 32, 5, 3, 16},     // no grouping
+	{8, 2, 128, 3, 20, 48},   // cache shorter than 256
+	{2, 1, 80, 20, 270, 304}, // head size with a dot tail; padded length 304 < 512
 }
 
 // attnSetup returns q [T][H·hd], the k and v rows of every position
 // 0..start+T-1 ([ctx][Hkv·hd]) and the batch positions.
 func attnSetup(r *rand.Rand, c attnCase) (q, k, v []float32, pos []int32) {
-	ctx := c.start + c.T
+	ctx := c.ctx
 	q = randVec(r, c.T*c.H*c.hd, 1)
 	k = randVec(r, ctx*c.Hkv*c.hd, 1)
 	v = randVec(r, ctx*c.Hkv*c.hd, 1)
@@ -105,7 +108,7 @@ func TestAttention(t *testing.T) {
 	tol := map[quant.Type]float64{quant.F32: 0, quant.F16: 4e-3, quant.Q8_0: 4e-2}
 	for _, c := range attnCases {
 		q, k, v, pos := attnSetup(r, c)
-		ctx, kvw, qw := c.start+c.T, c.Hkv*c.hd, c.H*c.hd
+		ctx, kvw := c.ctx, c.Hkv*c.hd
 		scale := float32(1 / math.Sqrt(float64(c.hd)))
 		want := oracleAttention(q, k, v, pos, c.H, c.Hkv, c.hd, scale)
 		for _, kt := range []quant.Type{quant.F32, quant.F16, quant.Q8_0} {
@@ -114,11 +117,14 @@ func TestAttention(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if kv.Check(c.hd) != nil {
+					t.Skipf("%s cache cannot hold heads of %d", kt, c.hd)
+				}
 				kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
 				vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
 				s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
 				full := make([]float32, len(q))
-				kv.Attend(full, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, s)
+				kv.Attend(full, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, 0, c.T, s)
 				if kt == quant.F32 {
 					sameBits(t, "f32 vs oracle", full, want)
 				} else {
@@ -139,15 +145,14 @@ func TestAttention(t *testing.T) {
 				for _, cut := range cuts(c.Hkv) {
 					y := make([]float32, len(q))
 					for i := 0; i+1 < len(cut); i++ {
-						kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, cut[i], cut[i+1], s)
+						kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, cut[i], cut[i+1], 0, c.T, s)
 					}
 					sameBits(t, fmt.Sprintf("kv heads %v", cut), y, full)
 				}
 				for _, cut := range cuts(c.T) {
 					y := make([]float32, len(q))
 					for i := 0; i+1 < len(cut); i++ {
-						r0, r1 := cut[i], cut[i+1]
-						kv.Attend(y[r0*qw:], q[r0*qw:], kc, vc, pos[r0:r1], c.H, c.Hkv, c.hd, scale, 0, c.Hkv, s)
+						kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, cut[i], cut[i+1], s)
 					}
 					sameBits(t, fmt.Sprintf("token rows %v", cut), y, full)
 				}
@@ -160,9 +165,9 @@ func TestAttention(t *testing.T) {
 // arithmetic: q and the probabilities rounded to f16, v·p summed in float64.
 func TestAttentionF16Formula(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 26))
-	c := attnCase{6, 2, 64, 4, 7}
+	c := attnCase{6, 2, 64, 4, 7, 16}
 	q, k, v, pos := attnSetup(r, c)
-	ctx, kvw, qw := c.start+c.T, c.Hkv*c.hd, c.H*c.hd
+	ctx, kvw, qw := c.ctx, c.Hkv*c.hd, c.H*c.hd
 	scale := float32(0.125)
 	h16 := func(x float32) float32 { return quant.FP16ToFP32(quant.FP32ToFP16(x)) }
 	want := make([]float32, len(q))
@@ -178,7 +183,9 @@ func TestAttentionF16Formula(t *testing.T) {
 				}
 				scores[j] = float32(s)
 			}
-			oracleSoftmax(scores, scores, scale)
+			probs := make([]float32, c.ctx)
+			oracleSoftmaxMasked(append(scores, make([]float32, c.ctx-n)...), n, probs, scale)
+			scores = probs
 			for d := 0; d < c.hd; d++ {
 				var s float64
 				for j := 0; j < n; j++ {
@@ -192,6 +199,6 @@ func TestAttentionF16Formula(t *testing.T) {
 	kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
 	vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
 	y := make([]float32, len(q))
-	kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, NewAttnScratch(ctx, c.H/c.Hkv, c.hd))
+	kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, 0, c.T, NewAttnScratch(ctx, c.H/c.Hkv, c.hd))
 	sameBits(t, "f16 attention", y, want)
 }

@@ -43,7 +43,7 @@ func BenchmarkMatMul(b *testing.B) {
 // (14 query heads, 2 KV heads of 64) at position 511 (512 cached rows).
 func BenchmarkAttention(b *testing.B) {
 	r := rand.New(rand.NewPCG(33, 34))
-	c := attnCase{14, 2, 64, 1, 511}
+	c := attnCase{14, 2, 64, 1, 511, 512}
 	q, k, v, pos := attnSetup(r, c)
 	ctx, kvw := c.start+c.T, c.Hkv*c.hd
 	scale := float32(1 / math.Sqrt(float64(c.hd)))
@@ -55,7 +55,7 @@ func BenchmarkAttention(b *testing.B) {
 			s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
 			y := make([]float32, len(q))
 			for b.Loop() {
-				kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, s)
+				kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, 0, 1, s)
 			}
 		})
 	}

@@ -52,24 +52,36 @@ func MulCols(y, a, b []float32, rows, cols, bcols, c0, c1 int) {
 }
 
 // SwiGLUCols computes y = silu(gate) · up on columns c0..c1 (all three of
-// shape [rows][cols]).
+// shape [rows][cols]). As in ggml, the silu of a column inside the row's
+// 16-wide chunks uses ggml_v_expf, of a column in the tail libm expf.
 func SwiGLUCols(y, gate, up []float32, rows, cols, c0, c1 int) {
+	ve := min(max(vecEnd(cols), c0), c1)
 	for r := 0; r < rows; r++ {
 		o := r * cols
-		ya, ga, ua := y[o+c0:o+c1], gate[o+c0:o+c1], up[o+c0:o+c1]
+		ya, ga, ua := y[o+c0:o+ve], gate[o+c0:o+ve], up[o+c0:o+ve]
 		for i := range ya {
-			ya[i] = silu(ga[i]) * ua[i]
+			ya[i] = siluVec(ga[i]) * ua[i]
+		}
+		ya, ga, ua = y[o+ve:o+c1], gate[o+ve:o+c1], up[o+ve:o+c1]
+		for i := range ya {
+			ya[i] = siluScalar(ga[i]) * ua[i]
 		}
 	}
 }
 
-// SiLUCols computes y = silu(x) on columns c0..c1.
+// SiLUCols computes y = silu(x) on columns c0..c1 (chunk and tail columns
+// as in SwiGLUCols).
 func SiLUCols(y, x []float32, rows, cols, c0, c1 int) {
+	ve := min(max(vecEnd(cols), c0), c1)
 	for r := 0; r < rows; r++ {
 		o := r * cols
-		ya, xa := y[o+c0:o+c1], x[o+c0:o+c1]
+		ya, xa := y[o+c0:o+ve], x[o+c0:o+ve]
 		for i := range ya {
-			ya[i] = silu(xa[i])
+			ya[i] = siluVec(xa[i])
+		}
+		ya, xa = y[o+ve:o+c1], x[o+ve:o+c1]
+		for i := range ya {
+			ya[i] = siluScalar(xa[i])
 		}
 	}
 }

@@ -62,7 +62,7 @@ type KV struct {
 	Type quant.Type
 
 	store  func(c *KVCache, x []float32, pos []int32, c0, c1 int)
-	attend func(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1 int, s *AttnScratch)
+	attend func(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch)
 }
 
 // NewKV returns the kernels of a cache of type t (f32, f16 or q8_0).
@@ -71,18 +71,18 @@ func NewKV(t quant.Type) (*KV, error) {
 	switch t {
 	case quant.F32:
 		k.store = func(c *KVCache, x []float32, pos []int32, c0, c1 int) { KVStoreF32(c.F, c.Width, x, pos, c0, c1) }
-		k.attend = func(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1 int, s *AttnScratch) {
-			AttentionHeads(y, q, kc.F, vc.F, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, s)
+		k.attend = func(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
+			AttentionHeads(y, q, kc.F, vc.F, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, t0, t1, s)
 		}
 	case quant.F16:
 		k.store = func(c *KVCache, x []float32, pos []int32, c0, c1 int) { KVStoreF16(c.B, c.Width, x, pos, c0, c1) }
-		k.attend = func(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1 int, s *AttnScratch) {
-			AttentionHeadsF16(y, q, kc.B, vc.B, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, s)
+		k.attend = func(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
+			AttentionHeadsF16(y, q, kc.B, vc.B, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, t0, t1, s)
 		}
 	case quant.Q8_0:
 		k.store = func(c *KVCache, x []float32, pos []int32, c0, c1 int) { KVStoreQ8_0(c.B, c.Width, x, pos, c0, c1) }
-		k.attend = func(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1 int, s *AttnScratch) {
-			AttentionHeadsQ8_0(y, q, kc.B, vc.B, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, s)
+		k.attend = func(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
+			AttentionHeadsQ8_0(y, q, kc.B, vc.B, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, t0, t1, s)
 		}
 	default:
 		return nil, fmt.Errorf("cpu kv cache: unsupported type %s (want f32, f16 or q8_0)", t)
@@ -118,8 +118,8 @@ func (k *KV) Store(c *KVCache, x []float32, pos []int32, c0, c1 int) {
 	k.store(c, x, pos, c0, c1)
 }
 
-// Attend runs attention for the query heads of KV heads kvh0..kvh1 (see
-// AttentionHeads).
-func (k *KV) Attend(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1 int, s *AttnScratch) {
-	k.attend(y, q, kc, vc, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, s)
+// Attend runs attention for the query heads of KV heads kvh0..kvh1 and the
+// batch tokens t0..t1 (see AttentionHeads).
+func (k *KV) Attend(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
+	k.attend(y, q, kc, vc, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, t0, t1, s)
 }

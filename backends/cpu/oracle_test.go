@@ -54,8 +54,17 @@ func oracleSoftmax(x, y []float32, scale float32) {
 		}
 	}
 	var sum float64
-	for i := range y {
-		y[i] = expf(y[i] - maxv)
+	var chunk [lanes]float32
+	i := 0
+	for ; i+lanes <= len(y); i += lanes {
+		for l := range chunk {
+			y[i+l] = expfVec(y[i+l] - maxv)
+			chunk[l] = y[i+l]
+		}
+		sum += float64(reduce16(&chunk))
+	}
+	for ; i < len(y); i++ {
+		y[i] = float32(math.Exp(float64(y[i] - maxv)))
 		sum += float64(y[i])
 	}
 	inv := float32(1 / sum)
@@ -64,7 +73,47 @@ func oracleSoftmax(x, y []float32, scale float32) {
 	}
 }
 
-func oracleSiLU(x float32) float32 { return x / (1 + expf(-x)) }
+// oracleSiLUAt is the reference's siluAt: column i of a row of n.
+func oracleSiLUAt(i, n int, x float32) float32 {
+	if i < n-n%lanes {
+		return x / (1 + expfVec(0-x))
+	}
+	return x / (1 + float32(math.Exp(float64(-x))))
+}
+
+func oracleSoftmaxMasked(x []float32, n int, y []float32, scale float32) {
+	maxv := float32(math.Inf(-1))
+	for i := range x {
+		y[i] = float32(math.Inf(-1))
+		if i < n {
+			y[i] = x[i] * scale
+		}
+		maxv = max(maxv, y[i])
+	}
+	var sum float64
+	var chunk [lanes]float32
+	for i := 0; i < len(y); i += lanes {
+		for l := range chunk {
+			y[i+l] = expfVec(y[i+l] - maxv)
+			chunk[l] = y[i+l]
+		}
+		sum += float64(reduce16(&chunk))
+	}
+	inv := float32(1 / sum)
+	for i := range y {
+		y[i] *= inv
+	}
+}
+
+func oracleSgemmDot(a, b []float32) float32 {
+	var acc [lanes]float32
+	for i := 0; i < len(a); i += lanes {
+		for l := 0; l < lanes; l++ {
+			acc[l] = fma32(a[i+l], b[i+l], acc[l])
+		}
+	}
+	return reduce16(&acc)
+}
 
 func oracleRope(x []float32, pos []int32, headDim, ropeDims int, base, scale float32, neox bool) []float32 {
 	y := append([]float32(nil), x...)
@@ -98,29 +147,33 @@ func oracleRope(x []float32, pos []int32, headDim, ropeDims int, base, scale flo
 func oracleAttention(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale float32) []float32 {
 	qw, kvw := H*hd, Hkv*hd
 	y := make([]float32, len(q))
-	scores := make([]float32, int(pos[len(pos)-1])+1)
-	probs := make([]float32, len(scores))
+	nkv := (int(pos[len(pos)-1]) + 256) / 256 * 256
+	nkv = min(nkv, len(kc)/kvw)
+	scores := make([]float32, nkv)
+	probs := make([]float32, nkv)
+	vcol := make([]float32, nkv)
 	for t, p := range pos {
 		n := int(p) + 1
 		for h := 0; h < H; h++ {
 			kh := h / (H / Hkv)
 			qv := q[t*qw+h*hd : t*qw+(h+1)*hd]
 			for j := 0; j < n; j++ {
-				k := kc[j*kvw+kh*hd : j*kvw+(kh+1)*hd]
-				var s float32
-				for i := range qv {
-					s += qv[i] * k[i]
-				}
-				scores[j] = s
+				scores[j] = vecDotF32(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], qv)
 			}
-			oracleSoftmax(scores[:n], probs[:n], scale)
+			oracleSoftmaxMasked(scores[:nkv], n, probs, scale)
 			out := y[t*qw+h*hd : t*qw+(h+1)*hd]
 			for d := 0; d < hd; d++ {
-				var s float32
-				for j := 0; j < n; j++ {
-					s += vc[j*kvw+kh*hd+d] * probs[j]
+				for j := range vcol {
+					vcol[j] = 0
+					if j < n {
+						vcol[j] = vc[j*kvw+kh*hd+d]
+					}
 				}
-				out[d] = s
+				if len(pos) > 1 {
+					out[d] = oracleSgemmDot(vcol, probs)
+				} else {
+					out[d] = vecDotF32(vcol, probs)
+				}
 			}
 		}
 	}
