@@ -1,0 +1,355 @@
+// Package exec runs a compiled graph: the fused groups of its prefill or
+// decode schedule on a persistent worker pool, one barrier per group, with
+// the kernels the compiler selected and the memory the allocator planned.
+// It needs no GGUF parser and makes no decision a pass could make: splits,
+// groups, kernels and buffer offsets all come from the plan.
+package exec
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"minfer/alloc"
+	"minfer/backends/cpu"
+	"minfer/ir"
+	"minfer/quant"
+)
+
+// WeightSource supplies a weight tensor's bytes by its source name.
+type WeightSource interface {
+	WeightBytes(name string) ([]byte, error)
+}
+
+// Config are run-time settings.
+type Config struct {
+	// Threads is the number of workers (≥ 1).
+	Threads int
+}
+
+// Stats accumulates counters over Eval calls.
+type Stats struct {
+	PrefillTokens, DecodeTokens int
+	PrefillTime, DecodeTime     time.Duration
+	PrefillBarriers             int64
+	DecodeBarriers              int64
+	DecodeCalls                 int
+}
+
+// Model is a compiled graph bound to weights, memory and a worker pool.
+type Model struct {
+	g       *ir.Graph
+	pool    *Pool
+	progs   map[string]*program
+	mem     map[string]*alloc.Plan
+	arena   []byte
+	kv      []byte
+	caches  map[*ir.Value]*cpu.KVCache
+	kvk     *cpu.KV
+	workers []*worker
+	filled  int
+	stats   Stats
+
+	// The current call.
+	T, R                int
+	tokens, pos, outIDs []int32
+	maxTokens, maxOut   int
+}
+
+type worker struct {
+	id    int
+	priv  []byte
+	quant []byte
+	attn  *cpu.AttnScratch
+	// quantized-activation cache: the value and vec-dot type whose rows sit
+	// in quant, valid within one group run.
+	qVal   *ir.Value
+	qKind  int
+	qStamp int64
+	qRows  int
+	// stamp counts the groups this worker has entered.
+	stamp int64
+}
+
+// program is a schedule bound to buffers and kernels.
+type program struct {
+	name   string
+	groups []group
+	logits func(wk *worker) []float32
+}
+
+type group struct {
+	units int
+	steps []step
+}
+
+type step struct {
+	split ir.Split
+	// rows returns the number of rows a SplitRows/Single step ranges over.
+	rows func() int
+	run  func(wk *worker, lo, hi int)
+}
+
+// New binds a compiled graph (with both schedules) to its memory plans and
+// weights and starts the worker pool.
+func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (*Model, error) {
+	if g.Prefill == nil || g.Decode == nil {
+		return nil, fmt.Errorf("graph has no schedules: compile it with the grouping pass")
+	}
+	if cfg.Threads < 1 {
+		cfg.Threads = 1
+	}
+	m := &Model{g: g, mem: mem, progs: map[string]*program{}, caches: map[*ir.Value]*cpu.KVCache{}}
+	var arena, priv, quantB, attn int64
+	var kvBytes int64 = -1
+	for _, name := range []string{"prefill", "decode"} {
+		p, ok := mem[name]
+		if !ok {
+			return nil, fmt.Errorf("no %s memory plan", name)
+		}
+		arena = max(arena, p.ArenaBytes)
+		priv = max(priv, p.PrivateBytes)
+		quantB = max(quantB, p.QuantBytes)
+		attn = max(attn, p.AttnScratch)
+		if kvBytes >= 0 && kvBytes != p.KVBytes {
+			return nil, fmt.Errorf("prefill and decode plans disagree on the KV cache size")
+		}
+		kvBytes = p.KVBytes
+	}
+	dec := mem["decode"]
+	m.maxTokens, m.maxOut = mem["prefill"].Options.MaxTokens, min(mem["prefill"].Options.MaxOut, dec.Options.MaxOut)
+	if dec.Options.MaxTokens < 1 || m.maxTokens < 1 || m.maxOut < 1 {
+		return nil, fmt.Errorf("memory plans hold no tokens")
+	}
+	m.arena = alignedBytes(arena)
+	m.kv = alignedBytes(kvBytes)
+	kvk, err := cpu.NewKV(dec.Options.KVType)
+	if err != nil {
+		return nil, err
+	}
+	m.kvk = kvk
+	for _, v := range g.Values {
+		if v.Kind != ir.State || v.StateOf != nil {
+			continue
+		}
+		for _, p := range mem {
+			if s, ok := p.KVFor(v); !ok || s != mustKV(dec, v) {
+				return nil, fmt.Errorf("plans disagree on the KV region of %s", v.Name)
+			}
+		}
+		s := mustKV(dec, v)
+		rows, width := int(v.Shape[0]), v.Shape.Cols()
+		c := &cpu.KVCache{Rows: rows, Width: width}
+		b := m.kv[s.Offset:s.End()]
+		if v.DType == quant.F32 {
+			c.F = f32(b)
+		} else {
+			c.B = b
+		}
+		m.caches[v] = c
+	}
+	group := max(1, g.Params.NHead/max(1, g.Params.NHeadKV))
+	for w := 0; w < cfg.Threads; w++ {
+		m.workers = append(m.workers, &worker{
+			id:    w,
+			priv:  alignedBytes(priv),
+			quant: alignedBytes(quantB),
+			attn:  cpu.NewAttnScratch(g.Params.NCtx, group, max(1, g.Params.HeadDim)),
+		})
+	}
+	weights := map[*ir.Value][]byte{}
+	for _, v := range g.Weights() {
+		b, err := ws.WeightBytes(v.Source)
+		if err != nil {
+			return nil, err
+		}
+		rows := 1
+		if len(v.Shape) == 2 {
+			rows = int(v.Shape[0])
+		}
+		rs, err := v.DType.RowSize(v.Shape.Cols())
+		if err != nil || len(b) != rows*rs {
+			return nil, fmt.Errorf("weight %q: %d bytes, want %d for %s%s", v.Source, len(b), rows*rs, v.DType, v.Shape)
+		}
+		weights[v] = b
+	}
+	for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
+		p, err := m.bind(s, mem[s.Name], weights)
+		if err != nil {
+			return nil, fmt.Errorf("%s schedule: %w", s.Name, err)
+		}
+		m.progs[s.Name] = p
+	}
+	m.pool = NewPool(cfg.Threads)
+	return m, nil
+}
+
+func mustKV(p *alloc.Plan, v *ir.Value) alloc.Slot {
+	s, _ := p.KVFor(v)
+	return s
+}
+
+// alignedBytes returns n zeroed bytes starting on a 64-byte boundary.
+func alignedBytes(n int64) []byte {
+	if n <= 0 {
+		return nil
+	}
+	b := make([]byte, n+64)
+	off := (64 - int(uintptr(unsafe.Pointer(&b[0]))%64)) % 64
+	return b[off : off+int(n) : off+int(n)]
+}
+
+// f32 views 4-byte-aligned bytes as float32s.
+func f32(b []byte) []float32 {
+	if len(b) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// Close stops the worker pool.
+func (m *Model) Close() { m.pool.Close() }
+
+// Threads is the number of workers.
+func (m *Model) Threads() int { return len(m.workers) }
+
+// Stats returns the counters accumulated so far.
+func (m *Model) Stats() Stats { return m.stats }
+
+// Graph returns the compiled graph.
+func (m *Model) Graph() *ir.Graph { return m.g }
+
+// Filled is the number of positions in the KV cache.
+func (m *Model) Filled() int { return m.filled }
+
+// Reset forgets the KV cache contents (a new sequence).
+func (m *Model) Reset() {
+	clear(m.kv)
+	m.filled = 0
+}
+
+// Eval runs the graph on a batch of tokens at consecutive positions that
+// continue the cache, and returns the logits of the rows outIDs, row-major
+// [len(outIDs)][n_vocab]. A single token runs the decode schedule, more run
+// the prefill schedule, in chunks of the planned maximum batch.
+func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
+	p := m.g.Params
+	T := len(tokens)
+	if T == 0 {
+		return nil, fmt.Errorf("empty batch")
+	}
+	if len(positions) != T {
+		return nil, fmt.Errorf("%d positions for %d tokens", len(positions), T)
+	}
+	for i, t := range tokens {
+		if t < 0 || int(t) >= p.NVocab {
+			return nil, fmt.Errorf("token %d at index %d is outside the vocabulary (0..%d)", t, i, p.NVocab-1)
+		}
+	}
+	for i, pos := range positions {
+		if int(pos) != m.filled+i {
+			return nil, fmt.Errorf("position %d at index %d: the cache holds %d positions, so the batch must start there and be consecutive", pos, i, m.filled)
+		}
+		if int(pos) >= p.NCtx {
+			return nil, fmt.Errorf("position %d exceeds the context size %d", pos, p.NCtx)
+		}
+	}
+	for i, r := range outIDs {
+		if r < 0 || int(r) >= T {
+			return nil, fmt.Errorf("output row %d at index %d is outside the batch of %d", r, i, T)
+		}
+		if i > 0 && r <= outIDs[i-1] {
+			return nil, fmt.Errorf("output rows must be increasing (index %d)", i)
+		}
+	}
+	chunk := m.maxTokens
+	if len(outIDs) > m.maxOut {
+		chunk = min(chunk, m.maxOut)
+	}
+	out := make([]float32, 0, len(outIDs)*p.NVocab)
+	next := 0
+	for start := 0; start < T; start += chunk {
+		end := min(T, start+chunk)
+		var rows []int32
+		for next < len(outIDs) && int(outIDs[next]) < end {
+			rows = append(rows, outIDs[next]-int32(start))
+			next++
+		}
+		if len(rows) == 0 {
+			// The graph always computes at least one row of logits; ask for
+			// the last and drop it.
+			if _, err := m.evalChunk(tokens[start:end], positions[start:end], []int32{int32(end - start - 1)}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		lg, err := m.evalChunk(tokens[start:end], positions[start:end], rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lg...)
+	}
+	return out, nil
+}
+
+func (m *Model) evalChunk(tokens, positions, outIDs []int32) ([]float32, error) {
+	m.T, m.R = len(tokens), len(outIDs)
+	m.tokens, m.pos, m.outIDs = tokens, positions, outIDs
+	name := "prefill"
+	if m.T == 1 {
+		name = "decode"
+	}
+	prog := m.progs[name]
+	start := time.Now()
+	before := m.pool.Barriers()
+	m.pool.Run(func(w int) { m.runWorker(prog, m.workers[w]) })
+	bars := m.pool.Barriers() - before
+	el := time.Since(start)
+	if name == "decode" {
+		m.stats.DecodeTokens++
+		m.stats.DecodeCalls++
+		m.stats.DecodeTime += el
+		m.stats.DecodeBarriers += bars
+	} else {
+		m.stats.PrefillTokens += m.T
+		m.stats.PrefillTime += el
+		m.stats.PrefillBarriers += bars
+	}
+	m.filled += m.T
+	lg := prog.logits(m.workers[0])
+	n := m.R * m.g.Params.NVocab
+	return append([]float32(nil), lg[:n]...), nil
+}
+
+// part is worker w's share [lo, hi) of n items split over k workers.
+func part(n, w, k int) (int, int) {
+	return n * w / k, n * (w + 1) / k
+}
+
+func (m *Model) runWorker(p *program, wk *worker) {
+	W := len(m.workers)
+	for gi := range p.groups {
+		grp := &p.groups[gi]
+		wk.stamp++
+		for si := range grp.steps {
+			st := &grp.steps[si]
+			switch st.split {
+			case ir.SplitCols:
+				if lo, hi := part(grp.units, wk.id, W); lo < hi {
+					st.run(wk, lo, hi)
+				}
+			case ir.SplitRows:
+				if lo, hi := part(st.rows(), wk.id, W); lo < hi {
+					st.run(wk, lo, hi)
+				}
+			case ir.Redundant:
+				st.run(wk, 0, st.rows())
+			case ir.Single:
+				if wk.id == 0 {
+					st.run(wk, 0, st.rows())
+				}
+			}
+		}
+		m.pool.Barrier()
+	}
+}
