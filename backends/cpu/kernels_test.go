@@ -41,6 +41,12 @@ func TestFMA32(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 200000; i++ {
 		a, b, c := float32(r.NormFloat64()), float32(r.NormFloat64()), float32(r.NormFloat64())
+		switch i % 5 {
+		case 1: // tiny results (float32 subnormals)
+			a, b, c = a*0x1p-70, b*0x1p-60, c*0x1p-130
+		case 2: // a product of two halves plus a quarter ulp: exact midpoints
+			a, b, c = 1+0x1p-12, 1+0x1p-12, -0x1p-24+float32(r.IntN(4))*0x1p-47
+		}
 		if i%3 == 0 {
 			c = -a * b * (1 + float32(r.NormFloat64())*1e-6) // heavy cancellation
 		}
@@ -50,6 +56,9 @@ func TestFMA32(t *testing.T) {
 		want, _ := ex.Float32()
 		if got := fma32(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
 			t.Fatalf("fma32(%v, %v, %v) = %v, want %v", a, b, c, got, want)
+		}
+		if got := fma32Exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("fma32Exact(%v, %v, %v) = %v, want %v", a, b, c, got, want)
 		}
 	}
 }

@@ -5,10 +5,24 @@ import "math"
 // The accumulation orders of ggml's AVX-512 float32 kernels, in scalar Go,
 // as the reference executor reproduces them.
 
-// fma32 is a float32 fused multiply-add, a·b+c rounded once. The product is
-// exact in float64; the float64 sum is made round-to-odd from its exact
-// TwoSum error, so its conversion to float32 rounds correctly.
+// fma32 is a float32 fused multiply-add, a·b+c rounded once. The float64
+// FMA (one rounding, in hardware where there is one) is correct after
+// conversion to float32 unless it lands exactly on a float32 rounding
+// midpoint or in the float32 subnormal range; those rare cases take the
+// exact path.
 func fma32(a, b, c float32) float32 {
+	r := math.FMA(float64(a), float64(b), float64(c))
+	bits := math.Float64bits(r)
+	if bits&(1<<29-1) != 1<<28 && bits&(0x7ff<<52) >= (1023-126)<<52 {
+		return float32(r)
+	}
+	return fma32Exact(a, b, c)
+}
+
+// fma32Exact is fma32 without hardware: the product is exact in float64;
+// the float64 sum is made round-to-odd from its exact TwoSum error, so its
+// conversion to float32 rounds correctly.
+func fma32Exact(a, b, c float32) float32 {
 	p := float64(a) * float64(b)
 	q := float64(c)
 	s := p + q
