@@ -757,3 +757,79 @@ func DequantizeQ8K(src []byte, dst []float32) {
 		}
 	}
 }
+
+// q2KHalfSums returns, for half h (elements 128h..128h+127) of one Q2_K
+// super-block x and its Q8_K activations y, the exact integer sums
+// Σ scale·q·a over the half and Σ min·bsum over its eight sub-blocks.
+func q2KHalfSums(x, y []byte, h int) (isum, imin int32) {
+	sc := x[h*8 : h*8+8]
+	q2 := x[16+32*h : 16+32*h+32]
+	q8 := y[4+128*h : 4+128*h+128]
+	bs := y[260+16*h : 260+16*h+16]
+	for j := 0; j < 4; j++ {
+		shift := uint(2 * j)
+		a8 := q8[32*j : 32*j+32]
+		var s0, s1 int32
+		for l := 0; l < 16; l++ {
+			s0 += int32((q2[l]>>shift)&3) * int32(int8(a8[l]))
+			s1 += int32((q2[16+l]>>shift)&3) * int32(int8(a8[16+l]))
+		}
+		isum += int32(sc[2*j]&0xf)*s0 + int32(sc[2*j+1]&0xf)*s1
+	}
+	for k := 0; k < 8; k++ {
+		imin += int32(sc[k]>>4) * bsum(bs, k)
+	}
+	return isum, imin
+}
+
+// DotQ2KQ8KGemmOrder is DotQ2KQ8K in the float order of ggml's repacked
+// q2_K 8x8 gemm on x86 (ggml_gemm_q2_K_8x8_q8_K, AVX-512 and AVX2 bodies
+// alike): per 128-element half super-block, one FMA of the scaled integer sum
+// by d·d8 into one accumulator and one FMA of the mins·bsums sum by dmin·d8
+// into another; the result is their difference. Each output element is one
+// SIMD lane, so there is no horizontal reduction.
+//
+// llama.cpp uses it when the Q2_K weight was repacked to q2_K_8x8 (x86
+// build with AVX-512F, weight rows ne[1] a multiple of 8, used by MUL_MAT)
+// for the first M - M%4 activation rows of a mat-mul with M ≥ 4 rows.
+// The remaining M%4 rows (all of them when M < 4) use DotQ2KQ8KGemvOrder.
+func DotQ2KQ8KGemmOrder(n int, w, a []byte) float32 {
+	var acc, accMin float32
+	for i := 0; i < n/QKK; i++ {
+		x := w[i*blockQ2K : i*blockQ2K+blockQ2K]
+		y := a[i*blockQ8K : i*blockQ8K+blockQ8K]
+		yd := math.Float32frombits(u32At(y))
+		d := float32(halfAt(x[80:]) * yd)
+		dmin := float32(halfAt(x[82:]) * yd)
+		for h := 0; h < 2; h++ {
+			isum, imin := q2KHalfSums(x, y, h)
+			acc = fma32(float32(isum), d, acc)
+			accMin = fma32(float32(imin), dmin, accMin)
+		}
+	}
+	return acc - accMin
+}
+
+// DotQ2KQ8KGemvOrder is DotQ2KQ8K in the float order of ggml's repacked
+// q2_K 8x8 gemv on x86 (ggml_gemv_q2_K_8x8_q8_K, AVX2): like
+// DotQ2KQ8KGemmOrder but with one FMA pair per whole super-block.
+//
+// llama.cpp uses it, for a repacked Q2_K weight (see DotQ2KQ8KGemmOrder), for
+// the last M%4 activation rows of a mat-mul, which includes every
+// single-token decode step. The plain vec_dot (DotQ2KQ8K) is then used only
+// for Q2_K weights that are not repacked.
+func DotQ2KQ8KGemvOrder(n int, w, a []byte) float32 {
+	var acc, accMin float32
+	for i := 0; i < n/QKK; i++ {
+		x := w[i*blockQ2K : i*blockQ2K+blockQ2K]
+		y := a[i*blockQ8K : i*blockQ8K+blockQ8K]
+		yd := math.Float32frombits(u32At(y))
+		d := float32(halfAt(x[80:]) * yd)
+		dmin := float32(halfAt(x[82:]) * yd)
+		i0, m0 := q2KHalfSums(x, y, 0)
+		i1, m1 := q2KHalfSums(x, y, 1)
+		acc = fma32(float32(i0+i1), d, acc)
+		accMin = fma32(float32(m0+m1), dmin, accMin)
+	}
+	return acc - accMin
+}

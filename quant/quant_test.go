@@ -475,3 +475,55 @@ func TestFMA32(t *testing.T) {
 		}
 	}
 }
+
+// TestQ2KRepackOrders checks the float orders of ggml's repacked q2_K gemm
+// and gemv. There is no fixture for those kernels, so it checks that they
+// stay within rounding of llama.cpp's vec_dot values, then checks the
+// accumulation structure on one hand-built super-block.
+func TestQ2KRepackOrders(t *testing.T) {
+	w := readFixture(t, "q2_K.quant.bin")
+	a := readFixture(t, "q2_K.act_quant.bin")
+	want := readF32(t, "q2_K.dot.f32")
+	wr, _ := Q2_K.RowSize(fixCols)
+	ar, _ := Q8_K.RowSize(fixCols)
+	for name, dot := range map[string]DotFunc{"gemm": DotQ2KQ8KGemmOrder, "gemv": DotQ2KQ8KGemvOrder} {
+		for i := 0; i < fixRows; i++ {
+			for j := 0; j < fixRows; j++ {
+				ref := float64(want[i*fixRows+j])
+				got := float64(dot(fixCols, w[i*wr:(i+1)*wr], a[j*ar:(j+1)*ar]))
+				if rel := math.Abs(got-ref) / math.Max(math.Abs(ref), 1); rel > 1e-5 {
+					t.Errorf("%s dot[%d][%d] = %.9g, llama.cpp vec_dot %.9g (rel %.3g)", name, i, j, got, ref, rel)
+				}
+			}
+		}
+	}
+	// One super-block with all mins zero: gemv is d·isum rounded once, gemm
+	// is fma(isum1, d, d·isum0), both exactly computable here.
+	blk := make([]byte, blockQ2K)
+	act := make([]byte, blockQ8K)
+	for k := 0; k < 16; k++ {
+		blk[k] = uint8(1 + k%15)
+	}
+	for k := 16; k < 80; k++ {
+		blk[k] = uint8(37 * k)
+	}
+	put16(blk[80:], FP32ToFP16(0.013))
+	put16(blk[82:], FP32ToFP16(0.002))
+	src := make([]float32, QKK)
+	for k := range src {
+		src[k] = float32(math.Sin(float64(k) * 0.7))
+	}
+	QuantizeQ8K(src, act)
+	i0, m0 := q2KHalfSums(blk, act, 0)
+	i1, m1 := q2KHalfSums(blk, act, 1)
+	if m0 != 0 || m1 != 0 {
+		t.Fatalf("mins should be zero: %d %d", m0, m1)
+	}
+	d := float32(halfAt(blk[80:]) * math.Float32frombits(u32At(act)))
+	if got, want := DotQ2KQ8KGemvOrder(QKK, blk, act), float32(d*float32(i0+i1)); math.Float32bits(got) != math.Float32bits(want) {
+		t.Errorf("gemv order: %.9g, want %.9g", got, want)
+	}
+	if got, want := DotQ2KQ8KGemmOrder(QKK, blk, act), fma32(float32(i1), d, float32(d*float32(i0))); math.Float32bits(got) != math.Float32bits(want) {
+		t.Errorf("gemm order: %.9g, want %.9g", got, want)
+	}
+}
