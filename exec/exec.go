@@ -350,6 +350,8 @@ func (m *Model) runWorker(p *program, wk *worker) {
 				}
 			}
 		}
-		m.pool.Barrier()
+		if gi < len(p.groups)-1 {
+			m.pool.Barrier()
+		}
 	}
 }

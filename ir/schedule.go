@@ -59,8 +59,10 @@ type Schedule struct {
 	Groups []Group
 }
 
-// Barriers is the number of pool barriers one run of the schedule pays.
-func (s *Schedule) Barriers() int { return len(s.Groups) }
+// Barriers is the number of pool barriers one run of the schedule pays:
+// one between consecutive groups (the last group ends in the pool's join,
+// where the caller waits for the workers to finish).
+func (s *Schedule) Barriers() int { return max(0, len(s.Groups)-1) }
 
 // LocalRead reports whether node n, scheduled with split cs, may read its
 // input v produced in the same group with split ps, i.e. with no barrier in

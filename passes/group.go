@@ -26,9 +26,11 @@ const (
 //     rows in prefill (a barrier is cheap next to T rows of work);
 //   - row selections (embedding lookup, output rows) split by rows.
 //
-// For a llama-style layer this gives four barriers per decode token: after
-// attention, after the attention output projection (+residual), after the
-// SwiGLU, and after the down projection (+residual).
+// For a llama-style layer this gives four groups per decode token: up to
+// attention, the attention output projection (+residual), the norm and
+// gate/up projections with SwiGLU, and the down projection (+residual); plus
+// one for the output head. The last group ends in the pool's join, so a
+// decode token pays 4 barriers per layer.
 func group(g *ir.Graph, _ *Options) error {
 	for _, n := range g.Nodes {
 		n.Group = -1
@@ -72,9 +74,34 @@ func headBound(n *ir.Node) bool {
 	return false
 }
 
-func chooseSplit(n *ir.Node, mode string) ir.Split {
+// redundantOK reports whether every reader of n's result is a whole-row
+// norm or a mat-mul (input or epilogue operand): readers the grouping keeps
+// in n's group.
+func redundantOK(n *ir.Node, cons map[*ir.Value][]*ir.Node) bool {
+	rs := cons[n.Outputs[0]]
+	if len(rs) == 0 {
+		return false
+	}
+	for _, r := range rs {
+		switch {
+		case r.Op == ir.OpMatMul && r.Inputs[1] != n.Outputs[0]:
+		case (r.Op == ir.OpRMSNorm || r.Op == ir.OpRMSNormMul) && r.Attrs.GroupSize == 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func chooseSplit(n *ir.Node, mode string, cons map[*ir.Value][]*ir.Node, forceRows map[*ir.Node]bool) ir.Split {
 	switch n.Op {
 	case ir.OpGetRows:
+		// In decode a lookup read only by the norm or mat-muls of its own
+		// group is computed redundantly (one row), so it needs no barrier of
+		// its own; in prefill lookups split by rows.
+		if mode == modeDecode && !forceRows[n] && redundantOK(n, cons) {
+			return ir.Redundant
+		}
 		return ir.SplitRows
 	case ir.OpRMSNorm, ir.OpRMSNormMul:
 		if n.Attrs.GroupSize > 0 {
@@ -113,8 +140,28 @@ func unitCount(g *ir.Graph, n *ir.Node) int {
 	return w
 }
 
+// buildSchedule groups the nodes for one mode. A lookup chosen to run
+// redundantly whose result turns out to be read in a later group is demoted
+// to a row split and the grouping redone.
 func buildSchedule(g *ir.Graph, mode string) (*ir.Schedule, error) {
+	forceRows := make(map[*ir.Node]bool)
+	for {
+		s, bad := tryGroups(g, mode, forceRows)
+		if bad == nil {
+			return s, nil
+		}
+		if bad.Op != ir.OpGetRows || forceRows[bad] {
+			return nil, fmt.Errorf("%s schedule: %s is computed redundantly but read outside its group", mode, bad.Outputs[0])
+		}
+		forceRows[bad] = true
+	}
+}
+
+// tryGroups builds a schedule; it returns the producer of a redundant value
+// read outside its group, if any.
+func tryGroups(g *ir.Graph, mode string, forceRows map[*ir.Node]bool) (*ir.Schedule, *ir.Node) {
 	s := &ir.Schedule{Name: mode}
+	cons := g.Consumers()
 	var cur ir.Group
 	where := make(map[*ir.Value]ir.Split) // split of values produced in cur
 	closeGroup := func() {
@@ -128,7 +175,7 @@ func buildSchedule(g *ir.Graph, mode string) (*ir.Schedule, error) {
 		clear(where)
 	}
 	for i, n := range g.Nodes {
-		sp := chooseSplit(n, mode)
+		sp := chooseSplit(n, mode, cons, forceRows)
 		fits := true
 		for _, in := range n.Inputs {
 			if ps, ok := where[in]; ok && !ir.LocalRead(ps, sp, n, in) {
@@ -153,7 +200,7 @@ func buildSchedule(g *ir.Graph, mode string) (*ir.Schedule, error) {
 			n := g.Nodes[st.Node]
 			for _, in := range n.Inputs {
 				if pg, ok := groupOf[in]; ok && pg != gi {
-					return nil, fmt.Errorf("%s schedule: %s is computed redundantly in group %d but read by node #%d in group %d", mode, in, pg, n.ID, gi)
+					return nil, in.Producer
 				}
 			}
 			if st.Split == ir.Redundant {

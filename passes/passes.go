@@ -46,6 +46,7 @@ var Pipeline = []Pass{
 	{Name: "fuse-rmsnorm", Doc: "fuse RMSNorm with the following weight multiply", Fn: fuseRMSNorm, After: []string{"prune-output-rows"}},
 	{Name: "fuse-swiglu", Doc: "fuse SiLU(gate) ⊙ up into one SwiGLU op", Fn: fuseSwiGLU, After: []string{"prune-output-rows"}},
 	{Name: "fuse-epilogues", Doc: "fold bias adds, residual adds and RoPE into the producing mat-mul as epilogues", Fn: fuseEpilogues, After: []string{"fuse-rmsnorm", "fuse-swiglu"}},
+	{Name: "private-embedding", Doc: "give the first norm its own copy of the embedding rows, so the lookup shares a fused group with layer 0's attention", Fn: privateEmbedding, After: []string{"fuse-rmsnorm"}},
 	{Name: "kv-type", Doc: "set the KV cache element type", Fn: setKVType, Required: true},
 	{Name: "select-kernels", Doc: "choose each node's kernel by its operand types", Fn: selectKernels, After: []string{"fuse-epilogues", "kv-type"}, Required: true},
 	{Name: "group", Doc: "partition the nodes into fused groups, one pool barrier each, for prefill and for decode", Fn: group, After: []string{"select-kernels"}, Required: true},
@@ -393,6 +394,43 @@ func fuseEpilogues(g *ir.Graph, _ *Options) error {
 			break
 		}
 	}
+	return nil
+}
+
+// privateEmbedding duplicates an embedding lookup whose result feeds a
+// whole-row norm and other readers: the norm gets its own lookup, which the
+// grouping pass can compute redundantly on every worker, while the other
+// readers (the residual) keep the shared one. Each lookup is one dequantized
+// row per token, far cheaper than the barrier it saves.
+func privateEmbedding(g *ir.Graph, _ *Options) error {
+	cons := consumers(g)
+	for i := 0; i < len(g.Nodes); i++ {
+		n := g.Nodes[i]
+		if n.Op != ir.OpGetRows || n.Inputs[0].Kind != ir.Weight {
+			continue
+		}
+		out := n.Outputs[0]
+		rs := cons[out]
+		if len(rs) < 2 {
+			continue
+		}
+		for _, r := range rs {
+			if (r.Op != ir.OpRMSNorm && r.Op != ir.OpRMSNormMul) || r.Attrs.GroupSize != 0 {
+				continue
+			}
+			nv := g.NewValue(out.Name+"@norm", ir.Activation, quant.F32, out.Shape)
+			dup := &ir.Node{Op: ir.OpGetRows, Name: n.Name + "@norm", Inputs: append([]*ir.Value(nil), n.Inputs...), Outputs: []*ir.Value{nv}, Layer: n.Layer, Group: -1}
+			nv.Producer = dup
+			for k, in := range r.Inputs {
+				if in == out {
+					r.Inputs[k] = nv
+				}
+			}
+			g.Nodes = append(g.Nodes[:i+1], append([]*ir.Node{dup}, g.Nodes[i+1:]...)...)
+			i++
+		}
+	}
+	g.Renumber()
 	return nil
 }
 

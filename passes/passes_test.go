@@ -145,8 +145,8 @@ func TestDecodeBarriers(t *testing.T) {
 			t.Fatal(err)
 		}
 		L := g.Params.NLayer
-		if got := g.Decode.Barriers(); got > 4*L+3 {
-			t.Errorf("%s: %d decode barriers for %d layers, want ≤ %d", name, got, L, 4*L+3)
+		if got := g.Decode.Barriers(); got > 4*L {
+			t.Errorf("%s: %d decode barriers for %d layers, want ≤ %d", name, got, L, 4*L)
 		}
 	}
 }
