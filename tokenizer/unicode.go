@@ -86,7 +86,9 @@ func appendCpt(dst []byte, cpt rune) []byte {
 
 // Code point classes used by the pre-tokenizers. llama.cpp derives them from
 // Python's `regex` module: \p{L}, \p{N} and \s (the Unicode White_Space
-// property). Go's unicode tables give the same categories (Unicode 15.0).
+// property). Its generated table (unicode-data.cpp) is Unicode 15.1; Go's
+// unicode package is 15.0, and the one 15.1 addition that changes a class
+// here, CJK Unified Ideographs Extension I, is added by hand.
 const (
 	clsLetter = 1 << iota
 	clsNumber
@@ -104,7 +106,7 @@ func init() {
 
 func computeClass(c rune) uint8 {
 	var f uint8
-	if unicode.IsLetter(c) {
+	if unicode.IsLetter(c) || (c >= 0x2EBF0 && c <= 0x2EE5D) {
 		f |= clsLetter
 	}
 	if unicode.IsNumber(c) {
