@@ -1,0 +1,34 @@
+// Command minfer runs compiled plans (and GGUF models directly): generates
+// text, tokenizes, dumps logits and graphs.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/alecthomas/kong"
+
+	"minfer/internal/cli"
+)
+
+var app struct {
+	Exec       cli.ExecCmd       `cmd:"" help:"Run a compiled plan: prefill the prompt, decode, stream text."`
+	Run        cli.RunCmd        `cmd:"" help:"Run a GGUF model directly (compiled in memory, or --reference for the scalar oracle)."`
+	Demo       cli.DemoCmd       `cmd:"" help:"Synthesize a small model, compile it, run it and print stats (no download)."`
+	Tokenize   cli.TokenizeCmd   `cmd:"" help:"Print the token ids of a text."`
+	Detokenize cli.DetokenizeCmd `cmd:"" help:"Print the text of token ids."`
+	DumpGraph  cli.DumpGraphCmd  `cmd:"" name:"dump-graph" help:"Print a graph (GGUF: before passes; plan: after) as DOT or text."`
+	Inspect    cli.InspectCmd    `cmd:"" help:"Show a GGUF file's metadata and tensors."`
+}
+
+func main() {
+	ctx := kong.Parse(&app,
+		kong.Name("minfer"),
+		kong.Description("minfer: run compiled LLM plans on the CPU."),
+		kong.UsageOnError(),
+	)
+	if err := ctx.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "minfer:", err)
+		os.Exit(1)
+	}
+}

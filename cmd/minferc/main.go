@@ -1,0 +1,31 @@
+// Command minferc compiles GGUF models into plan files, synthesizes
+// random-weight models of real architectures, and inspects GGUF files.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/alecthomas/kong"
+
+	"minfer/internal/cli"
+)
+
+var app struct {
+	Compile cli.CompileCmd `cmd:"" help:"Compile a GGUF model into a plan file."`
+	Synth   cli.SynthCmd   `cmd:"" help:"Write a random-weight GGUF model of a real architecture."`
+	Inspect cli.InspectCmd `cmd:"" help:"Show a GGUF file's metadata and tensors (like gguf-dump)."`
+	Passes  cli.PassesCmd  `cmd:"" help:"List the compiler passes."`
+}
+
+func main() {
+	ctx := kong.Parse(&app,
+		kong.Name("minferc"),
+		kong.Description("minfer's compiler: GGUF model → scheduled plan file."),
+		kong.UsageOnError(),
+	)
+	if err := ctx.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "minferc:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,169 @@
+// Package compiler drives the whole compile: GGUF → IR graph → passes →
+// memory plans → plan.Plan. minferc compile and minfer's in-process paths
+// (run, demo) share it.
+package compiler
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime/debug"
+
+	"minfer/alloc"
+	"minfer/frontends/gguf"
+	"minfer/ir"
+	"minfer/passes"
+	"minfer/plan"
+	"minfer/quant"
+	"minfer/sample"
+)
+
+// Options are the compile settings.
+type Options struct {
+	// NCtx is the KV cache size in positions (0: the model's context length,
+	// capped at DefaultCtx).
+	NCtx int
+	// MaxBatch is the largest prompt chunk the prefill plan holds (0: 512).
+	MaxBatch int
+	// KVType is the cache element type: "f32", "f16" or "q8_0" ("" = f32).
+	KVType string
+	// Disabled names passes to skip.
+	Disabled []string
+	// Weights says whether weights are embedded or referenced.
+	Weights plan.Weights
+	// Verify runs ir.Verify after every pass.
+	Verify bool
+	// Log receives one line per stage when set.
+	Log func(format string, args ...any)
+}
+
+// DefaultCtx caps the KV cache when no --n-ctx is given, as llama.cpp's
+// tools default to a few thousand positions rather than the trained length.
+const DefaultCtx = 4096
+
+// Graph builds and optimizes the graph of a GGUF file.
+func Graph(f *gguf.File, o Options) (*ir.Graph, quant.Type, error) {
+	g, err := gguf.BuildGraph(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	kv := quant.F32
+	if o.KVType != "" {
+		t, ok := quant.ParseType(o.KVType)
+		if !ok {
+			return nil, 0, fmt.Errorf("unknown --kv-type %q (f32, f16 or q8_0)", o.KVType)
+		}
+		kv = t
+	}
+	if o.NCtx < 0 {
+		return nil, 0, fmt.Errorf("--n-ctx %d must be positive", o.NCtx)
+	}
+	nctx := o.NCtx
+	if nctx == 0 {
+		nctx = min(g.Params.NCtx, DefaultCtx)
+	}
+	setContext(g, nctx)
+	dis := map[string]bool{}
+	for _, d := range o.Disabled {
+		dis[d] = true
+	}
+	if err := passes.Run(g, passes.Options{Disabled: dis, KVType: kv, Verify: o.Verify}); err != nil {
+		return nil, 0, err
+	}
+	if err := ir.Verify(g); err != nil {
+		return nil, 0, fmt.Errorf("compiled graph fails verification (a compiler bug): %w", err)
+	}
+	return g, kv, nil
+}
+
+// setContext resizes the KV cache state to n positions.
+func setContext(g *ir.Graph, n int) {
+	g.Params.NCtx = n
+	for _, v := range g.Values {
+		if v.Kind == ir.State {
+			v.Shape = ir.Shape{ir.Dim(n), v.Shape[1]}
+		}
+	}
+}
+
+// Memory plans both schedules.
+func Memory(g *ir.Graph, kv quant.Type, maxBatch int) (map[string]*alloc.Plan, error) {
+	if maxBatch <= 0 {
+		maxBatch = 512
+	}
+	maxBatch = min(maxBatch, g.Params.NCtx)
+	mem := map[string]*alloc.Plan{}
+	for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
+		mt := maxBatch
+		if s == g.Decode {
+			mt = 1
+		}
+		p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mt, NCtx: g.Params.NCtx, KVType: kv})
+		if err != nil {
+			return nil, fmt.Errorf("memory plan for %s: %w", s.Name, err)
+		}
+		mem[s.Name] = p
+	}
+	return mem, nil
+}
+
+// Compile turns an open GGUF file into a plan (not yet written).
+func Compile(f *gguf.File, o Options) (*plan.Plan, error) {
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	g, kv, err := Graph(f, o)
+	if err != nil {
+		return nil, err
+	}
+	logf("graph: %s, %d layers, %d nodes; decode %d groups, prefill %d groups", g.Arch, g.Params.NLayer, len(g.Nodes), len(g.Decode.Groups), len(g.Prefill.Groups))
+	mem, err := Memory(g, kv, o.MaxBatch)
+	if err != nil {
+		return nil, err
+	}
+	pre := mem["prefill"]
+	logf("memory: arena %d bytes (%.1f%% of %d unshared), KV %d bytes for %d positions (%s)",
+		pre.ArenaBytes, 100*float64(pre.ArenaBytes)/float64(max(1, pre.SumBytes)), pre.SumBytes, pre.KVBytes, g.Params.NCtx, kv)
+	vocab, err := gguf.LoadVocab(f)
+	if err != nil {
+		vocab = nil
+		logf("tokenizer: none (%v)", err)
+	}
+	src, err := plan.HashSource(f.Path)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err := filepath.Abs(f.Path); err == nil {
+		src.Path = abs
+	}
+	return &plan.Plan{
+		Graph:    g,
+		Memory:   mem,
+		Vocab:    vocab,
+		Sampling: sample.DefaultParams(),
+		Options: plan.Options{
+			NCtx: g.Params.NCtx, MaxBatch: pre.Options.MaxTokens, KVType: kv.String(),
+			DisabledPasses: o.Disabled, Tool: Tool(),
+		},
+		CPU:    plan.Machine(),
+		Source: src,
+		Mode:   o.Weights,
+	}, nil
+}
+
+// Tool names this build of the compiler.
+func Tool() string {
+	v := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += "+" + s.Value[:12]
+			}
+		}
+		return fmt.Sprintf("minferc %s (%s)", v, bi.GoVersion)
+	}
+	return "minferc " + v
+}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"minfer/compiler"
+	"minfer/frontends/gguf"
+	"minfer/passes"
+	"minfer/plan"
+)
+
+// CompileCmd is `minferc compile`.
+type CompileCmd struct {
+	Model       string   `arg:"" help:"GGUF model." type:"existingfile"`
+	Out         string   `short:"o" help:"Plan file to write." default:"plan.bin"`
+	NCtx        int      `help:"KV cache positions (0: the model's context, at most 4096)." name:"n-ctx"`
+	MaxBatch    int      `help:"Largest prompt chunk evaluated at once." default:"512" name:"max-batch"`
+	KVType      string   `help:"KV cache type: f32, f16 or q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
+	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`
+	DisablePass []string `help:"Switch off a pass by name (repeatable; see minferc passes)." name:"disable-pass"`
+	Quiet       bool     `short:"q" help:"No progress output."`
+}
+
+// Run compiles and writes the plan.
+func (c *CompileCmd) Run() error {
+	f, err := gguf.Open(c.Model)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	mode, err := plan.ParseWeights(c.Weights)
+	if err != nil {
+		return err
+	}
+	logf := func(format string, args ...any) {
+		if !c.Quiet {
+			fmt.Fprintf(os.Stderr, format+"\n", args...)
+		}
+	}
+	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: c.KVType, Disabled: c.DisablePass, Weights: mode, Log: logf})
+	if err != nil {
+		return err
+	}
+	var prog func(done, total int64)
+	if !c.Quiet {
+		prog = progressBar("writing " + c.Out)
+	}
+	if err := plan.Write(c.Out, p, f, prog); err != nil {
+		return err
+	}
+	st, err := os.Stat(c.Out)
+	if err != nil {
+		return err
+	}
+	logf("wrote %s: %d bytes, weights %s", c.Out, st.Size(), c.Weights)
+	return nil
+}
+
+// PassesCmd is `minferc passes`.
+type PassesCmd struct{}
+
+// Run lists the pipeline.
+func (PassesCmd) Run() error {
+	for _, p := range passes.Pipeline {
+		req := ""
+		if p.Required {
+			req = " (required)"
+		}
+		after := ""
+		if len(p.After) > 0 {
+			after = " [after " + strings.Join(p.After, ", ") + "]"
+		}
+		fmt.Printf("%-18s %s%s%s\n", p.Name, p.Doc, req, after)
+	}
+	return nil
+}

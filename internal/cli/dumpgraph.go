@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"minfer/compiler"
+	"minfer/frontends/gguf"
+	"minfer/ir"
+	"minfer/plan"
+)
+
+// DumpGraphCmd is `minfer dump-graph`.
+type DumpGraphCmd struct {
+	Model       string   `arg:"" help:"GGUF model (graph before passes) or plan file (after)." type:"existingfile"`
+	DOT         bool     `help:"Print Graphviz DOT (default: one line per node)." name:"dot"`
+	Passes      bool     `help:"For a GGUF model: run the passes first (as minferc compile would)."`
+	DisablePass []string `help:"With --passes: switch off a pass by name." name:"disable-pass"`
+	Schedule    string   `help:"With text output: list the groups of this schedule (decode or prefill)." enum:",decode,prefill" default:""`
+}
+
+// Run prints the graph.
+func (c *DumpGraphCmd) Run() error {
+	kind, err := fileKind(c.Model)
+	if err != nil {
+		return err
+	}
+	var g *ir.Graph
+	title := c.Model
+	if kind == "gguf" {
+		f, err := gguf.Open(c.Model)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if c.Passes {
+			g, _, err = compiler.Graph(f, compiler.Options{Disabled: c.DisablePass})
+			title += " (after passes)"
+		} else {
+			g, err = gguf.BuildGraph(f)
+			title += " (before passes)"
+		}
+		if err != nil {
+			return err
+		}
+	} else {
+		l, err := plan.OpenWith(c.Model, plan.OpenOptions{SkipWeightChecksum: true, SkipSourceHash: true})
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		g = l.Graph
+		title += " (compiled)"
+	}
+	if c.DOT {
+		return ir.WriteDOT(os.Stdout, g, title)
+	}
+	if c.Schedule != "" {
+		s := g.Decode
+		if c.Schedule == "prefill" {
+			s = g.Prefill
+		}
+		if s == nil {
+			return fmt.Errorf("the graph has no schedules (it was not compiled)")
+		}
+		for gi, grp := range s.Groups {
+			fmt.Printf("group %d (%d units):\n", gi, grp.Units)
+			for _, st := range grp.Steps {
+				fmt.Printf("  %-9s %s\n", st.Split, g.Nodes[st.Node])
+			}
+		}
+		fmt.Printf("%d groups, %d barriers per run\n", len(s.Groups), s.Barriers())
+		return nil
+	}
+	fmt.Printf("# %s: %s, %d nodes, %d values\n", title, g.Arch, len(g.Nodes), len(g.Values))
+	for _, n := range g.Nodes {
+		fmt.Printf("%s  [%s layer %d group %d]\n", n, n.Kernel, n.Layer, n.Group)
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"minfer/alloc"
+	"minfer/compiler"
+	"minfer/exec"
+	"minfer/frontends/gguf"
+	"minfer/generate"
+	"minfer/ir"
+	"minfer/plan"
+	"minfer/reference"
+	"minfer/sample"
+	"minfer/synth"
+	"minfer/tokenizer"
+)
+
+// GenFlags are the generation options of exec, run and demo.
+type GenFlags struct {
+	Prompt       string `short:"p" help:"Prompt text." default:"Once upon a time"`
+	File         string `short:"f" help:"Read the prompt from a file." type:"existingfile"`
+	NPredict     int    `short:"n" help:"Tokens to generate (-1: until end of text or a full context)." default:"64" name:"n-predict"`
+	Threads      int    `short:"t" help:"Worker threads (0: all CPUs this process may use)."`
+	Batch        int    `help:"Prompt chunk per evaluation (0: as compiled); with --tokens, tokens per call (1: decode path)."`
+	IgnoreEOS    bool   `help:"Keep generating past end-of-text tokens." name:"ignore-eos"`
+	ParseSpecial bool   `help:"Recognize control tokens written in the prompt." name:"parse-special"`
+	Stats        bool   `help:"Print timing, barrier and memory statistics."`
+	Tokens       string `help:"Teacher-force these token ids (comma separated) and write logits with --logits-out instead of generating."`
+	LogitsOut    string `help:"Write float32 little-endian logits [n_tokens][n_vocab] for --tokens." name:"logits-out"`
+	SamplingFlags
+}
+
+func (g *GenFlags) threads() int {
+	if g.Threads > 0 {
+		return g.Threads
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+func (g *GenFlags) prompt() (string, error) {
+	if g.File != "" {
+		b, err := os.ReadFile(g.File)
+		return string(b), err
+	}
+	return g.Prompt, nil
+}
+
+// session is what a generation needs from an executor.
+type session struct {
+	model   generate.Model
+	tok     *tokenizer.Tokenizer
+	nctx    int
+	nvocab  int
+	samp    sample.Params
+	graph   *ir.Graph
+	mem     map[string]*alloc.Plan
+	compute *exec.Model // nil for the reference executor
+}
+
+func (s *session) run(g *GenFlags, out io.Writer) error {
+	if g.Tokens != "" || g.LogitsOut != "" {
+		if g.Tokens == "" || g.LogitsOut == "" {
+			return fmt.Errorf("--tokens and --logits-out go together")
+		}
+		ids, err := parseIDs(g.Tokens)
+		if err != nil {
+			return err
+		}
+		f, err := os.Create(g.LogitsOut)
+		if err != nil {
+			return err
+		}
+		if err := generate.DumpLogits(s.model, ids, g.Batch, s.nctx, f); err != nil {
+			f.Close()
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %d×%d logits to %s\n", len(ids), s.nvocab, g.LogitsOut)
+		s.printStats(g, nil)
+		return f.Close()
+	}
+	if s.tok == nil {
+		return fmt.Errorf("the model has no tokenizer: use --tokens")
+	}
+	text, err := g.prompt()
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(out, text)
+	res, err := generate.Run(s.model, s.tok, text, generate.Options{
+		NPredict: g.NPredict, NCtx: s.nctx, Batch: g.Batch, Sampling: g.params(s.samp),
+		ParseSpecial: g.ParseSpecial, IgnoreEOS: g.IgnoreEOS, Out: out,
+	})
+	fmt.Fprintln(out)
+	if err != nil {
+		return err
+	}
+	s.printStats(g, res)
+	return nil
+}
+
+func (s *session) printStats(g *GenFlags, res *generate.Result) {
+	if !g.Stats {
+		return
+	}
+	w := os.Stderr
+	if res != nil {
+		fmt.Fprintf(w, "prompt: %d tokens in %.1f ms = %.1f tok/s (prefill)\n", len(res.Prompt), ms(res.PrefillTime), res.PrefillRate())
+		fmt.Fprintf(w, "generated: %d tokens in %.1f ms = %.1f tok/s (decode), stop: %s\n", len(res.Generated), ms(res.DecodeTime), res.DecodeRate(), res.Stop)
+	}
+	if s.compute == nil {
+		fmt.Fprintf(w, "executor: reference (scalar oracle, single thread)\n")
+		return
+	}
+	st := s.compute.Stats()
+	L := s.graph.Params.NLayer
+	fmt.Fprintf(w, "executor: compiled, %d threads\n", s.compute.Threads())
+	if st.DecodeTokens > 0 {
+		per := float64(st.DecodeBarriers) / float64(st.DecodeTokens)
+		fmt.Fprintf(w, "decode: %.1f pool barriers per token (%.2f per layer, %d layers), %d fused groups, %d ops per token\n",
+			per, per/float64(L), L, len(s.graph.Decode.Groups), len(s.graph.Nodes))
+	}
+	if st.PrefillTokens > 0 {
+		fmt.Fprintf(w, "prefill: %d barriers for %d tokens, %d fused groups per chunk\n", st.PrefillBarriers, st.PrefillTokens, len(s.graph.Prefill.Groups))
+	}
+	pre, dec := s.mem["prefill"], s.mem["decode"]
+	fmt.Fprintf(w, "memory: arena %s prefill (%d tokens; %s if unshared) / %s decode, private %s per worker, KV %s (%d positions, %s)\n",
+		mib(pre.ArenaBytes), pre.Options.MaxTokens, mib(pre.SumBytes), mib(dec.ArenaBytes), mib(max(pre.PrivateBytes, dec.PrivateBytes)),
+		mib(pre.KVBytes), pre.Options.NCtx, pre.Options.KVType)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// ExecCmd is `minfer exec`.
+type ExecCmd struct {
+	Plan     string `arg:"" help:"Compiled plan file." type:"existingfile"`
+	NoVerify bool   `help:"Skip the weights checksum and source hash at load (faster start)." name:"no-verify"`
+	GenFlags
+}
+
+// Run loads the plan and generates.
+func (c *ExecCmd) Run() error {
+	t0 := time.Now()
+	l, err := plan.OpenWith(c.Plan, plan.OpenOptions{SkipWeightChecksum: c.NoVerify, SkipSourceHash: c.NoVerify})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	m, err := exec.New(l.Graph, l.Memory, l, exec.Config{Threads: c.threads()})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	s := &session{model: m, nctx: l.Graph.Params.NCtx, nvocab: l.Graph.Params.NVocab, samp: l.Sampling, graph: l.Graph, mem: l.Memory, compute: m}
+	if l.Vocab != nil {
+		if s.tok, err = tokenizer.New(l.Vocab); err != nil {
+			return err
+		}
+	}
+	if c.Stats {
+		fmt.Fprintf(os.Stderr, "loaded %s in %.1f ms (weights %s, checksums %.1f ms)\n", c.Plan, ms(time.Since(t0)), mib(l.Stats.WeightBytes), ms(l.Stats.WeightsChecksum+l.Stats.Checksums))
+	}
+	return s.run(&c.GenFlags, os.Stdout)
+}
+
+// RunCmd is `minfer run`: a GGUF model without a plan file.
+type RunCmd struct {
+	Model     string `arg:"" help:"GGUF model." type:"existingfile"`
+	Reference bool   `help:"Use the scalar reference executor (the oracle) instead of the compiled one."`
+	NCtx      int    `help:"KV cache positions (0: the model's, at most 4096)." name:"n-ctx"`
+	KVType    string `help:"KV cache type (compiled path): f32, f16, q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
+	GenFlags
+}
+
+// Run generates from the GGUF model.
+func (c *RunCmd) Run() error {
+	f, err := gguf.Open(c.Model)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, c.KVType, c.threads())
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	return s.run(&c.GenFlags, os.Stdout)
+}
+
+func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*session, func(), error) {
+	s := &session{samp: sample.DefaultParams()}
+	if v, err := gguf.LoadVocab(f); err == nil {
+		if s.tok, err = tokenizer.New(v); err != nil {
+			return nil, nil, err
+		}
+	}
+	if ref {
+		g, err := gguf.BuildGraph(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		if nctx > 0 {
+			g.Params.NCtx = min(nctx, g.Params.NCtx)
+		}
+		m, err := reference.New(g, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.model, s.graph, s.nctx, s.nvocab = m, g, g.Params.NCtx, g.Params.NVocab
+		return s, func() {}, nil
+	}
+	g, kvt, err := compiler.Graph(f, compiler.Options{NCtx: nctx, KVType: kv})
+	if err != nil {
+		return nil, nil, err
+	}
+	mem, err := compiler.Memory(g, kvt, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := exec.New(g, mem, f, exec.Config{Threads: threads})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.model, s.graph, s.mem, s.compute, s.nctx, s.nvocab = m, g, mem, m, g.Params.NCtx, g.Params.NVocab
+	return s, m.Close, nil
+}
+
+// DemoCmd is `minfer demo`: the whole pipeline on a synthesized model.
+type DemoCmd struct {
+	Preset string `help:"Model preset to synthesize (minferc synth --list)." default:"qwen2-tiny"`
+	Type   string `help:"Weight type." default:"q8_0"`
+	Dir    string `help:"Keep the model and plan in this directory (default: a temporary one)."`
+	GenFlags
+}
+
+// Run synthesizes, compiles, executes.
+func (c *DemoCmd) Run() error {
+	dir := c.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "minfer-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	model := filepath.Join(dir, c.Preset+"-"+c.Type+".gguf")
+	planPath := filepath.Join(dir, c.Preset+"-"+c.Type+".plan")
+	fmt.Fprintf(os.Stderr, "1/3 synthesize %s (%s weights, random: the text will be gibberish)\n", c.Preset, c.Type)
+	if err := synth.WriteFile(model, synth.Options{Preset: c.Preset, Type: c.Type, Seed: 1}); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "2/3 compile %s -> %s\n", filepath.Base(model), filepath.Base(planPath))
+	cc := CompileCmd{Model: model, Out: planPath, MaxBatch: 512, KVType: "f32", Weights: "embed"}
+	if err := cc.Run(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "3/3 exec\n")
+	c.GenFlags.Stats = true
+	ec := ExecCmd{Plan: planPath, GenFlags: c.GenFlags}
+	return ec.Run()
+}
