@@ -201,6 +201,7 @@ func deadCode(g *ir.Graph, _ *Options) error {
 		}
 	}
 	remove(g, dead)
+	pruneValues(g) // also values no node produces or reads
 	return nil
 }
 
