@@ -47,8 +47,10 @@ type Loaded struct {
 }
 
 // WeightBytes returns the bytes of the named tensor, from the plan's
-// weights section (Embed) or the source GGUF (Ref). A Loaded from Parse in
-// Ref mode has no source attached and returns an error.
+// weights section (Embed) or the source GGUF (Ref). The slice aliases the
+// read-only file mapping: it must not be written to, nor used after Close.
+// A Loaded from Parse in Ref mode has no source attached and returns an
+// error.
 func (l *Loaded) WeightBytes(name string) ([]byte, error) {
 	e, ok := l.Index[name]
 	if !ok {
