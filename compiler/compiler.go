@@ -85,6 +85,11 @@ func setContext(g *ir.Graph, n int) {
 	}
 }
 
+// MaxOut is how many rows of logits one prefill chunk can return: a
+// generation needs one, a logits dump of every position is chunked by the
+// executor. (512 rows of a 151936-word vocabulary would be 311 MB.)
+const MaxOut = 64
+
 // Memory plans both schedules.
 func Memory(g *ir.Graph, kv quant.Type, maxBatch int) (map[string]*alloc.Plan, error) {
 	if maxBatch <= 0 {
@@ -93,11 +98,11 @@ func Memory(g *ir.Graph, kv quant.Type, maxBatch int) (map[string]*alloc.Plan, e
 	maxBatch = min(maxBatch, g.Params.NCtx)
 	mem := map[string]*alloc.Plan{}
 	for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
-		mt := maxBatch
+		mt, mo := maxBatch, min(maxBatch, MaxOut)
 		if s == g.Decode {
-			mt = 1
+			mt, mo = 1, 1
 		}
-		p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mt, NCtx: g.Params.NCtx, KVType: kv})
+		p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mo, NCtx: g.Params.NCtx, KVType: kv})
 		if err != nil {
 			return nil, fmt.Errorf("memory plan for %s: %w", s.Name, err)
 		}
