@@ -430,12 +430,10 @@ func (b *binder) matMul(n *ir.Node, split ir.Split, units int) (step, error) {
 			return st, fmt.Errorf("unsupported epilogue %s", e.Op)
 		}
 	}
-	if split != ir.SplitCols && split != ir.Redundant && split != ir.Single {
+	if split == ir.SplitRows {
 		// A row split would need per-row activation offsets; the grouping
 		// pass never asks for it.
-		if split == ir.SplitRows {
-			return st, fmt.Errorf("mat-mul split by rows is not supported")
-		}
+		return st, fmt.Errorf("mat-mul split by rows is not supported")
 	}
 	st.run = func(wk *worker, lo, hi int) {
 		M := st.rows()

@@ -7,7 +7,6 @@ package passes
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"minfer/ir"
@@ -476,14 +475,4 @@ func selectKernels(g *ir.Graph, _ *Options) error {
 		}
 	}
 	return nil
-}
-
-// sortedKeys is a helper for deterministic iteration in tests and docs.
-func sortedKeys(m map[string]bool) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
