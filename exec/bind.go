@@ -246,9 +246,9 @@ func (b *binder) step(n *ir.Node, split ir.Split, units int) (step, error) {
 			case ir.OpSwiGLU:
 				cpu.SwiGLUCols(ys, xs, zs, rows, width, c0, c1)
 			case ir.OpAdd:
-				addBroadcast(ys, xs, zs, rows, width, bcols, broadcastRow, c0, c1)
+				broadcastCols(cpu.AddCols, ys, xs, zs, rows, width, bcols, broadcastRow, c0, c1)
 			case ir.OpMul:
-				mulBroadcast(ys, xs, zs, rows, width, bcols, broadcastRow, c0, c1)
+				broadcastCols(cpu.MulCols, ys, xs, zs, rows, width, bcols, broadcastRow, c0, c1)
 			}
 		}
 	case ir.OpMatMul:
@@ -344,34 +344,21 @@ func (b *binder) step(n *ir.Node, split ir.Split, units int) (step, error) {
 	return st, nil
 }
 
-// addBroadcast computes y = x + z on columns c0..c1 of rows rows, z either
-// same-shaped or one row broadcast to every row.
-func addBroadcast(y, x, z []float32, rows, width, bcols int, rowVec bool, c0, c1 int) {
-	if !rowVec {
-		cpu.AddCols(y, x, z, rows, width, width, c0, c1)
-		return
-	}
-	if bcols < width {
-		cpu.AddCols(y, x, z, rows, width, bcols, c0, c1)
-		return
-	}
-	for r := 0; r < rows; r++ {
-		cpu.AddCols(y[r*width:], x[r*width:], z, 1, width, width, c0, c1)
-	}
-}
+// colsKernel is the shape of cpu.AddCols and cpu.MulCols.
+type colsKernel func(y, a, b []float32, rows, cols, bcols, c0, c1 int)
 
-// mulBroadcast is addBroadcast for a product.
-func mulBroadcast(y, x, z []float32, rows, width, bcols int, rowVec bool, c0, c1 int) {
-	if !rowVec {
-		cpu.MulCols(y, x, z, rows, width, width, c0, c1)
-		return
-	}
-	if bcols < width {
-		cpu.MulCols(y, x, z, rows, width, bcols, c0, c1)
-		return
-	}
-	for r := 0; r < rows; r++ {
-		cpu.MulCols(y[r*width:], x[r*width:], z, 1, width, width, c0, c1)
+// broadcastCols applies f (y = x op z) on columns c0..c1 of rows rows, z
+// either same-shaped or one row broadcast to every row.
+func broadcastCols(f colsKernel, y, x, z []float32, rows, width, bcols int, rowVec bool, c0, c1 int) {
+	switch {
+	case !rowVec:
+		f(y, x, z, rows, width, width, c0, c1)
+	case bcols < width:
+		f(y, x, z, rows, width, bcols, c0, c1)
+	default:
+		for r := 0; r < rows; r++ {
+			f(y[r*width:], x[r*width:], z, 1, width, width, c0, c1)
+		}
 	}
 }
 
@@ -450,7 +437,7 @@ func (b *binder) matMul(n *ir.Node, split ir.Split, units int) (step, error) {
 		for _, e := range epis {
 			switch e.op {
 			case ir.OpAdd:
-				addBroadcast(ys, ys, e.arg.get(wk), M, N, e.bcols, e.rowVec, n0, n1)
+				broadcastCols(cpu.AddCols, ys, ys, e.arg.get(wk), M, N, e.bcols, e.rowVec, n0, n1)
 			case ir.OpRope:
 				a := e.attrs
 				cpu.RopeCols(ys, M, N, m.pos[:M], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, a.RopeNeoX, n0, n1)

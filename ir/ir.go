@@ -317,3 +317,36 @@ func (g *Graph) Weights() []*Value {
 	}
 	return ws
 }
+
+// CheckBatch validates one evaluation call against the model: token ids in
+// the vocabulary, positions that continue the filled cache positions
+// consecutively and stay inside the context, and requested output rows
+// inside the batch. Every executor calls it before running a graph.
+func (p Params) CheckBatch(filled int, tokens, positions, outIDs []int32) error {
+	T := len(tokens)
+	if T == 0 {
+		return fmt.Errorf("empty batch")
+	}
+	if len(positions) != T {
+		return fmt.Errorf("%d positions for %d tokens", len(positions), T)
+	}
+	for i, t := range tokens {
+		if t < 0 || int(t) >= p.NVocab {
+			return fmt.Errorf("token %d at index %d is outside the vocabulary (0..%d)", t, i, p.NVocab-1)
+		}
+	}
+	for i, pos := range positions {
+		if int(pos) != filled+i {
+			return fmt.Errorf("position %d at index %d: the cache holds %d positions, so the batch must start there and be consecutive", pos, i, filled)
+		}
+		if int(pos) >= p.NCtx {
+			return fmt.Errorf("position %d exceeds the context size %d", pos, p.NCtx)
+		}
+	}
+	for i, r := range outIDs {
+		if r < 0 || int(r) >= T {
+			return fmt.Errorf("output row %d at index %d is outside the batch of %d", r, i, T)
+		}
+	}
+	return nil
+}
