@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 
+	"minfer/internal/ggmlf32"
 	"minfer/ir"
 	"minfer/quant"
 )
@@ -206,21 +207,21 @@ func (e *env) run(n *ir.Node) error {
 		cols := in[0].Shape.Cols()
 		y = make([]float32, len(x))
 		for r := 0; r < len(x)/cols; r++ {
-			softmax(x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols], a.Scale)
+			ggmlf32.Softmax(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], a.Scale)
 		}
 	case ir.OpSiLU:
 		x := e.floats(in[0])
 		cols := in[0].Shape.Cols()
 		y = make([]float32, len(x))
 		for i, v := range x {
-			y[i] = siluAt(i%cols, cols, v)
+			y[i] = ggmlf32.SiLUAt(i%cols, cols, v)
 		}
 	case ir.OpSwiGLU:
 		g, u := e.floats(in[0]), e.floats(in[1])
 		cols := in[0].Shape.Cols()
 		y = make([]float32, len(g))
 		for i := range g {
-			y[i] = siluAt(i%cols, cols, g[i]) * u[i]
+			y[i] = ggmlf32.SiLUAt(i%cols, cols, g[i]) * u[i]
 		}
 	default:
 		return fmt.Errorf("the reference executor has no %s", n.Op)
@@ -338,15 +339,15 @@ func rope(x []float32, pos []int32, a ir.Attrs) []float32 {
 // to a multiple of 256 (llama_kv_cache::get_n_kv) and masks the rest with
 // -inf; those cells add exact zeros, so only the lane and chunk layout they
 // imply matters. kqv is a mat-mul with the probabilities as src1: with two
-// or more tokens llamafile sgemm takes it (sgemmDotF32), with one token
-// ggml_vec_dot_f32 does (vecDotF32).
+// or more tokens llamafile sgemm takes it (SgemmDotF32), with one token
+// ggml_vec_dot_f32 does (VecDotF32). The SIMD orders of all three steps
+// are ggmlf32's.
 func attention(q, kc, vc []float32, pos []int32, a ir.Attrs) []float32 {
 	hd, H, Hkv := a.HeadDim, a.NHead, a.NHeadKV
 	qw, kvw := H*hd, Hkv*hd
 	y := make([]float32, len(q))
 	nkv := (int(pos[len(pos)-1]) + 256) / 256 * 256
 	nkv = min(nkv, len(kc)/kvw)
-	scores := make([]float32, nkv)
 	probs := make([]float32, nkv)
 	vcol := make([]float32, nkv)
 	for t, p := range pos {
@@ -354,10 +355,13 @@ func attention(q, kc, vc []float32, pos []int32, a ir.Attrs) []float32 {
 		for h := 0; h < H; h++ {
 			kh := h / (H / Hkv)
 			qv := q[t*qw+h*hd : t*qw+(h+1)*hd]
-			for j := 0; j < n; j++ {
-				scores[j] = vecDotF32(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], qv)
+			for j := range probs {
+				probs[j] = 0
+				if j < n {
+					probs[j] = ggmlf32.VecDotF32(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], qv)
+				}
 			}
-			softmaxMasked(scores[:nkv], n, probs, a.Scale)
+			ggmlf32.SoftmaxMasked(probs, n, a.Scale)
 			out := y[t*qw+h*hd : t*qw+(h+1)*hd]
 			for d := 0; d < hd; d++ {
 				for j := range vcol {
@@ -367,78 +371,12 @@ func attention(q, kc, vc []float32, pos []int32, a ir.Attrs) []float32 {
 					}
 				}
 				if len(pos) > 1 {
-					out[d] = sgemmDotF32(vcol, probs)
+					out[d] = ggmlf32.SgemmDotF32(vcol, probs)
 				} else {
-					out[d] = vecDotF32(vcol, probs)
+					out[d] = ggmlf32.VecDotF32(vcol, probs)
 				}
 			}
 		}
 	}
 	return y
-}
-
-// softmaxMasked is ggml_compute_forward_soft_max_f32 on one row whose
-// entries from n on are masked to -inf: x·scale, the max, then
-// ggml_vec_soft_max_f32 with AVX-512 (ggml_v_expf on 16-wide chunks, each
-// chunk summed in float32 by _mm512_reduce_add_ps and added to a float64
-// sum), then a multiply by the float32-rounded 1/sum. len(x) is a multiple
-// of 16 (the padded cache length), so the scalar tail never runs.
-func softmaxMasked(x []float32, n int, y []float32, scale float32) {
-	maxv := float32(math.Inf(-1))
-	for i := range x {
-		y[i] = float32(math.Inf(-1))
-		if i < n {
-			y[i] = x[i] * scale
-		}
-		maxv = max(maxv, y[i])
-	}
-	var sum float64
-	var chunk [lanes]float32
-	for i := 0; i < len(y); i += lanes {
-		for l := range chunk {
-			y[i+l] = expf(y[i+l] - maxv)
-			chunk[l] = y[i+l]
-		}
-		sum += float64(reduce16(&chunk))
-	}
-	inv := float32(1 / sum)
-	for i := range y {
-		y[i] *= inv
-	}
-}
-
-// softmax is ggml_soft_max without a mask: max-subtracted exponentials (16-wide
-// chunks with ggml_v_expf, each summed in float32, the tail with libm expf),
-// the sum in float64, then a multiply by the float32-rounded reciprocal.
-func softmax(x, y []float32, scale float32) {
-	maxv := float32(math.Inf(-1))
-	for i, v := range x {
-		y[i] = v * scale
-		if y[i] > maxv {
-			maxv = y[i]
-		}
-	}
-	var sum float64
-	var chunk [lanes]float32
-	i := 0
-	for ; i+lanes <= len(y); i += lanes {
-		for l := range chunk {
-			y[i+l] = expf(y[i+l] - maxv)
-			chunk[l] = y[i+l]
-		}
-		sum += float64(reduce16(&chunk))
-	}
-	for ; i < len(y); i++ {
-		y[i] = float32(math.Exp(float64(y[i] - maxv)))
-		sum += float64(y[i])
-	}
-	inv := float32(1 / sum)
-	for i := range y {
-		y[i] *= inv
-	}
-}
-
-// silu is ggml_silu_f32: x / (1 + expf(-x)).
-func silu(x float32) float32 {
-	return x / (1 + float32(math.Exp(float64(-x))))
 }
