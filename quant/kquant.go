@@ -1,6 +1,10 @@
 package quant
 
-import "math"
+import (
+	"math"
+
+	"minfer/internal/ggmlf32"
+)
 
 // Block sizes in bytes of the K-quant super-blocks (256 elements).
 const (
@@ -149,7 +153,7 @@ func DequantizeQ2K(src []byte, dst []float32) {
 // mins·bsums pairs, then one FMA of d times 8 lanes of scaled 4-element
 // integer sums, into a single 8-lane accumulator; bit-identical on x86.
 func DotQ2KQ8K(n int, w, a []byte) float32 {
-	var acc lanes8
+	var acc ggmlf32.Acc8
 	for i := 0; i < n/QKK; i++ {
 		x := w[i*blockQ2K : i*blockQ2K+blockQ2K]
 		y := a[i*blockQ8K : i*blockQ8K+blockQ8K]
@@ -182,10 +186,10 @@ func DotQ2KQ8K(n int, w, a []byte) float32 {
 		yd := math.Float32frombits(u32At(y))
 		d := float32(yd * halfAt(x[80:]))
 		dmin := -float32(yd * halfAt(x[82:]))
-		acc.add(dmin, &mins)
-		acc.add(d, &sumi)
+		acc.MulAdd(dmin, &mins)
+		acc.MulAdd(d, &sumi)
 	}
-	return acc.sum()
+	return acc.Sum()
 }
 
 // ---------------------------------------------------------------- Q3_K
@@ -290,7 +294,7 @@ func DequantizeQ3K(src []byte, dst []float32) {
 // It reproduces ggml's x86 AVX2 kernel: 8 lanes of scaled 4-element integer
 // sums per super-block, accumulated with one FMA by d; bit-identical on x86.
 func DotQ3KQ8K(n int, w, a []byte) float32 {
-	var acc lanes8
+	var acc ggmlf32.Acc8
 	var scales [16]int32
 	for i := 0; i < n/QKK; i++ {
 		x := w[i*blockQ3K : i*blockQ3K+blockQ3K]
@@ -327,9 +331,9 @@ func DotQ3KQ8K(n int, w, a []byte) float32 {
 			}
 		}
 		d := float32(math.Float32frombits(u32At(y)) * halfAt(x[108:]))
-		acc.add(d, &sumi)
+		acc.MulAdd(d, &sumi)
 	}
-	return acc.sum()
+	return acc.Sum()
 }
 
 // ---------------------------------------------------------------- Q4_K
@@ -466,7 +470,7 @@ func DequantizeQ4K(src []byte, dst []float32) {
 // lanes of 4-element integer sums for the scales, 4 lanes over bsums pairs for
 // the mins, both with FMA), which makes it bit-identical to llama.cpp on x86.
 func DotQ4KQ8K(n int, w, a []byte) float32 {
-	var acc lanes8
+	var acc ggmlf32.Acc8
 	var accM [4]float32
 	for i := 0; i < n/QKK; i++ {
 		x := w[i*blockQ4K : i*blockQ4K+blockQ4K]
@@ -497,11 +501,11 @@ func DotQ4KQ8K(n int, w, a []byte) float32 {
 		dmin := -float32(yd * halfAt(x[2:]))
 		for k := 0; k < 4; k++ {
 			prod := mins[2*k]*(bsum(bs, 4*k)+bsum(bs, 4*k+1)) + mins[2*k+1]*(bsum(bs, 4*k+2)+bsum(bs, 4*k+3))
-			accM[k] = fma32(dmin, float32(prod), accM[k])
+			accM[k] = ggmlf32.FMA32(dmin, float32(prod), accM[k])
 		}
-		acc.add(d, &sumi)
+		acc.MulAdd(d, &sumi)
 	}
-	return acc.sum() + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
+	return acc.Sum() + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
 }
 
 // ---------------------------------------------------------------- Q5_K
@@ -544,7 +548,7 @@ func DequantizeQ5K(src []byte, dst []float32) {
 // (an exact integer per super-block) accumulated separately as a scalar
 // float32 FMA by -dmin, added after the lane reduction; bit-identical on x86.
 func DotQ5KQ8K(n int, w, a []byte) float32 {
-	var acc lanes8
+	var acc ggmlf32.Acc8
 	var summs float32
 	for i := 0; i < n/QKK; i++ {
 		x := w[i*blockQ5K : i*blockQ5K+blockQ5K]
@@ -576,10 +580,10 @@ func DotQ5KQ8K(n int, w, a []byte) float32 {
 		yd := math.Float32frombits(u32At(y))
 		d := float32(yd * halfAt(x[0:]))
 		dmin := -float32(yd * halfAt(x[2:]))
-		summs = fma32(dmin, float32(summ), summs)
-		acc.add(d, &sumi)
+		summs = ggmlf32.FMA32(dmin, float32(summ), summs)
+		acc.MulAdd(d, &sumi)
 	}
-	return acc.sum() + summs
+	return acc.Sum() + summs
 }
 
 // ---------------------------------------------------------------- Q6_K
@@ -669,7 +673,7 @@ func DequantizeQ6K(src []byte, dst []float32) {
 // the unsigned 6-bit values, minus 32·(sc·bsums) over scale pairs per lane,
 // accumulated with one FMA by d per super-block; bit-identical on x86.
 func DotQ6KQ8K(n int, w, a []byte) float32 {
-	var acc lanes8
+	var acc ggmlf32.Acc8
 	for i := 0; i < n/QKK; i++ {
 		x := w[i*blockQ6K : i*blockQ6K+blockQ6K]
 		y := a[i*blockQ8K : i*blockQ8K+blockQ8K]
@@ -699,9 +703,9 @@ func DotQ6KQ8K(n int, w, a []byte) float32 {
 			sumi[k] -= 32 * (int32(int8(scAll[2*k]))*bsum(bs, 2*k) + int32(int8(scAll[2*k+1]))*bsum(bs, 2*k+1))
 		}
 		d := float32(math.Float32frombits(u32At(y)) * halfAt(x[208:]))
-		acc.add(d, &sumi)
+		acc.MulAdd(d, &sumi)
 	}
-	return acc.sum()
+	return acc.Sum()
 }
 
 // ---------------------------------------------------------------- Q8_K
@@ -803,8 +807,8 @@ func DotQ2KQ8KGemmOrder(n int, w, a []byte) float32 {
 		dmin := float32(halfAt(x[82:]) * yd)
 		for h := 0; h < 2; h++ {
 			isum, imin := q2KHalfSums(x, y, h)
-			acc = fma32(float32(isum), d, acc)
-			accMin = fma32(float32(imin), dmin, accMin)
+			acc = ggmlf32.FMA32(float32(isum), d, acc)
+			accMin = ggmlf32.FMA32(float32(imin), dmin, accMin)
 		}
 	}
 	return acc - accMin
@@ -828,8 +832,8 @@ func DotQ2KQ8KGemvOrder(n int, w, a []byte) float32 {
 		dmin := float32(halfAt(x[82:]) * yd)
 		i0, m0 := q2KHalfSums(x, y, 0)
 		i1, m1 := q2KHalfSums(x, y, 1)
-		acc = fma32(float32(i0+i1), d, acc)
-		accMin = fma32(float32(m0+m1), dmin, accMin)
+		acc = ggmlf32.FMA32(float32(i0+i1), d, acc)
+		accMin = ggmlf32.FMA32(float32(m0+m1), dmin, accMin)
 	}
 	return acc - accMin
 }

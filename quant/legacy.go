@@ -2,6 +2,7 @@ package quant
 
 import (
 	"math"
+	"minfer/internal/ggmlf32"
 )
 
 // Block sizes in bytes of the 32-element formats.
@@ -62,7 +63,7 @@ func DequantizeQ4_0(src []byte, dst []float32) {
 // consecutive products in 8 float32 lanes with FMA, as ggml's x86 AVX2 kernel
 // does, which makes it bit-identical to llama.cpp on x86.
 func DotQ4_0Q8_0(n int, w, a []byte) float32 {
-	var acc lanes8
+	var acc ggmlf32.Acc8
 	var s [8]int32
 	for i := 0; i < n/QK; i++ {
 		x := w[i*blockQ4_0 : i*blockQ4_0+blockQ4_0]
@@ -77,9 +78,9 @@ func DotQ4_0Q8_0(n int, w, a []byte) float32 {
 			}
 			s[k], s[k+4] = lo, hi
 		}
-		acc.add(float32(halfAt(x)*halfAt(y)), &s)
+		acc.MulAdd(float32(halfAt(x)*halfAt(y)), &s)
 	}
-	return acc.sum()
+	return acc.Sum()
 }
 
 // ---------------------------------------------------------------- Q4_1
@@ -131,7 +132,7 @@ func DequantizeQ4_1(src []byte, dst []float32) {
 // DotQ4_1Q8_1 is the dot product of n Q4_1 weights with n Q8_1 activations:
 // Σ d_w·d_a·Σq_w·q_a + m_w·s_a, s_a being the f16 sum field of the Q8_1 block.
 func DotQ4_1Q8_1(n int, w, a []byte) float32 {
-	var acc lanes8
+	var acc ggmlf32.Acc8
 	var s [8]int32
 	var summs float32
 	for i := 0; i < n/QK; i++ {
@@ -148,9 +149,9 @@ func DotQ4_1Q8_1(n int, w, a []byte) float32 {
 			s[k], s[k+4] = lo, hi
 		}
 		summs += float32(halfAt(x[2:]) * halfAt(y[2:]))
-		acc.add(float32(halfAt(x)*halfAt(y)), &s)
+		acc.MulAdd(float32(halfAt(x)*halfAt(y)), &s)
 	}
-	return acc.sum() + summs
+	return acc.Sum() + summs
 }
 
 // ---------------------------------------------------------------- Q5_0
@@ -206,7 +207,7 @@ func DequantizeQ5_0(src []byte, dst []float32) {
 
 // DotQ5_0Q8_0 is the dot product of n Q5_0 weights with n Q8_0 activations.
 func DotQ5_0Q8_0(n int, w, a []byte) float32 {
-	var acc lanes8
+	var acc ggmlf32.Acc8
 	var s [8]int32
 	for i := 0; i < n/QK; i++ {
 		x := w[i*blockQ5_0 : i*blockQ5_0+blockQ5_0]
@@ -224,9 +225,9 @@ func DotQ5_0Q8_0(n int, w, a []byte) float32 {
 			}
 			s[k], s[k+4] = lo, hi
 		}
-		acc.add(float32(halfAt(x)*halfAt(y)), &s)
+		acc.MulAdd(float32(halfAt(x)*halfAt(y)), &s)
 	}
-	return acc.sum()
+	return acc.Sum()
 }
 
 // ---------------------------------------------------------------- Q5_1
@@ -287,7 +288,7 @@ func DequantizeQ5_1(src []byte, dst []float32) {
 // DotQ5_1Q8_1 is the dot product of n Q5_1 weights with n Q8_1 activations
 // (Σ d_w·d_a·Σq_w·q_a + m_w·s_a).
 func DotQ5_1Q8_1(n int, w, a []byte) float32 {
-	var acc lanes8
+	var acc ggmlf32.Acc8
 	var s [8]int32
 	var summs float32
 	for i := 0; i < n/QK; i++ {
@@ -307,9 +308,9 @@ func DotQ5_1Q8_1(n int, w, a []byte) float32 {
 			s[k], s[k+4] = lo, hi
 		}
 		summs += float32(halfAt(x[2:]) * halfAt(y[2:]))
-		acc.add(float32(halfAt(x)*halfAt(y)), &s)
+		acc.MulAdd(float32(halfAt(x)*halfAt(y)), &s)
 	}
-	return acc.sum() + summs
+	return acc.Sum() + summs
 }
 
 // ---------------------------------------------------------------- Q8_0
@@ -373,7 +374,7 @@ func DequantizeQ8_0(src []byte, dst []float32) {
 
 // DotQ8_0Q8_0 is the dot product of n Q8_0 weights with n Q8_0 activations.
 func DotQ8_0Q8_0(n int, w, a []byte) float32 {
-	var acc lanes8
+	var acc ggmlf32.Acc8
 	var s [8]int32
 	for i := 0; i < n/QK; i++ {
 		x := w[i*blockQ8_0 : i*blockQ8_0+blockQ8_0]
@@ -385,9 +386,9 @@ func DotQ8_0Q8_0(n int, w, a []byte) float32 {
 			s[k] = int32(int8(qx[j]))*int32(int8(qy[j])) + int32(int8(qx[j+1]))*int32(int8(qy[j+1])) +
 				int32(int8(qx[j+2]))*int32(int8(qy[j+2])) + int32(int8(qx[j+3]))*int32(int8(qy[j+3]))
 		}
-		acc.add(float32(halfAt(x)*halfAt(y)), &s)
+		acc.MulAdd(float32(halfAt(x)*halfAt(y)), &s)
 	}
-	return acc.sum()
+	return acc.Sum()
 }
 
 // ---------------------------------------------------------------- Q8_1

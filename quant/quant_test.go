@@ -12,6 +12,7 @@ import (
 	"github.com/x448/float16"
 
 	"minfer/internal/fixtures"
+	"minfer/internal/ggmlf32"
 )
 
 const (
@@ -470,8 +471,8 @@ func TestFMA32(t *testing.T) {
 		exact.Mul(exact, new(big.Float).SetFloat64(float64(b)))
 		exact.Add(exact, new(big.Float).SetFloat64(float64(c)))
 		want, _ := exact.Float32()
-		if got := fma32(a, b, c); math.Float32bits(got) != math.Float32bits(want) && !(got == 0 && want == 0) {
-			t.Fatalf("fma32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
+		if got := ggmlf32.FMA32(a, b, c); math.Float32bits(got) != math.Float32bits(want) && !(got == 0 && want == 0) {
+			t.Fatalf("ggmlf32.FMA32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
 		}
 	}
 }
@@ -523,7 +524,7 @@ func TestQ2KRepackOrders(t *testing.T) {
 	if got, want := DotQ2KQ8KGemvOrder(QKK, blk, act), float32(d*float32(i0+i1)); math.Float32bits(got) != math.Float32bits(want) {
 		t.Errorf("gemv order: %.9g, want %.9g", got, want)
 	}
-	if got, want := DotQ2KQ8KGemmOrder(QKK, blk, act), fma32(float32(i1), d, float32(d*float32(i0))); math.Float32bits(got) != math.Float32bits(want) {
+	if got, want := DotQ2KQ8KGemmOrder(QKK, blk, act), ggmlf32.FMA32(float32(i1), d, float32(d*float32(i0))); math.Float32bits(got) != math.Float32bits(want) {
 		t.Errorf("gemm order: %.9g, want %.9g", got, want)
 	}
 }

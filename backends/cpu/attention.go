@@ -1,6 +1,12 @@
 package cpu
 
-import "minfer/quant"
+import (
+	"minfer/internal/ggmlf32"
+	"minfer/quant"
+)
+
+// lanes is the AVX-512 float32 vector width of the orders reproduced here.
+const lanes = ggmlf32.Lanes
 
 // AttnScratch is one worker's scratch for the attention kernels.
 type AttnScratch struct {
@@ -31,7 +37,7 @@ func NewAttnScratch(ctx, group, headDim int) *AttnScratch {
 type attnLayout struct {
 	hd, G, qw, kvw int
 	batched        bool // more than one token in the batch: sgemm lane order for v
-	np             int  // vecDotF32's vector part of the padded cache length
+	np             int  // ggmlf32.VecDotF32's vector part of the padded cache length
 }
 
 func newAttnLayout(cacheLen int, pos []int32, nHead, nHeadKV, headDim int) attnLayout {
@@ -46,7 +52,7 @@ func newAttnLayout(cacheLen int, pos []int32, nHead, nHeadKV, headDim int) attnL
 
 // vSumF32 writes yt[g*hd+d] = Σ_j v_j[d]·p_g[j] over j < n for the G query
 // heads of one KV head, in the lane order of the reference (llama.cpp's
-// kqv mat-mul): llamafile sgemm's 16 FMA lanes reduced by reduce16 for a
+// kqv mat-mul): llamafile sgemm's 16 FMA lanes reduced by Reduce16 for a
 // batch of several tokens, ggml_vec_dot_f32's 4×16 lanes plus an in-order
 // float32 tail from np on for a single token. row(j) returns v_j.
 func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc []float32, row func(j int) []float32) {
@@ -61,12 +67,12 @@ func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc []float32, row
 				p := sc[g*stride+j]
 				a := acc[g*hd*lanes : (g+1)*hd*lanes]
 				for d, vd := range v {
-					a[d*lanes+lane] = fma32(vd, p, a[d*lanes+lane])
+					a[d*lanes+lane] = ggmlf32.FMA32(vd, p, a[d*lanes+lane])
 				}
 			}
 		}
 		for i := range yt[:G*hd] {
-			yt[i] = reduce16((*[lanes]float32)(acc[i*lanes : (i+1)*lanes]))
+			yt[i] = ggmlf32.Reduce16((*[lanes]float32)(acc[i*lanes : (i+1)*lanes]))
 		}
 		return
 	}
@@ -81,12 +87,12 @@ func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc []float32, row
 			p := sc[g*stride+j]
 			a := acc[g*hd*L : (g+1)*hd*L]
 			for d, vd := range v {
-				a[d*L+lane] = fma32(vd, p, a[d*L+lane])
+				a[d*L+lane] = ggmlf32.FMA32(vd, p, a[d*L+lane])
 			}
 		}
 	}
 	for i := range yt[:G*hd] {
-		yt[i] = finishVecDot((*[L]float32)(acc[i*L : (i+1)*L]))
+		yt[i] = ggmlf32.VecDotCombine((*[L]float32)(acc[i*L : (i+1)*L]))
 	}
 	for j := jv; j < n; j++ {
 		v := row(j)[:hd]
@@ -94,7 +100,7 @@ func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc []float32, row
 			p := sc[g*stride+j]
 			out := yt[g*hd : (g+1)*hd]
 			for d, vd := range v {
-				out[d] += vd * p
+				out[d] += float32(vd * p)
 			}
 		}
 	}
@@ -124,11 +130,11 @@ func AttentionHeads(y, q, kc, vc []float32, pos []int32, nHead, nHeadKV, headDim
 			for j := 0; j < n; j++ {
 				k := kc[j*kvw+kh*hd : j*kvw+(kh+1)*hd]
 				for g := 0; g < G; g++ {
-					sc[g*n16+j] = vecDotF32(k, qt[g*hd:(g+1)*hd])
+					sc[g*n16+j] = ggmlf32.VecDotF32(k, qt[g*hd:(g+1)*hd])
 				}
 			}
 			for g := 0; g < G; g++ {
-				softmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
+				ggmlf32.SoftmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
 			}
 			off := kh * hd
 			l.vSumF32(yt, sc, n16, n, s.lanes, func(j int) []float32 { return vc[j*kvw+off : j*kvw+off+hd] })
@@ -162,7 +168,7 @@ func AttentionHeadsF16(y, q []float32, kc, vc []byte, pos []int32, nHead, nHeadK
 				}
 			}
 			for g := 0; g < G; g++ {
-				softmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
+				ggmlf32.SoftmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
 			}
 			for i, v := range sc {
 				sc[i] = quant.FP16ToFP32(quant.FP32ToFP16(v))
@@ -215,7 +221,7 @@ func AttentionHeadsQ8_0(y, q []float32, kc, vc []byte, pos []int32, nHead, nHead
 				}
 			}
 			for g := 0; g < G; g++ {
-				softmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
+				ggmlf32.SoftmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
 			}
 			off := kh * hb
 			l.vSumF32(yt, sc, n16, n, s.lanes, func(j int) []float32 {

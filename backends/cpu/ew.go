@@ -1,5 +1,7 @@
 package cpu
 
+import "minfer/internal/ggmlf32"
+
 // The element-wise kernels below work on columns c0..c1 of every row of
 // row-major [rows][cols] matrices. For a split by token rows, pass the
 // matrices sliced at the first row (y[r0*cols:], ...) and rows = r1-r0.
@@ -55,16 +57,16 @@ func MulCols(y, a, b []float32, rows, cols, bcols, c0, c1 int) {
 // shape [rows][cols]). As in ggml, the silu of a column inside the row's
 // 16-wide chunks uses ggml_v_expf, of a column in the tail libm expf.
 func SwiGLUCols(y, gate, up []float32, rows, cols, c0, c1 int) {
-	ve := min(max(vecEnd(cols), c0), c1)
+	ve := min(max(ggmlf32.VecEnd(cols), c0), c1)
 	for r := 0; r < rows; r++ {
 		o := r * cols
 		ya, ga, ua := y[o+c0:o+ve], gate[o+c0:o+ve], up[o+c0:o+ve]
 		for i := range ya {
-			ya[i] = siluVec(ga[i]) * ua[i]
+			ya[i] = ggmlf32.SiLUVec(ga[i]) * ua[i]
 		}
 		ya, ga, ua = y[o+ve:o+c1], gate[o+ve:o+c1], up[o+ve:o+c1]
 		for i := range ya {
-			ya[i] = siluScalar(ga[i]) * ua[i]
+			ya[i] = ggmlf32.SiLUScalar(ga[i]) * ua[i]
 		}
 	}
 }
@@ -72,16 +74,16 @@ func SwiGLUCols(y, gate, up []float32, rows, cols, c0, c1 int) {
 // SiLUCols computes y = silu(x) on columns c0..c1 (chunk and tail columns
 // as in SwiGLUCols).
 func SiLUCols(y, x []float32, rows, cols, c0, c1 int) {
-	ve := min(max(vecEnd(cols), c0), c1)
+	ve := min(max(ggmlf32.VecEnd(cols), c0), c1)
 	for r := 0; r < rows; r++ {
 		o := r * cols
 		ya, xa := y[o+c0:o+ve], x[o+c0:o+ve]
 		for i := range ya {
-			ya[i] = siluVec(xa[i])
+			ya[i] = ggmlf32.SiLUVec(xa[i])
 		}
 		ya, xa = y[o+ve:o+c1], x[o+ve:o+c1]
 		for i := range ya {
-			ya[i] = siluScalar(xa[i])
+			ya[i] = ggmlf32.SiLUScalar(xa[i])
 		}
 	}
 }
@@ -90,6 +92,6 @@ func SiLUCols(y, x []float32, rows, cols, c0, c1 int) {
 // into the same rows of y (y may alias x).
 func Softmax(y, x []float32, cols int, scale float32, r0, r1 int) {
 	for r := r0; r < r1; r++ {
-		softmaxRow(x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols], scale)
+		ggmlf32.Softmax(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], scale)
 	}
 }

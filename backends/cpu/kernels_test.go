@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"minfer/internal/ggmlf32"
 	"minfer/quant"
 )
 
@@ -54,11 +55,11 @@ func TestFMA32(t *testing.T) {
 		ex.Mul(ex, new(big.Float).SetFloat64(float64(b)))
 		ex.Add(ex, new(big.Float).SetFloat64(float64(c)))
 		want, _ := ex.Float32()
-		if got := fma32(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
-			t.Fatalf("fma32(%v, %v, %v) = %v, want %v", a, b, c, got, want)
+		if got := ggmlf32.FMA32(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("FMA32(%v, %v, %v) = %v, want %v", a, b, c, got, want)
 		}
-		if got := fma32Exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
-			t.Fatalf("fma32Exact(%v, %v, %v) = %v, want %v", a, b, c, got, want)
+		if got := ggmlf32.FMA32Exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("FMA32Exact(%v, %v, %v) = %v, want %v", a, b, c, got, want)
 		}
 	}
 }
@@ -68,13 +69,13 @@ func TestExpfVec(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
 	for i := 0; i < 100000; i++ {
 		x := float32(r.Float64()*170 - 100)
-		got, want := expfVec(x), float32(math.Exp(float64(x)))
+		got, want := ggmlf32.ExpF(x), float32(math.Exp(float64(x)))
 		if d := int64(math.Float32bits(got)) - int64(math.Float32bits(want)); d < -2 || d > 2 {
-			t.Fatalf("expfVec(%v) = %v, exp = %v", x, got, want)
+			t.Fatalf("ggmlf32.ExpF(%v) = %v, exp = %v", x, got, want)
 		}
 	}
-	if expfVec(float32(math.Inf(-1))) != 0 || expfVec(-200) != 0 || !math.IsInf(float64(expfVec(200)), 1) {
-		t.Error("expfVec limits")
+	if ggmlf32.ExpF(float32(math.Inf(-1))) != 0 || ggmlf32.ExpF(-200) != 0 || !math.IsInf(float64(ggmlf32.ExpF(200)), 1) {
+		t.Error("ExpF limits")
 	}
 }
 

@@ -10,6 +10,7 @@ package cpu
 import (
 	"math"
 
+	"minfer/internal/ggmlf32"
 	"minfer/quant"
 )
 
@@ -58,10 +59,10 @@ func oracleSoftmax(x, y []float32, scale float32) {
 	i := 0
 	for ; i+lanes <= len(y); i += lanes {
 		for l := range chunk {
-			y[i+l] = expfVec(y[i+l] - maxv)
+			y[i+l] = ggmlf32.ExpF(y[i+l] - maxv)
 			chunk[l] = y[i+l]
 		}
-		sum += float64(reduce16(&chunk))
+		sum += float64(ggmlf32.Reduce16(&chunk))
 	}
 	for ; i < len(y); i++ {
 		y[i] = float32(math.Exp(float64(y[i] - maxv)))
@@ -76,7 +77,7 @@ func oracleSoftmax(x, y []float32, scale float32) {
 // oracleSiLUAt is the reference's siluAt: column i of a row of n.
 func oracleSiLUAt(i, n int, x float32) float32 {
 	if i < n-n%lanes {
-		return x / (1 + expfVec(0-x))
+		return x / (1 + ggmlf32.ExpF(0-x))
 	}
 	return x / (1 + float32(math.Exp(float64(-x))))
 }
@@ -94,10 +95,10 @@ func oracleSoftmaxMasked(x []float32, n int, y []float32, scale float32) {
 	var chunk [lanes]float32
 	for i := 0; i < len(y); i += lanes {
 		for l := range chunk {
-			y[i+l] = expfVec(y[i+l] - maxv)
+			y[i+l] = ggmlf32.ExpF(y[i+l] - maxv)
 			chunk[l] = y[i+l]
 		}
-		sum += float64(reduce16(&chunk))
+		sum += float64(ggmlf32.Reduce16(&chunk))
 	}
 	inv := float32(1 / sum)
 	for i := range y {
@@ -109,10 +110,10 @@ func oracleSgemmDot(a, b []float32) float32 {
 	var acc [lanes]float32
 	for i := 0; i < len(a); i += lanes {
 		for l := 0; l < lanes; l++ {
-			acc[l] = fma32(a[i+l], b[i+l], acc[l])
+			acc[l] = ggmlf32.FMA32(a[i+l], b[i+l], acc[l])
 		}
 	}
-	return reduce16(&acc)
+	return ggmlf32.Reduce16(&acc)
 }
 
 func oracleRope(x []float32, pos []int32, headDim, ropeDims int, base, scale float32, neox bool) []float32 {
@@ -158,7 +159,7 @@ func oracleAttention(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale flo
 			kh := h / (H / Hkv)
 			qv := q[t*qw+h*hd : t*qw+(h+1)*hd]
 			for j := 0; j < n; j++ {
-				scores[j] = vecDotF32(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], qv)
+				scores[j] = ggmlf32.VecDotF32(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], qv)
 			}
 			oracleSoftmaxMasked(scores[:nkv], n, probs, scale)
 			out := y[t*qw+h*hd : t*qw+(h+1)*hd]
@@ -172,7 +173,7 @@ func oracleAttention(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale flo
 				if len(pos) > 1 {
 					out[d] = oracleSgemmDot(vcol, probs)
 				} else {
-					out[d] = vecDotF32(vcol, probs)
+					out[d] = ggmlf32.VecDotF32(vcol, probs)
 				}
 			}
 		}
