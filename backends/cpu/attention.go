@@ -67,7 +67,11 @@ func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc []float32, row
 				p := sc[g*stride+j]
 				a := acc[g*hd*lanes : (g+1)*hd*lanes]
 				for d, vd := range v {
-					a[d*lanes+lane] = ggmlf32.FMA32(vd, p, a[d*lanes+lane])
+					r, ok := ggmlf32.FMA32Fast(vd, p, a[d*lanes+lane])
+					if !ok {
+						r = ggmlf32.FMA32Exact(vd, p, a[d*lanes+lane])
+					}
+					a[d*lanes+lane] = r
 				}
 			}
 		}
@@ -87,7 +91,11 @@ func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc []float32, row
 			p := sc[g*stride+j]
 			a := acc[g*hd*L : (g+1)*hd*L]
 			for d, vd := range v {
-				a[d*L+lane] = ggmlf32.FMA32(vd, p, a[d*L+lane])
+				r, ok := ggmlf32.FMA32Fast(vd, p, a[d*L+lane])
+				if !ok {
+					r = ggmlf32.FMA32Exact(vd, p, a[d*L+lane])
+				}
+				a[d*L+lane] = r
 			}
 		}
 	}

@@ -25,12 +25,20 @@ const Lanes = 16
 // normal range (where float32 keeps fewer bits); those rare cases take
 // FMA32Exact.
 func FMA32(a, b, c float32) float32 {
-	r := math.FMA(float64(a), float64(b), float64(c))
-	bits := math.Float64bits(r)
-	if bits&(1<<29-1) != 1<<28 && bits&(0x7ff<<52) >= (1023-126)<<52 {
-		return float32(r)
+	if r, ok := FMA32Fast(a, b, c); ok {
+		return r
 	}
 	return FMA32Exact(a, b, c)
+}
+
+// FMA32Fast is FMA32's fast path, small enough to inline into hot loops:
+// the float32 rounding of the float64 FMA, and whether that is the
+// correctly rounded a·b+c (not a float32 midpoint, not below 2^-126). When
+// ok is false the caller must use FMA32Exact.
+func FMA32Fast(a, b, c float32) (float32, bool) {
+	r := math.FMA(float64(a), float64(b), float64(c))
+	bits := math.Float64bits(r)
+	return float32(r), bits&(1<<29-1) != 1<<28 && bits<<1 >= (1023-126)<<53
 }
 
 // FMA32Exact is FMA32 without math.FMA: the product of two float32 values
@@ -77,7 +85,11 @@ type Acc8 [8]float32
 // _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s), acc).
 func (a *Acc8) MulAdd(d float32, s *[8]int32) {
 	for k := range a {
-		a[k] = FMA32(d, float32(s[k]), a[k])
+		r, ok := FMA32Fast(d, float32(s[k]), a[k])
+		if !ok {
+			r = FMA32Exact(d, float32(s[k]), a[k])
+		}
+		a[k] = r
 	}
 }
 
@@ -157,7 +169,11 @@ func VecDotF32(x, y []float32) float32 {
 	for i := 0; i < np; i += 4 * Lanes {
 		xs, ys := x[i:i+4*Lanes], y[i:i+4*Lanes]
 		for k := range acc {
-			acc[k] = FMA32(xs[k], ys[k], acc[k])
+			r, ok := FMA32Fast(xs[k], ys[k], acc[k])
+			if !ok {
+				r = FMA32Exact(xs[k], ys[k], acc[k])
+			}
+			acc[k] = r
 		}
 	}
 	sum := VecDotCombine(&acc)
@@ -188,7 +204,11 @@ func SgemmDotF32(a, b []float32) float32 {
 	for i := 0; i < len(a); i += Lanes {
 		as, bs := a[i:i+Lanes], b[i:i+Lanes]
 		for l := range acc {
-			acc[l] = FMA32(as[l], bs[l], acc[l])
+			r, ok := FMA32Fast(as[l], bs[l], acc[l])
+			if !ok {
+				r = FMA32Exact(as[l], bs[l], acc[l])
+			}
+			acc[l] = r
 		}
 	}
 	return Reduce16(&acc)
