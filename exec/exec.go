@@ -117,7 +117,7 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 		kvBytes = p.KVBytes
 	}
 	dec := mem["decode"]
-	m.maxTokens, m.maxOut = mem["prefill"].Options.MaxTokens, min(mem["prefill"].Options.MaxOut, dec.Options.MaxOut)
+	m.maxTokens, m.maxOut = mem["prefill"].Options.MaxTokens, mem["prefill"].Options.MaxOut
 	if dec.Options.MaxTokens < 1 || m.maxTokens < 1 || m.maxOut < 1 {
 		return nil, fmt.Errorf("memory plans hold no tokens")
 	}

@@ -80,31 +80,9 @@ func (m *Model) Reset() {
 // [len(outIDs)][n_vocab]. Positions must continue the sequence already in the
 // cache: positions[0] equals the number of positions evaluated so far.
 func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
-	p := m.g.Params
 	T := len(tokens)
-	if T == 0 {
-		return nil, fmt.Errorf("empty batch")
-	}
-	if len(positions) != T {
-		return nil, fmt.Errorf("%d positions for %d tokens", len(positions), T)
-	}
-	for i, t := range tokens {
-		if t < 0 || int(t) >= p.NVocab {
-			return nil, fmt.Errorf("token %d at index %d is outside the vocabulary (0..%d)", t, i, p.NVocab-1)
-		}
-	}
-	for i, pos := range positions {
-		if int(pos) != m.filled+i {
-			return nil, fmt.Errorf("position %d at index %d: the cache holds %d positions, so the batch must start there and be consecutive", pos, i, m.filled)
-		}
-		if int(pos) >= p.NCtx {
-			return nil, fmt.Errorf("position %d exceeds the context size %d", pos, p.NCtx)
-		}
-	}
-	for i, r := range outIDs {
-		if r < 0 || int(r) >= T {
-			return nil, fmt.Errorf("output row %d at index %d is outside the batch of %d", r, i, T)
-		}
+	if err := m.g.Params.CheckBatch(m.filled, tokens, positions, outIDs); err != nil {
+		return nil, err
 	}
 	env := &env{m: m, T: T, R: len(outIDs), f: make(map[*ir.Value][]float32), i: make(map[*ir.Value][]int32)}
 	env.i[m.g.Tokens] = tokens
