@@ -17,6 +17,7 @@ type MatMul struct {
 
 	quantize func(src []float32, dst []byte)
 	dot      quant.DotFunc
+	rows     RowsFunc // SIMD row kernel, nil when the pure-Go dot is used
 	// block sizes and bytes per block of the weight and vec-dot types
 	wbs, wts, abs, ats int
 }
@@ -33,6 +34,10 @@ func NewMatMul(weight quant.Type) (*MatMul, error) {
 	if k.quantize == nil || k.dot == nil {
 		return nil, fmt.Errorf("cpu mat-mul: unsupported weight type %s (no %s×%s dot kernel)", weight, weight, vdt)
 	}
+	if f := actKernels[vdt]; f != nil {
+		k.quantize = f
+	}
+	k.rows = rowKernels[weight]
 	return k, nil
 }
 
@@ -80,6 +85,15 @@ const matMulTile = 16
 // row stride of y (N for a plain [M][N] output).
 func (k *MatMul) Run(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n1 int) {
 	wrb, arb := k.WeightRowBytes(K), k.ActRowBytes(K)
+	if rows := k.rows; rows != nil {
+		for nb := n0; nb < n1; nb += matMulTile {
+			ne := min(nb+matMulTile, n1)
+			for m := 0; m < M; m++ {
+				rows(K, w, wrb, act[m*arb:(m+1)*arb], y[m*ldy:], nb, ne)
+			}
+		}
+		return
+	}
 	dot := k.dot
 	if M == 1 {
 		a := act[:arb]

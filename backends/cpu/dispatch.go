@@ -1,0 +1,65 @@
+package cpu
+
+import (
+	"os"
+	"strings"
+
+	"golang.org/x/sys/cpu"
+
+	"minfer/quant"
+)
+
+// The instruction-set tiers a kernel may use, decided once at start-up from
+// the CPU's features. MINFER_NO_AVX512=1 drops the AVX-512 tier,
+// MINFER_NO_AVX2=1 drops every SIMD tier (the pure-Go kernels remain; they
+// are also what a `-tags purego` build uses everywhere).
+var (
+	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C && os.Getenv("MINFER_NO_AVX2") == ""
+	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
+		cpu.X86.HasAVX512DQ && os.Getenv("MINFER_NO_AVX512") == ""
+	hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
+)
+
+// RowsFunc computes y[n] = dot(W row n, a) for the weight rows n in
+// [n0, n1): one converted activation row a against wrb-byte weight rows of
+// K elements. A SIMD RowsFunc must give the same bits as the pure-Go dot of
+// its type (quant.DotFor), which is what the tests check.
+type RowsFunc func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int)
+
+// rowKernels holds the SIMD row kernels the start-up dispatch installed,
+// by weight type; absent types use the pure-Go dot.
+var rowKernels = map[quant.Type]RowsFunc{}
+
+// actKernels holds SIMD activation quantizers by vec-dot type.
+var actKernels = map[quant.Type]func(src []float32, dst []byte){}
+
+// tiers lists the kernels installed, for Features.
+var tiers []string
+
+// registerRows installs a SIMD row kernel (called from arch files' init).
+func registerRows(t quant.Type, tier string, f RowsFunc) {
+	rowKernels[t] = f
+	tiers = append(tiers, "mat_mul/"+t.String()+":"+tier)
+}
+
+// registerAct installs a SIMD activation quantizer.
+func registerAct(t quant.Type, tier string, f func(src []float32, dst []byte)) {
+	actKernels[t] = f
+	tiers = append(tiers, "quantize/"+t.String()+":"+tier)
+}
+
+// Features describes the SIMD tier in use and the kernels it installed
+// (for --stats and bug reports).
+func Features() string {
+	tier := "pure Go"
+	switch {
+	case hasAVX512:
+		tier = "avx512"
+	case hasAVX2:
+		tier = "avx2"
+	}
+	if len(tiers) == 0 {
+		return tier
+	}
+	return tier + " (" + strings.Join(tiers, " ") + ")"
+}
