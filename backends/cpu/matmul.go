@@ -86,6 +86,10 @@ const matMulTile = 16
 func (k *MatMul) Run(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n1 int) {
 	wrb, arb := k.WeightRowBytes(K), k.ActRowBytes(K)
 	if rows := k.rows; rows != nil {
+		if M == 1 {
+			rows(K, w, wrb, act[:arb], y, n0, n1)
+			return
+		}
 		for nb := n0; nb < n1; nb += matMulTile {
 			ne := min(nb+matMulTile, n1)
 			for m := 0; m < M; m++ {
