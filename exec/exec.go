@@ -49,6 +49,9 @@ type Model struct {
 	workers []*worker
 	filled  int
 	stats   Stats
+	out     []float32 // Eval's result buffer
+	prog    *program  // the schedule being run
+	job     func(w int)
 
 	// The current call.
 	T, R                int
@@ -181,6 +184,7 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 		m.progs[s.Name] = p
 	}
 	m.pool = NewPool(cfg.Threads)
+	m.job = func(w int) { m.runWorker(m.prog, m.workers[w]) } // bound once: no allocation per call
 	return m, nil
 }
 
@@ -230,7 +234,8 @@ func (m *Model) Reset() {
 
 // Eval runs the graph on a batch of tokens at consecutive positions that
 // continue the cache, and returns the logits of the rows outIDs, row-major
-// [len(outIDs)][n_vocab]. A single token runs the decode schedule, more run
+// [len(outIDs)][n_vocab]. The slice is the model's own buffer, valid until
+// the next call (decoding allocates nothing per token). A single token runs the decode schedule, more run
 // the prefill schedule, in chunks of the planned maximum batch.
 func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
 	p := m.g.Params
@@ -247,7 +252,14 @@ func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
 	if len(outIDs) > m.maxOut {
 		chunk = min(chunk, m.maxOut)
 	}
-	out := make([]float32, 0, len(outIDs)*p.NVocab)
+	if T <= chunk {
+		lg, err := m.evalChunk(tokens, positions, outIDs)
+		return lg[:len(lg):len(lg)], err
+	}
+	out := m.out[:0]
+	if cap(out) < len(outIDs)*p.NVocab {
+		out = make([]float32, 0, len(outIDs)*p.NVocab)
+	}
 	next := 0
 	for start := 0; start < T; start += chunk {
 		end := min(T, start+chunk)
@@ -270,7 +282,8 @@ func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
 		}
 		out = append(out, lg...)
 	}
-	return out, nil
+	m.out = out
+	return out[:len(out):len(out)], nil
 }
 
 func (m *Model) evalChunk(tokens, positions, outIDs []int32) ([]float32, error) {
@@ -283,7 +296,8 @@ func (m *Model) evalChunk(tokens, positions, outIDs []int32) ([]float32, error) 
 	prog := m.progs[name]
 	start := time.Now()
 	before := m.pool.Barriers()
-	m.pool.Run(func(w int) { m.runWorker(prog, m.workers[w]) })
+	m.prog = prog
+	m.pool.Run(m.job)
 	bars := m.pool.Barriers() - before
 	el := time.Since(start)
 	if name == "decode" {
@@ -298,8 +312,7 @@ func (m *Model) evalChunk(tokens, positions, outIDs []int32) ([]float32, error) 
 	}
 	m.filled += m.T
 	lg := prog.logits(m.workers[0])
-	n := m.R * m.g.Params.NVocab
-	return append([]float32(nil), lg[:n]...), nil
+	return lg[:m.R*m.g.Params.NVocab], nil
 }
 
 // part is worker w's share [lo, hi) of n items split over k workers.

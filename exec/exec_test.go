@@ -83,6 +83,7 @@ func run(t testing.TB, m evaluator) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out = append([]float32(nil), out...) // the executor's result is valid until its next Eval
 	for i := 12; i < len(prompt); i++ {
 		o, err := m.Eval(prompt[i:i+1], []int32{int32(i)}, []int32{0})
 		if err != nil {
@@ -226,4 +227,29 @@ func TestEvalErrors(t *testing.T) {
 		}
 	}
 	_ = fmt.Sprint()
+}
+
+// TestDecodeAllocatesNothing: a decode step reuses every buffer.
+func TestDecodeAllocatesNothing(t *testing.T) {
+	c := compile(t, "qwen2-synth-q8_0", quant.F32, 16)
+	m, err := exec.New(c.g, c.mem, c.f, exec.Config{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.Eval(prompt[:4], seq(0, 4), []int32{3}); err != nil {
+		t.Fatal(err)
+	}
+	pos := int32(4)
+	tok, p, out := []int32{prompt[4]}, []int32{0}, []int32{0}
+	allocs := testing.AllocsPerRun(20, func() {
+		p[0] = pos
+		if _, err := m.Eval(tok, p, out); err != nil {
+			t.Fatal(err)
+		}
+		pos++
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per decode step", allocs)
+	}
 }

@@ -17,6 +17,8 @@ import (
 )
 
 // Model is an executor: the reference interpreter or the compiled one.
+// The logits Eval returns may be the executor's own buffer, valid only
+// until its next Eval.
 type Model interface {
 	Eval(tokens, positions, outIDs []int32) ([]float32, error)
 	Reset()
