@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"minfer/alloc"
+	"minfer/backends/cpu"
 	"minfer/compiler"
 	"minfer/exec"
 	"minfer/frontends/gguf"
@@ -119,7 +120,7 @@ func (s *session) printStats(g *GenFlags, res *generate.Result) {
 	}
 	st := s.compute.Stats()
 	L := s.graph.Params.NLayer
-	fmt.Fprintf(w, "executor: compiled, %d threads\n", s.compute.Threads())
+	fmt.Fprintf(w, "executor: compiled, %d threads, kernels: %s\n", s.compute.Threads(), cpu.Features())
 	if st.DecodeTokens > 0 {
 		per := float64(st.DecodeBarriers) / float64(st.DecodeTokens)
 		fmt.Fprintf(w, "decode: %.1f pool barriers per token (%.2f per layer, %d layers), %d fused groups, %d ops per token\n",
