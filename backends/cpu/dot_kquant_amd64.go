@@ -1,0 +1,71 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"fmt"
+
+	"minfer/quant"
+)
+
+// AVX2 row kernels for the K-quant weight types against Q8_K activations
+// (dot_kquant_amd64.s). Each reproduces the float order of the pure-Go dot
+// of its type (quant.DotQ*KQ8K, itself the order of ggml's x86 AVX2
+// ggml_vec_dot_q*_K_q8_K): the integer sums are exact, so only the lane
+// grouping of the 8 int32 sums and the float operations after them have to
+// match, and they do instruction for instruction (one FMA per lane and
+// super-block, then hsum_float_8).
+//
+// Every asm kernel loops over rows inside: w points at the first weight
+// row, y at its output; nb is the number of 256-element super-blocks in a
+// row. The Go wrappers check every bound the asm will touch.
+
+//go:noescape
+func kqRowsQ4KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
+func kqRowsQ6KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
+func kqRowsQ5KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
+func kqRowsQ2KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
+func kqRowsQ3KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+type kqRowsAsm func(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+// kqBlockQ8K is the size of one Q8_K super-block (d, 256 int8, 16 bsums).
+const kqBlockQ8K = 292
+
+// kqRows wraps an asm row kernel for a weight type of bs bytes per
+// super-block into a RowsFunc, checking the bounds the kernel relies on.
+func kqRows(f kqRowsAsm, bs int) RowsFunc {
+	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
+		if n1 <= n0 {
+			return
+		}
+		nb := K / 256
+		if K%256 != 0 || n0 < 0 || wrb < nb*bs {
+			panic(fmt.Sprintf("cpu: k-quant rows: bad shape K=%d wrb=%d n0=%d", K, wrb, n0))
+		}
+		_ = y[n1-1]
+		if nb == 0 {
+			clear(y[n0:n1])
+			return
+		}
+		_ = w[(n1-1)*wrb+nb*bs-1]
+		_ = a[nb*kqBlockQ8K-1]
+		f(&w[n0*wrb], wrb, &a[0], &y[n0], n1-n0, nb)
+	}
+}
+
+func init() {
+	if !hasAVX2 {
+		return
+	}
+	registerRows(quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144))
+	registerRows(quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210))
+}

@@ -1,0 +1,281 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX2 (VEX, 256-bit) row kernels for K-quant weights × Q8_K activations.
+// See dot_kquant_amd64.go. Register use common to all kernels:
+//   SI  weight row, R8 weight row bytes, DI activation row, R9 output,
+//   R10 rows left, AX/BX current weight/activation super-block, CX blocks left,
+//   Y0  the 8-lane float accumulator of the row.
+// The integer sums are exact (no VPMADDUBSW pair can saturate for valid
+// blocks), so only their lane grouping and the float steps matter:
+// lane k of a 32-byte chunk holds its bytes 4k..4k+3, as in ggml.
+
+// HSUM8(Y, X, T): X[0] = hsum_float_8(Y): upper 4 lanes onto lower 4,
+// movehl, then lane 1 onto lane 0 (all float32 adds).
+#define HSUM8(Y, X, T) \
+	VEXTRACTF128 $1, Y, T \
+	VADDPS       X, T, X  \
+	VMOVHLPS     X, X, T  \
+	VADDPS       T, X, X  \
+	VMOVSHDUP    X, T     \
+	VADDSS       T, X, X
+
+// The 6-bit scales and mins of a Q4_K/Q5_K super-block (get_scale_min_k4)
+// from X2 = its first 16 bytes [d|dmin, u0, u1, u2] into X6 = bytes
+// s0..s7, m0..m7: [u0&K1, u2&K2 | (u0>>6&3)<<4, u1&K1, u2>>4&K2 | (u1>>6&3)<<4]
+// per byte. Uses X7, X11..X13 (X11..X13 hold the constants).
+#define K4SCALES \
+	VPSHUFD $0xED, X2, X6 \
+	VPSRLVD X13, X6, X6   \
+	VPAND   X12, X6, X6   \
+	VPSHUFD $0xA5, X2, X7 \
+	VPSRLD  $2, X7, X7    \
+	VPAND   X11, X7, X7   \
+	VPOR    X7, X6, X6
+
+#define K4CONSTS \
+	VMOVDQU kqK4Shift<>(SB), X13 \
+	VMOVDQU kqK4MaskA<>(SB), X12 \
+	VMOVDQU kqK4MaskB<>(SB), X11
+
+DATA kqK4Shift<>+0(SB)/8, $0
+DATA kqK4Shift<>+8(SB)/8, $0x0000000400000000
+GLOBL kqK4Shift<>(SB), RODATA|NOPTR, $16
+DATA kqK4MaskA<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA<>+8(SB)/8, $0x0f0f0f0f3f3f3f3f
+GLOBL kqK4MaskA<>(SB), RODATA|NOPTR, $16
+DATA kqK4MaskB<>+0(SB)/8, $0x3030303000000000
+DATA kqK4MaskB<>+8(SB)/8, $0x3030303000000000
+GLOBL kqK4MaskB<>(SB), RODATA|NOPTR, $16
+DATA kqNegLane1<>+0(SB)/8, $0x8000000000000000
+DATA kqNegLane1<>+8(SB)/8, $0
+GLOBL kqNegLane1<>(SB), RODATA|NOPTR, $16
+
+// kqQ4KScaleShuf: mask k (32 bytes at 32k) makes 16 words = byte k of the source, zero-extended.
+DATA kqQ4KScaleShuf<>+0(SB)/8, $0x8000800080008000
+DATA kqQ4KScaleShuf<>+8(SB)/8, $0x8000800080008000
+DATA kqQ4KScaleShuf<>+16(SB)/8, $0x8000800080008000
+DATA kqQ4KScaleShuf<>+24(SB)/8, $0x8000800080008000
+DATA kqQ4KScaleShuf<>+32(SB)/8, $0x8001800180018001
+DATA kqQ4KScaleShuf<>+40(SB)/8, $0x8001800180018001
+DATA kqQ4KScaleShuf<>+48(SB)/8, $0x8001800180018001
+DATA kqQ4KScaleShuf<>+56(SB)/8, $0x8001800180018001
+DATA kqQ4KScaleShuf<>+64(SB)/8, $0x8002800280028002
+DATA kqQ4KScaleShuf<>+72(SB)/8, $0x8002800280028002
+DATA kqQ4KScaleShuf<>+80(SB)/8, $0x8002800280028002
+DATA kqQ4KScaleShuf<>+88(SB)/8, $0x8002800280028002
+DATA kqQ4KScaleShuf<>+96(SB)/8, $0x8003800380038003
+DATA kqQ4KScaleShuf<>+104(SB)/8, $0x8003800380038003
+DATA kqQ4KScaleShuf<>+112(SB)/8, $0x8003800380038003
+DATA kqQ4KScaleShuf<>+120(SB)/8, $0x8003800380038003
+DATA kqQ4KScaleShuf<>+128(SB)/8, $0x8004800480048004
+DATA kqQ4KScaleShuf<>+136(SB)/8, $0x8004800480048004
+DATA kqQ4KScaleShuf<>+144(SB)/8, $0x8004800480048004
+DATA kqQ4KScaleShuf<>+152(SB)/8, $0x8004800480048004
+DATA kqQ4KScaleShuf<>+160(SB)/8, $0x8005800580058005
+DATA kqQ4KScaleShuf<>+168(SB)/8, $0x8005800580058005
+DATA kqQ4KScaleShuf<>+176(SB)/8, $0x8005800580058005
+DATA kqQ4KScaleShuf<>+184(SB)/8, $0x8005800580058005
+DATA kqQ4KScaleShuf<>+192(SB)/8, $0x8006800680068006
+DATA kqQ4KScaleShuf<>+200(SB)/8, $0x8006800680068006
+DATA kqQ4KScaleShuf<>+208(SB)/8, $0x8006800680068006
+DATA kqQ4KScaleShuf<>+216(SB)/8, $0x8006800680068006
+DATA kqQ4KScaleShuf<>+224(SB)/8, $0x8007800780078007
+DATA kqQ4KScaleShuf<>+232(SB)/8, $0x8007800780078007
+DATA kqQ4KScaleShuf<>+240(SB)/8, $0x8007800780078007
+DATA kqQ4KScaleShuf<>+248(SB)/8, $0x8007800780078007
+GLOBL kqQ4KScaleShuf<>(SB), RODATA|NOPTR, $256
+
+// kqSplitShuf: mask c (32 bytes at 32c) broadcasts word 2c of each 128-bit lane to the low lane and word 2c+1 to the high lane.
+DATA kqSplitShuf<>+0(SB)/8, $0x0100010001000100
+DATA kqSplitShuf<>+8(SB)/8, $0x0100010001000100
+DATA kqSplitShuf<>+16(SB)/8, $0x0302030203020302
+DATA kqSplitShuf<>+24(SB)/8, $0x0302030203020302
+DATA kqSplitShuf<>+32(SB)/8, $0x0504050405040504
+DATA kqSplitShuf<>+40(SB)/8, $0x0504050405040504
+DATA kqSplitShuf<>+48(SB)/8, $0x0706070607060706
+DATA kqSplitShuf<>+56(SB)/8, $0x0706070607060706
+DATA kqSplitShuf<>+64(SB)/8, $0x0908090809080908
+DATA kqSplitShuf<>+72(SB)/8, $0x0908090809080908
+DATA kqSplitShuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kqSplitShuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kqSplitShuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kqSplitShuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kqSplitShuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kqSplitShuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL kqSplitShuf<>(SB), RODATA|NOPTR, $128
+
+// Q4_K chunk j (0..3): 32 bytes of nibbles at 16+32j, low nibbles against
+// q8[64j..], high against q8[64j+32..], scales 2j and 2j+1 from Y6 (bytes
+// s0..s7 in every qword); adds the 8 int32 lanes into ACC.
+#define Q4KCHUNK(WOFF, AOFF, MLO, MHI, ACC) \
+	VMOVDQU    WOFF(AX), Y7               \
+	VPAND      Y14, Y7, Y8                \
+	VPSRLW     $4, Y7, Y7                 \
+	VPAND      Y14, Y7, Y7                \
+	VPMADDUBSW AOFF(BX), Y8, Y8           \
+	VPMADDUBSW AOFF+32(BX), Y7, Y7        \
+	VPSHUFB    kqQ4KScaleShuf<>+MLO(SB), Y6, Y9 \
+	VPMADDWD   Y9, Y8, Y8                 \
+	VPSHUFB    kqQ4KScaleShuf<>+MHI(SB), Y6, Y10 \
+	VPMADDWD   Y10, Y7, Y7                \
+	VPADDD     Y7, Y8, Y8                 \
+	VPADDD     Y8, ACC, ACC
+
+// func kqRowsQ4KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+// Per super-block: acc_m (X1, 4 lanes) += -d8·dmin × mins·(bsum pairs),
+// acc (Y0) += d8·d × sumi; result hsum_float_8(acc) + ((m0+m2)+(m1+m3)).
+TEXT ·kqRowsQ4KAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	K4CONSTS
+	VMOVDQU kqNegLane1<>(SB), X15
+
+q4krow:
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q4kblock:
+	VMOVDQU      (AX), X2
+	VCVTPH2PS    X2, X3
+	VBROADCASTSS (BX), X4
+	VMULPS       X4, X3, X3
+	VXORPS       X15, X3, X3   // [d8·d, -(d8·dmin), ...]
+	VBROADCASTSS X3, Y4
+	VPSHUFD      $0x55, X3, X5
+	K4SCALES
+	// mins: madd(m0..m7, hadd_epi16(bsums lo, bsums hi)), 4 lanes
+	VPSRLDQ      $8, X6, X7
+	VPMOVZXBW    X7, X7
+	VMOVDQU      260(BX), X8
+	VPHADDW      276(BX), X8, X8
+	VPMADDWD     X8, X7, X7
+	VCVTDQ2PS    X7, X7
+	VFMADD231PS  X7, X5, X1
+	// scales
+	VPBROADCASTQ X6, Y6
+	VPXOR        Y2, Y2, Y2
+	Q4KCHUNK(16, 4, 0, 32, Y2)
+	Q4KCHUNK(48, 68, 64, 96, Y2)
+	Q4KCHUNK(80, 132, 128, 160, Y2)
+	Q4KCHUNK(112, 196, 192, 224, Y2)
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y2, Y4, Y0
+	ADDQ $144, AX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q4kblock
+
+	HSUM8(Y0, X0, X2)
+	VMOVHLPS X1, X1, X3
+	VADDPS   X3, X1, X1
+	VMOVSHDUP X1, X3
+	VADDSS   X3, X1, X1
+	VADDSS   X1, X0, X0
+	VMOVSS   X0, (R9)
+	ADDQ $4, R9
+	ADDQ R8, SI
+	DECQ R10
+	JNZ  q4krow
+	VZEROUPPER
+	RET
+
+// Q6_K chunk c (0..3) of a 128-element half: Y10 = the 6-bit values
+// (built by the caller), against q8 at AOFF, scales by split mask c
+// from Y6 (the half's 8 scale words in both lanes).
+#define Q6KDOT(AOFF, MOFF) \
+	VPMADDUBSW AOFF(BX), Y10, Y10 \
+	VPSHUFB    kqSplitShuf<>+MOFF(SB), Y6, Y11 \
+	VPMADDWD   Y11, Y10, Y10 \
+	VPADDD     Y10, Y1, Y1
+
+// One 128-element half of a Q6_K block: ql at QL, QL+32, qh at QH,
+// q8 at A; Y6 = that half's scale words.
+#define Q6KHALF(QL, QH, A) \
+	VMOVDQU QL(AX), Y7     \
+	VMOVDQU QL+32(AX), Y8  \
+	VMOVDQU QH(AX), Y9     \
+	VPAND   Y14, Y7, Y10   \
+	VPSLLW  $4, Y9, Y11    \
+	VPAND   Y13, Y11, Y11  \
+	VPOR    Y11, Y10, Y10  \
+	Q6KDOT(A, 0)           \
+	VPAND   Y14, Y8, Y10   \
+	VPSLLW  $2, Y9, Y11    \
+	VPAND   Y13, Y11, Y11  \
+	VPOR    Y11, Y10, Y10  \
+	Q6KDOT(A+32, 32)       \
+	VPSRLW  $4, Y7, Y10    \
+	VPAND   Y14, Y10, Y10  \
+	VPAND   Y13, Y9, Y11   \
+	VPOR    Y11, Y10, Y10  \
+	Q6KDOT(A+64, 64)       \
+	VPSRLW  $4, Y8, Y10    \
+	VPAND   Y14, Y10, Y10  \
+	VPSRLW  $2, Y9, Y11    \
+	VPAND   Y13, Y11, Y11  \
+	VPOR    Y11, Y10, Y10  \
+	Q6KDOT(A+96, 96)
+
+// func kqRowsQ6KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+// Per super-block: sumi = Σ sc·q·a (q unsigned 0..63) - 32·madd(sc, bsums),
+// acc += d8·d × sumi; result hsum_float_8(acc).
+TEXT ·kqRowsQ6KAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x30303030, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+
+q6krow:
+	VXORPS Y0, Y0, Y0
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q6kblock:
+	MOVWLZX      208(AX), DX
+	VMOVD        DX, X3
+	VCVTPH2PS    X3, X3
+	VMULSS       (BX), X3, X3
+	VBROADCASTSS X3, Y4
+	VPMOVSXBW    192(AX), Y5
+	VPMADDWD     260(BX), Y5, Y2
+	VPSLLD       $5, Y2, Y2
+	VPXOR        Y1, Y1, Y1
+	VPSUBD       Y2, Y1, Y1
+	VPERMQ       $0x44, Y5, Y6
+	Q6KHALF(0, 128, 4)
+	VPERMQ       $0xEE, Y5, Y6
+	Q6KHALF(64, 160, 132)
+	VCVTDQ2PS    Y1, Y1
+	VFMADD231PS  Y1, Y4, Y0
+	ADDQ $210, AX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q6kblock
+
+	HSUM8(Y0, X0, X2)
+	VMOVSS X0, (R9)
+	ADDQ $4, R9
+	ADDQ R8, SI
+	DECQ R10
+	JNZ  q6krow
+	VZEROUPPER
+	RET
