@@ -1,0 +1,75 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import "minfer/quant"
+
+// AVX2 row kernels for the 32-element formats (Q8_0, Q5_0, Q4_0 against
+// Q8_0 activations; Q4_1, Q5_1 against Q8_1). Each asm call sweeps a whole
+// range of weight rows against one activation row and gives the same bits
+// as quant's pure-Go dots: per block, 8 int32 lanes each holding the
+// integer dot of 4 consecutive elements (lane k<4: elements 4k..4k+3 of the
+// first 16, lane k+4: the same of the last 16 for the nibble formats; lane
+// k: elements 4k..4k+3 for Q8_0), converted to float32, then one FMA per
+// lane with the float32 product d_w·d_a, and hsum_float_8 at the end; the
+// Q4_1/Q5_1 m_w·s_a terms are added to a scalar in block order and that
+// scalar is added last.
+//
+// The integer lanes are exact for every input of the nibble formats: the
+// unsigned quants (0..15, 0..31) go through VPMADDUBSW as they are and the
+// offset (8 or 16 times the activations' pair sums) is subtracted in int16,
+// which cannot overflow. Q8_0 uses ggml's sign trick (|x| times y with x's
+// sign), exact unless a weight byte and its activation byte are both -128,
+// which the activation quantizer never produces (|q| ≤ 127).
+
+//go:noescape
+func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+//go:noescape
+func rowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+//go:noescape
+func rowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+//go:noescape
+func rowsQ4_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+//go:noescape
+func rowsQ5_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+type rowsAsm func(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+// legacyRows wraps an asm row kernel for weight blocks of wts bytes and
+// activation blocks of ats bytes with the bounds checks the asm omits.
+func legacyRows(f rowsAsm, wts, ats int) RowsFunc {
+	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
+		if n1 <= n0 {
+			return
+		}
+		nb := K / 32
+		if nb == 0 {
+			for n := n0; n < n1; n++ {
+				y[n] = 0
+			}
+			return
+		}
+		if nb*wts > wrb {
+			panic("cpu: weight row shorter than K")
+		}
+		_ = w[(n1-1)*wrb+nb*wts-1]
+		_ = a[nb*ats-1]
+		_ = y[n1-1]
+		f(&w[n0*wrb], wrb, &a[0], nb, &y[n0], n1-n0)
+	}
+}
+
+func init() {
+	if !hasAVX2 {
+		return
+	}
+	registerRows(quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34))
+	registerRows(quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34))
+	registerRows(quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34))
+	registerRows(quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36))
+	registerRows(quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36))
+}
