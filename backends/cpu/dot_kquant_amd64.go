@@ -68,4 +68,7 @@ func init() {
 	}
 	registerRows(quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144))
 	registerRows(quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210))
+	registerRows(quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176))
+	registerRows(quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84))
+	registerRows(quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110))
 }

@@ -279,3 +279,286 @@ q6kblock:
 	JNZ  q6krow
 	VZEROUPPER
 	RET
+
+DATA kqQ3ShiftLo<>+0(SB)/8, $0
+DATA kqQ3ShiftLo<>+8(SB)/8, $0x0000000400000004
+GLOBL kqQ3ShiftLo<>(SB), RODATA|NOPTR, $16
+DATA kqQ3ShiftHi<>+0(SB)/8, $0x0000000200000000
+DATA kqQ3ShiftHi<>+8(SB)/8, $0x0000000600000004
+GLOBL kqQ3ShiftHi<>(SB), RODATA|NOPTR, $16
+DATA kqQ3M32<>+0(SB)/8, $0x2020202020202020
+DATA kqQ3M32<>+8(SB)/8, $0x2020202020202020
+GLOBL kqQ3M32<>(SB), RODATA|NOPTR, $16
+
+// Q5_K chunk j: ql nibbles at WOFF, high bits from Y5 (bit 0 for the low
+// nibbles, bit 1 for the high ones; the caller shifts Y5 right by 2 after
+// each chunk), q8 at AOFF and AOFF+32, scales 2j, 2j+1 from Y6.
+#define Q5KCHUNK(WOFF, AOFF, MLO, MHI) \
+	VMOVDQU    WOFF(AX), Y7               \
+	VPAND      Y14, Y7, Y8                \
+	VPSRLW     $4, Y7, Y7                 \
+	VPAND      Y14, Y7, Y7                \
+	VPSLLW     $4, Y5, Y9                 \
+	VPAND      Y12, Y9, Y9                \
+	VPOR       Y9, Y8, Y8                 \
+	VPSLLW     $3, Y5, Y10                \
+	VPAND      Y12, Y10, Y10              \
+	VPOR       Y10, Y7, Y7                \
+	VPSRLW     $2, Y5, Y5                 \
+	VPMADDUBSW AOFF(BX), Y8, Y8           \
+	VPMADDUBSW AOFF+32(BX), Y7, Y7        \
+	VPSHUFB    kqQ4KScaleShuf<>+MLO(SB), Y6, Y9 \
+	VPMADDWD   Y9, Y8, Y8                 \
+	VPSHUFB    kqQ4KScaleShuf<>+MHI(SB), Y6, Y10 \
+	VPMADDWD   Y10, Y7, Y7                \
+	VPADDD     Y7, Y8, Y8                 \
+	VPADDD     Y8, Y2, Y2
+
+// func kqRowsQ5KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+// Per super-block: summs (scalar) = FMA(-d8·dmin, Σ mins·bsums, summs),
+// acc += d8·d × sumi; result hsum_float_8(acc) + summs.
+TEXT ·kqRowsQ5KAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x10101010, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+	VMOVDQU kqNegLane1<>(SB), X15
+
+q5krow:
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q5kblock:
+	VMOVDQU      (AX), X2
+	VCVTPH2PS    X2, X3
+	VBROADCASTSS (BX), X4
+	VMULPS       X4, X3, X3
+	VXORPS       X15, X3, X3   // [d8·d, -(d8·dmin), ...]
+	VBROADCASTSS X3, Y4
+	VMOVSHDUP    X3, X5
+	// scales and mins (get_scale_min_k4) into X6 = s0..s7, m0..m7
+	VPSHUFD $0xED, X2, X6
+	VPSRLVD kqK4Shift<>(SB), X6, X6
+	VPAND   kqK4MaskA<>(SB), X6, X6
+	VPSHUFD $0xA5, X2, X7
+	VPSRLD  $2, X7, X7
+	VPAND   kqK4MaskB<>(SB), X7, X7
+	VPOR    X7, X6, X6
+	// summ = Σ madd(m0..m7, hadd_epi16(bsums lo, bsums hi)) (exact int)
+	VPSRLDQ      $8, X6, X7
+	VPMOVZXBW    X7, X7
+	VMOVDQU      260(BX), X8
+	VPHADDW      276(BX), X8, X8
+	VPMADDWD     X8, X7, X7
+	VPHADDD      X7, X7, X7
+	VPHADDD      X7, X7, X7
+	VCVTDQ2PS    X7, X7
+	VFMADD231SS  X7, X5, X1
+	// scales
+	VPBROADCASTQ X6, Y6
+	VMOVDQU      16(AX), Y5
+	VPXOR        Y2, Y2, Y2
+	Q5KCHUNK(48, 4, 0, 32)
+	Q5KCHUNK(80, 68, 64, 96)
+	Q5KCHUNK(112, 132, 128, 160)
+	Q5KCHUNK(144, 196, 192, 224)
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  Y2, Y4, Y0
+	ADDQ $176, AX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q5kblock
+
+	HSUM8(Y0, X0, X2)
+	VADDSS X1, X0, X0
+	VMOVSS X0, (R9)
+	ADDQ $4, R9
+	ADDQ R8, SI
+	DECQ R10
+	JNZ  q5krow
+	VZEROUPPER
+	RET
+
+// Q2_K chunk j of a half: (Y9 & 3) against q8 at AOFF, scales by split
+// mask MOFF from Y8; the caller's Y9 is shifted right by 2 afterwards.
+#define Q2KCHUNK(AOFF, MOFF) \
+	VPAND      Y13, Y9, Y10     \
+	VPSRLW     $2, Y9, Y9       \
+	VPMADDUBSW AOFF(BX), Y10, Y10 \
+	VPSHUFB    kqSplitShuf<>+MOFF(SB), Y8, Y11 \
+	VPMADDWD   Y11, Y10, Y10    \
+	VPADDD     Y10, Y1, Y1
+
+// func kqRowsQ2KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+// Per super-block: acc += -d8·dmin × madd(mins, bsums), then
+// acc += d8·d × sumi (one accumulator); result hsum_float_8(acc).
+TEXT ·kqRowsQ2KAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x03030303, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	VMOVDQU kqNegLane1<>(SB), X15
+
+q2krow:
+	VXORPS Y0, Y0, Y0
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q2kblock:
+	MOVL         80(AX), DX
+	VMOVD        DX, X3
+	VCVTPH2PS    X3, X3
+	VBROADCASTSS (BX), X4
+	VMULPS       X4, X3, X3
+	VXORPS       X15, X3, X3   // [d8·d, -(d8·dmin), ...]
+	VBROADCASTSS X3, Y4
+	VMOVSHDUP    X3, X5
+	VBROADCASTSS X5, Y5
+	VMOVDQU      (AX), X6
+	VPSRLW       $4, X6, X7
+	VPAND        X14, X7, X7
+	VPMOVZXBW    X7, Y7
+	VPMADDWD     260(BX), Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  Y7, Y5, Y0
+	VPAND        X14, X6, X6
+	VPMOVZXBW    X6, Y6
+	VPXOR        Y1, Y1, Y1
+	VPERMQ       $0x44, Y6, Y8
+	VMOVDQU      16(AX), Y9
+	Q2KCHUNK(4, 0)
+	Q2KCHUNK(36, 32)
+	Q2KCHUNK(68, 64)
+	Q2KCHUNK(100, 96)
+	VPERMQ       $0xEE, Y6, Y8
+	VMOVDQU      48(AX), Y9
+	Q2KCHUNK(132, 0)
+	Q2KCHUNK(164, 32)
+	Q2KCHUNK(196, 64)
+	Q2KCHUNK(228, 96)
+	VCVTDQ2PS    Y1, Y1
+	VFMADD231PS  Y1, Y4, Y0
+	ADDQ $84, AX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q2kblock
+
+	HSUM8(Y0, X0, X2)
+	VMOVSS X0, (R9)
+	ADDQ $4, R9
+	ADDQ R8, SI
+	DECQ R10
+	JNZ  q2krow
+	VZEROUPPER
+	RET
+
+// Q3_K chunk j of a half: v = (Y9 & 3) | 4·(Y5 & 1) (0..7), then
+// maddubs(v, q8) - maddubs(4, q8) = Σ (q - 4·!hbit)·q8 per pair, scales
+// by split mask MOFF from Y8; Y9 >>= 2 and Y5 >>= 1 afterwards.
+#define Q3KCHUNK(AOFF, MOFF) \
+	VMOVDQU    AOFF(BX), Y11    \
+	VPAND      Y13, Y9, Y10     \
+	VPSLLW     $2, Y5, Y7       \
+	VPAND      Y12, Y7, Y7      \
+	VPOR       Y7, Y10, Y10     \
+	VPSRLW     $2, Y9, Y9       \
+	VPSRLW     $1, Y5, Y5       \
+	VPMADDUBSW Y11, Y10, Y10    \
+	VPMADDUBSW Y11, Y12, Y11    \
+	VPSUBW     Y11, Y10, Y10    \
+	VPSHUFB    kqSplitShuf<>+MOFF(SB), Y8, Y11 \
+	VPMADDWD   Y11, Y10, Y10    \
+	VPADDD     Y10, Y1, Y1
+
+// func kqRowsQ3KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+// Per super-block: acc += d8·d × Σ (sc-32)·(q-4·!hbit)·q8; result
+// hsum_float_8(acc).
+TEXT ·kqRowsQ3KAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x03030303, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x04040404, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+
+q3krow:
+	VXORPS Y0, Y0, Y0
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q3kblock:
+	MOVWLZX      108(AX), DX
+	VMOVD        DX, X3
+	VCVTPH2PS    X3, X3
+	VMULSS       (BX), X3, X3
+	VBROADCASTSS X3, Y4
+	// 16 scales: lo nibbles [a0&K2, a1&K2, a0>>4&K2, a1>>4&K2] |
+	// hi bits ([a2, a2>>2, a2>>4, a2>>6] & K1) << 4, minus 32
+	VMOVDQU      94(AX), X6
+	VPSRLDQ      $2, X6, X6
+	VPSHUFD      $0x44, X6, X7
+	VPSRLVD      kqQ3ShiftLo<>(SB), X7, X7
+	VPAND        X14, X7, X7
+	VPSHUFD      $0xAA, X6, X6
+	VPSRLVD      kqQ3ShiftHi<>(SB), X6, X6
+	VPAND        X13, X6, X6
+	VPSLLD       $4, X6, X6
+	VPOR         X6, X7, X7
+	VPSUBB       kqQ3M32<>(SB), X7, X7
+	VPMOVSXBW    X7, Y6
+	VMOVDQU      (AX), Y5
+	VPXOR        Y1, Y1, Y1
+	VPERMQ       $0x44, Y6, Y8
+	VMOVDQU      32(AX), Y9
+	Q3KCHUNK(4, 0)
+	Q3KCHUNK(36, 32)
+	Q3KCHUNK(68, 64)
+	Q3KCHUNK(100, 96)
+	VPERMQ       $0xEE, Y6, Y8
+	VMOVDQU      64(AX), Y9
+	Q3KCHUNK(132, 0)
+	Q3KCHUNK(164, 32)
+	Q3KCHUNK(196, 64)
+	Q3KCHUNK(228, 96)
+	VCVTDQ2PS    Y1, Y1
+	VFMADD231PS  Y1, Y4, Y0
+	ADDQ $110, AX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q3kblock
+
+	HSUM8(Y0, X0, X2)
+	VMOVSS X0, (R9)
+	ADDQ $4, R9
+	ADDQ R8, SI
+	DECQ R10
+	JNZ  q3krow
+	VZEROUPPER
+	RET
