@@ -14,7 +14,15 @@ type AttnScratch struct {
 	lanes  []float32 // group·headDim·64: SIMD-lane accumulators of the v sums
 	qb     []byte    // group·headDim·2: queries converted to the cache's type
 	acc    []float64 // group·headDim: f16 probability-weighted sums
-	v      []float32 // headDim: one dequantized q8_0 value row
+	v      []float32 // up to ctx·headDim: dequantized q8_0 value rows (grown on use)
+}
+
+// vRows returns the scratch for m dequantized value floats.
+func (s *AttnScratch) vRows(m int) []float32 {
+	if cap(s.v) < m {
+		s.v = make([]float32, m)
+	}
+	return s.v[:m]
 }
 
 func roundUp16(n int) int { return (n + lanes - 1) &^ (lanes - 1) }
@@ -27,7 +35,6 @@ func NewAttnScratch(ctx, group, headDim int) *AttnScratch {
 		lanes:  make([]float32, group*headDim*4*lanes),
 		qb:     make([]byte, 2*group*headDim),
 		acc:    make([]float64, group*headDim),
-		v:      make([]float32, headDim),
 	}
 }
 
@@ -54,19 +61,38 @@ func newAttnLayout(cacheLen int, pos []int32, nHead, nHeadKV, headDim int) attnL
 // heads of one KV head, in the lane order of the reference (llama.cpp's
 // kqv mat-mul): llamafile sgemm's 16 FMA lanes reduced by Reduce16 for a
 // batch of several tokens, ggml_vec_dot_f32's 4×16 lanes plus an in-order
-// float32 tail from np on for a single token. row(j) returns v_j.
-func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc []float32, row func(j int) []float32) {
+// float32 tail from np on for a single token. v_j is v[j*vstride:][:hd];
+// p_g is sc[g*stride:].
+//
+// The SIMD path keeps the same per-lane order with the loops turned
+// inside out: for each lane l, a vector over d accumulates the positions
+// j ≡ l in increasing j, and the lane reduction is done vector-wise over d.
+func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc, v []float32, vstride int) {
 	hd, G := l.hd, l.G
+	if simdF32 && hd%lanes == 0 {
+		if l.batched {
+			for g := 0; g < G; g++ {
+				simdVSum(yt[g*hd:(g+1)*hd], acc, v, vstride, sc[g*stride:], n, lanes, hd)
+			}
+			return
+		}
+		jv := min(n, l.np)
+		for g := 0; g < G; g++ {
+			simdVSum(yt[g*hd:(g+1)*hd], acc, v, vstride, sc[g*stride:], jv, 4*lanes, hd)
+		}
+		l.vSumTail(yt, sc, stride, jv, n, v, vstride)
+		return
+	}
 	if l.batched {
 		acc = acc[:G*hd*lanes]
 		clear(acc)
 		for j := 0; j < n; j++ {
-			v := row(j)[:hd]
+			vj := v[j*vstride : j*vstride+hd]
 			lane := j & (lanes - 1)
 			for g := 0; g < G; g++ {
 				p := sc[g*stride+j]
 				a := acc[g*hd*lanes : (g+1)*hd*lanes]
-				for d, vd := range v {
+				for d, vd := range vj {
 					r, ok := ggmlf32.FMA32Fast(vd, p, a[d*lanes+lane])
 					if !ok {
 						r = ggmlf32.FMA32Exact(vd, p, a[d*lanes+lane])
@@ -85,12 +111,12 @@ func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc []float32, row
 	clear(acc)
 	jv := min(n, l.np)
 	for j := 0; j < jv; j++ {
-		v := row(j)[:hd]
+		vj := v[j*vstride : j*vstride+hd]
 		lane := j & (L - 1)
 		for g := 0; g < G; g++ {
 			p := sc[g*stride+j]
 			a := acc[g*hd*L : (g+1)*hd*L]
-			for d, vd := range v {
+			for d, vd := range vj {
 				r, ok := ggmlf32.FMA32Fast(vd, p, a[d*L+lane])
 				if !ok {
 					r = ggmlf32.FMA32Exact(vd, p, a[d*L+lane])
@@ -102,15 +128,50 @@ func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc []float32, row
 	for i := range yt[:G*hd] {
 		yt[i] = ggmlf32.VecDotCombine((*[L]float32)(acc[i*L : (i+1)*L]))
 	}
-	for j := jv; j < n; j++ {
-		v := row(j)[:hd]
-		for g := 0; g < G; g++ {
+	l.vSumTail(yt, sc, stride, jv, n, v, vstride)
+}
+
+// vSumTail adds ggml_vec_dot_f32's leftover products of positions
+// j0..n-1 to yt, in order, each rounded to float32 before the add.
+func (l *attnLayout) vSumTail(yt, sc []float32, stride, j0, n int, v []float32, vstride int) {
+	hd := l.hd
+	for j := j0; j < n; j++ {
+		vj := v[j*vstride : j*vstride+hd]
+		for g := 0; g < l.G; g++ {
 			p := sc[g*stride+j]
 			out := yt[g*hd : (g+1)*hd]
-			for d, vd := range v {
+			for d, vd := range vj {
 				out[d] += float32(vd * p)
 			}
 		}
+	}
+}
+
+// softmaxMasked is ggmlf32.SoftmaxMasked (x·scale, masked from n on, in
+// place), with the AVX-512 kernels when available.
+func softmaxMasked(x []float32, n int, scale float32) {
+	x = x[:len(x)&^(lanes-1)]
+	if !simdF32 || n <= 0 {
+		ggmlf32.SoftmaxMasked(x, n, scale)
+		return
+	}
+	maxv := simdScaleMax(x[:n], x[:n], scale)
+	n16 := roundUp16(n)
+	clear(x[n16:])
+	sum := simdExpSum(x[:n16], n, maxv)
+	simdMul(x, float32(1/sum))
+}
+
+// scoresF32 sets sc[j] = ggmlf32.VecDotF32(k_j, q) for j < n, k_j =
+// k[j*kstride:][:len(q)].
+func scoresF32(sc, k []float32, kstride, n int, q []float32) {
+	if simdF32 {
+		simdScores(sc, k, kstride, n, q, len(q))
+		return
+	}
+	hd := len(q)
+	for j := 0; j < n; j++ {
+		sc[j] = ggmlf32.VecDotF32(k[j*kstride:j*kstride+hd], q)
 	}
 }
 
@@ -135,17 +196,13 @@ func AttentionHeads(y, q, kc, vc []float32, pos []int32, nHead, nHeadKV, headDim
 			qt := q[t*qw+h0*hd : t*qw+(h0+G)*hd]
 			yt := y[t*qw+h0*hd : t*qw+(h0+G)*hd]
 			sc := s.scores[:G*n16]
-			for j := 0; j < n; j++ {
-				k := kc[j*kvw+kh*hd : j*kvw+(kh+1)*hd]
-				for g := 0; g < G; g++ {
-					sc[g*n16+j] = ggmlf32.VecDotF32(k, qt[g*hd:(g+1)*hd])
-				}
+			for g := 0; g < G; g++ {
+				scoresF32(sc[g*n16:(g+1)*n16], kc[kh*hd:], kvw, n, qt[g*hd:(g+1)*hd])
 			}
 			for g := 0; g < G; g++ {
-				ggmlf32.SoftmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
+				softmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
 			}
-			off := kh * hd
-			l.vSumF32(yt, sc, n16, n, s.lanes, func(j int) []float32 { return vc[j*kvw+off : j*kvw+off+hd] })
+			l.vSumF32(yt, sc, n16, n, s.lanes, vc[kh*hd:], kvw)
 		}
 	}
 }
@@ -176,7 +233,7 @@ func AttentionHeadsF16(y, q []float32, kc, vc []byte, pos []int32, nHead, nHeadK
 				}
 			}
 			for g := 0; g < G; g++ {
-				ggmlf32.SoftmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
+				softmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
 			}
 			for i, v := range sc {
 				sc[i] = quant.FP16ToFP32(quant.FP32ToFP16(v))
@@ -210,7 +267,6 @@ func AttentionHeadsQ8_0(y, q []float32, kc, vc []byte, pos []int32, nHead, nHead
 	hb, rb := q8Bytes(headDim), q8Bytes(nHeadKV*headDim)
 	l := newAttnLayout(len(kc)/rb, pos, nHead, nHeadKV, headDim)
 	hd, G, qw := l.hd, l.G, l.qw
-	v := s.v[:hd]
 	for t := t0; t < t1; t++ {
 		n := int(pos[t]) + 1
 		n16 := roundUp16(n)
@@ -229,13 +285,14 @@ func AttentionHeadsQ8_0(y, q []float32, kc, vc []byte, pos []int32, nHead, nHead
 				}
 			}
 			for g := 0; g < G; g++ {
-				ggmlf32.SoftmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
+				softmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
 			}
 			off := kh * hb
-			l.vSumF32(yt, sc, n16, n, s.lanes, func(j int) []float32 {
-				quant.DequantizeQ8_0(vc[j*rb+off:j*rb+off+hb], v)
-				return v
-			})
+			v := s.vRows(n * hd)
+			for j := 0; j < n; j++ {
+				quant.DequantizeQ8_0(vc[j*rb+off:j*rb+off+hb], v[j*hd:(j+1)*hd])
+			}
+			l.vSumF32(yt, sc, n16, n, s.lanes, v, hd)
 		}
 	}
 }

@@ -1,0 +1,300 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"minfer/internal/ggmlf32"
+	"minfer/quant"
+)
+
+func needSIMD(t testing.TB) {
+	if !simdF32 {
+		t.Skip("no AVX-512 float32 kernels on this build/CPU")
+	}
+}
+
+// withSIMD runs f with the float32 SIMD kernels on and off.
+func withSIMD(on bool, f func()) {
+	old := simdF32
+	simdF32 = on
+	defer func() { simdF32 = old }()
+	f()
+}
+
+func bitsEq(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b)
+}
+
+// specials are ExpF arguments around its edges: zeros, the overflow and
+// underflow thresholds (|n| = 192 in the blend, the float32 range, the
+// subnormal range), infinities and NaNs.
+func specials() []float32 {
+	xs := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 0.5, -0.5, 1e-30, -1e-30,
+		88, 88.3762626647949, 88.38, 88.73, 89, 100, 133, 133.08, 133.1, 134, 1e10,
+		-87.33, -87.34, -100, -103.97, -103.98, -104, -110, -126, -132.9, -133, -133.1, -134, -1e10,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+		math.Float32frombits(0x7fc12345), math.Float32frombits(0xffc00001), math.Float32frombits(0x7f800001),
+		math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32}
+	for x := float32(-140); x <= 140; x += 0.0625 {
+		xs = append(xs, x, math.Nextafter32(x, 200), math.Nextafter32(x, -200))
+	}
+	return xs
+}
+
+func TestSIMDExpF(t *testing.T) {
+	needSIMD(t)
+	xs := specials()
+	// A stride through every float32 bit pattern.
+	for b := uint64(0); b < 1<<32; b += 9973 {
+		xs = append(xs, math.Float32frombits(uint32(b)))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		xs = append(xs, float32(r.NormFloat64()*40))
+	}
+	for _, n := range []int{len(xs), len(xs) - 1, 15, 1, 17} {
+		got := make([]float32, n)
+		simdExp(got, xs[:n])
+		bad := 0
+		for i, x := range xs[:n] {
+			if want := ggmlf32.ExpF(x); !bitsEq(got[i], want) {
+				if bad++; bad < 10 {
+					t.Errorf("ExpF(%g [%08x]) = %g [%08x], want %g [%08x]", x, math.Float32bits(x),
+						got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+				}
+			}
+		}
+		if bad > 0 {
+			t.Fatalf("n=%d: %d mismatches", n, bad)
+		}
+	}
+}
+
+func TestSIMDSiLUSwiGLU(t *testing.T) {
+	needSIMD(t)
+	xs := specials()
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		xs = append(xs, float32(r.NormFloat64()*8))
+	}
+	us := make([]float32, len(xs))
+	for i := range us {
+		us[i] = float32(r.NormFloat64())
+	}
+	us[0], us[1] = float32(math.Inf(1)), float32(math.NaN())
+	for _, n := range []int{len(xs), len(xs) - 3, 5, 16, 31} {
+		y := make([]float32, n)
+		simdSiLU(y, xs[:n])
+		for i, x := range xs[:n] {
+			if want := ggmlf32.SiLUVec(x); !bitsEq(y[i], want) {
+				t.Fatalf("silu(%g) = %g [%08x], want %g [%08x]", x, y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
+			}
+		}
+		simdSwiGLU(y, xs[:n], us[:n])
+		for i, x := range xs[:n] {
+			if want := ggmlf32.SiLUVec(x) * us[i]; !bitsEq(y[i], want) {
+				t.Fatalf("swiglu(%g, %g) = %g [%08x], want %g [%08x]", x, us[i], y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
+			}
+		}
+	}
+}
+
+// randDotVec draws values of mixed magnitudes (so lanes round differently
+// and cancel), with some exact zeros and subnormal products.
+func randDotVec(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		switch r.IntN(20) {
+		case 0:
+			x[i] = 0
+		case 1:
+			x[i] = float32(r.NormFloat64() * 1e-20)
+		case 2:
+			x[i] = float32(r.NormFloat64() * 1e6)
+		default:
+			x[i] = float32(r.NormFloat64())
+		}
+	}
+	return x
+}
+
+func TestSIMDVecDot(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n <= 520; n++ {
+		for rep := 0; rep < 4; rep++ {
+			x, y := randDotVec(r, n), randDotVec(r, n)
+			got, want := simdVecDot(x, y), ggmlf32.VecDotF32(x, y)
+			if !bitsEq(got, want) {
+				t.Fatalf("n=%d: VecDotF32 %g [%08x], want %g [%08x]", n, got, math.Float32bits(got), want, math.Float32bits(want))
+			}
+		}
+	}
+	// Strided rows (the attention scores).
+	for _, hd := range []int{16, 64, 80, 128, 100} {
+		const n, stride = 37, 300
+		k, q := randDotVec(r, n*stride), randDotVec(r, hd)
+		sc := make([]float32, n)
+		simdScores(sc, k, stride, n, q, hd)
+		for j := range sc {
+			if want := ggmlf32.VecDotF32(k[j*stride:j*stride+hd], q); !bitsEq(sc[j], want) {
+				t.Fatalf("hd=%d j=%d: %g, want %g", hd, j, sc[j], want)
+			}
+		}
+	}
+}
+
+func TestSIMDVSum(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, hd := range []int{16, 64, 80, 128} {
+		for _, n := range []int{0, 1, 2, 15, 16, 17, 63, 64, 65, 100, 128, 200, 512} {
+			const extra = 7
+			vstride := hd + extra
+			v, p := randDotVec(r, n*vstride), randDotVec(r, n)
+			for _, L := range []int{16, 64} {
+				out := make([]float32, hd)
+				acc := make([]float32, L*hd)
+				simdVSum(out, acc, v, vstride, p, n, L, hd)
+				m := (n + L - 1) / L * L // zero padding adds exact zeros
+				col, pp := make([]float32, m), make([]float32, m)
+				copy(pp, p)
+				for d := 0; d < hd; d++ {
+					for j := 0; j < n; j++ {
+						col[j] = v[j*vstride+d]
+					}
+					var want float32
+					if L == 16 {
+						want = ggmlf32.SgemmDotF32(col, pp)
+					} else {
+						want = ggmlf32.VecDotF32(col, pp)
+					}
+					if !bitsEq(out[d], want) {
+						t.Fatalf("hd=%d n=%d L=%d d=%d: %g, want %g", hd, n, L, d, out[d], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestSIMDSoftmax(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, cols := range []int{1, 5, 16, 17, 31, 32, 100, 512, 513, 4864} {
+		for _, amp := range []float32{1, 10, 100} {
+			x := randVec(r, cols, amp)
+			x[r.IntN(cols)] = float32(math.Inf(-1))
+			want, got := make([]float32, cols), make([]float32, cols)
+			ggmlf32.Softmax(want, x, 0.7)
+			softmaxRow(got, x, 0.7)
+			sameBits(t, fmt.Sprintf("softmax/%d", cols), got, want)
+			for _, n := range []int{1, 2, cols / 3, cols - 1, cols} {
+				if n < 1 {
+					continue
+				}
+				x16 := make([]float32, roundUp16(cols))
+				copy(x16, x)
+				for i := n; i < len(x16); i++ {
+					x16[i] = float32(r.NormFloat64()) // garbage past the mask
+				}
+				w, g := append([]float32(nil), x16...), append([]float32(nil), x16...)
+				ggmlf32.SoftmaxMasked(w, n, 0.125)
+				softmaxMasked(g, n, 0.125)
+				sameBits(t, fmt.Sprintf("masked/%d/%d", cols, n), g, w)
+			}
+		}
+	}
+}
+
+// TestSIMDAttentionPaths: every attention kernel gives the same bits with
+// the SIMD float32 kernels as without, for decode and batches, f32, f16
+// and q8_0 caches.
+func TestSIMDAttentionPaths(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, hd := range []int{32, 64, 128} {
+		for _, T := range []int{1, 3, 17} {
+			for _, start := range []int{0, 70, 300} {
+				c := attnCase{6, 2, hd, T, start, 512}
+				q, k, v, pos := attnSetup(r, c)
+				ctx, kvw := c.start+c.T, c.Hkv*c.hd
+				for _, kt := range []quant.Type{quant.F32, quant.F16, quant.Q8_0} {
+					kv, _ := NewKV(kt)
+					kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+					vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+					var ys [2][]float32
+					for i, on := range []bool{false, true} {
+						withSIMD(on, func() {
+							s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+							ys[i] = make([]float32, len(q))
+							kv.Attend(ys[i], q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.125, 0, c.Hkv, 0, T, s)
+						})
+					}
+					sameBits(t, fmt.Sprintf("%v hd=%d T=%d start=%d", kt, hd, T, start), ys[1], ys[0])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSIMDF32 compares the pure-Go and AVX-512 paths of the float32
+// kernels on qwen2-0.5b decode shapes (run both and take the ratio).
+func BenchmarkSIMDF32(b *testing.B) {
+	modes := []bool{false}
+	if simdF32 {
+		modes = append(modes, true)
+	}
+	name := map[bool]string{false: "go", true: "simd"}
+	r := rand.New(rand.NewPCG(33, 34))
+	c := attnCase{14, 2, 64, 1, 511, 512}
+	q, k, v, pos := attnSetup(r, c)
+	ctx, kvw := c.start+c.T, c.Hkv*c.hd
+	for _, kt := range []quant.Type{quant.F32, quant.F16, quant.Q8_0} {
+		kv, _ := NewKV(kt)
+		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+		y := make([]float32, len(q))
+		for _, on := range modes {
+			b.Run("Attention/"+kt.String()+"/"+name[on], func(b *testing.B) {
+				withSIMD(on, func() {
+					for b.Loop() {
+						kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.125, 0, c.Hkv, 0, 1, s)
+					}
+				})
+			})
+		}
+	}
+	g, u, y := randVec(r, 4864, 1), randVec(r, 4864, 1), make([]float32, 4864)
+	for _, on := range modes {
+		b.Run("SwiGLU/4864/"+name[on], func(b *testing.B) {
+			withSIMD(on, func() {
+				for b.Loop() {
+					SwiGLUCols(y, g, u, 1, 4864, 0, 4864)
+				}
+			})
+		})
+	}
+	x := randVec(r, 512, 4)
+	for _, on := range modes {
+		b.Run("Softmax/512/"+name[on], func(b *testing.B) {
+			withSIMD(on, func() {
+				for b.Loop() {
+					Softmax(y, x, 512, 0.125, 0, 1)
+				}
+			})
+		})
+		b.Run("SoftmaxMasked/512/"+name[on], func(b *testing.B) {
+			withSIMD(on, func() {
+				for b.Loop() {
+					copy(y, x)
+					softmaxMasked(y[:512], 500, 0.125)
+				}
+			})
+		})
+	}
+}
