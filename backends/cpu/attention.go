@@ -14,13 +14,14 @@ type AttnScratch struct {
 	lanes  []float32 // group·headDim·64: SIMD-lane accumulators of the v sums
 	qb     []byte    // group·headDim·2: queries converted to the cache's type
 	acc    []float64 // group·headDim: f16 probability-weighted sums
-	v      []float32 // up to ctx·headDim: dequantized q8_0 value rows (grown on use)
+	v      []float32 // up to ctx·headDim: dequantized q8_0 value rows (allocated on first use)
+	vSize  int       // ctx·headDim
 }
 
 // vRows returns the scratch for m dequantized value floats.
 func (s *AttnScratch) vRows(m int) []float32 {
 	if cap(s.v) < m {
-		s.v = make([]float32, m)
+		s.v = make([]float32, max(m, s.vSize))
 	}
 	return s.v[:m]
 }
@@ -35,6 +36,7 @@ func NewAttnScratch(ctx, group, headDim int) *AttnScratch {
 		lanes:  make([]float32, group*headDim*4*lanes),
 		qb:     make([]byte, 2*group*headDim),
 		acc:    make([]float64, group*headDim),
+		vSize:  ctx * headDim,
 	}
 }
 
