@@ -2,103 +2,17 @@
 
 #include "textflag.h"
 
-// See dot_legacy_amd64.go. Register use in every row kernel:
-// R9 weight row, R8 weight row stride, R10 activation row, R11 blocks per
-// row, BX output, CX rows left; SI/DI walk the blocks of one row, DX counts
-// them; Y0 is the 8-lane float accumulator (Acc8), X9 the Q4_1/Q5_1 m·s sum.
-
-// ggml's hsum_float_8 of Y0 into X0 (lanes 4..7 onto 0..3, then 2,3 onto
-// 0,1, then 1 onto 0), clobbering X1.
-#define HSUM8 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVHLPS     X0, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1     \
-	VADDSS       X1, X0, X0
-
-#define LOADARGS \
-	MOVQ w+0(FP), R9    \
-	MOVQ wrb+8(FP), R8  \
-	MOVQ a+16(FP), R10  \
-	MOVQ nb+24(FP), R11 \
-	MOVQ y+32(FP), BX   \
-	MOVQ rows+40(FP), CX
-
-// Y15 = int16 ones (for VPMADDWD), Y14 = bytes 0x0F.
-#define CONSTS \
-	VPCMPEQW     Y15, Y15, Y15 \
-	VPSRLW       $15, Y15, Y15 \
-	MOVL         $0x0F0F0F0F, AX \
-	VMOVD        AX, X14 \
-	VPBROADCASTD X14, Y14
-
-// The scale d_w·d_a (both f16) in all 8 lanes of Y1.
-#define SCALE8 \
-	VPBROADCASTW (SI), X1 \
-	VPBROADCASTW (DI), X2 \
-	VCVTPH2PS    X1, Y1   \
-	VCVTPH2PS    X2, Y2   \
-	VMULPS       Y2, Y1, Y1
-
-// Y1 = d_w·d_a in all lanes, and X9 += m_w·s_a (Q4_1/Q5_1 with Q8_1).
-#define SCALE8MIN \
-	VMOVD        (SI), X1 \
-	VMOVD        (DI), X2 \
-	VCVTPH2PS    X1, X1   \
-	VCVTPH2PS    X2, X2   \
-	VMULPS       X2, X1, X1 \
-	VMOVSHDUP    X1, X2   \
-	VADDSS       X2, X9, X9 \
-	VBROADCASTSS X1, Y1
-
-// The 32 nibbles at off(SI) as bytes in Y3 (low nibbles of the 16 bytes,
-// then the high ones); clobbers X4.
-#define NIBBLES(off) \
-	VMOVDQU     off(SI), X3 \
-	VPSRLW      $4, X3, X4  \
-	VINSERTI128 $1, X4, Y3, Y3 \
-	VPAND       Y14, Y3, Y3
-
-// ORs the 5th bits (the u32 at off(SI)) into the bytes of Y3 as 0x10;
-// needs Y12 (byte shuffle), Y11 (bit selectors), Y10 (0x10 bytes);
-// clobbers Y5.
-#define HIGHBITS(off) \
-	VPBROADCASTD off(SI), Y5 \
-	VPSHUFB      Y12, Y5, Y5 \
-	VPAND        Y11, Y5, Y5 \
-	VPCMPEQB     Y11, Y5, Y5 \
-	VPAND        Y10, Y5, Y5 \
-	VPOR         Y5, Y3, Y3
-
-// Y3 = int32 4-element sums of (Y3 bytes, unsigned) × (activation bytes
-// at off(DI), signed) minus the offset Y13 (bytes) times the same; then
-// converted and accumulated with the scale Y1 into Y0.
-#define DOTOFF(off) \
-	VMOVDQU     off(DI), Y4 \
-	VPMADDUBSW  Y4, Y3, Y3  \
-	VPMADDUBSW  Y4, Y13, Y5 \
-	VPSUBW      Y5, Y3, Y3  \
-	VPMADDWD    Y15, Y3, Y3 \
-	VCVTDQ2PS   Y3, Y3      \
-	VFMADD231PS Y3, Y1, Y0
-
-#define DOTU(off) \
-	VMOVDQU     off(DI), Y4 \
-	VPMADDUBSW  Y4, Y3, Y3  \
-	VPMADDWD    Y15, Y3, Y3 \
-	VCVTDQ2PS   Y3, Y3      \
-	VFMADD231PS Y3, Y1, Y0
-
-// Y12: byte i of a lane-broadcast u32 picks its byte i/8; Y11 selects bit i%8.
-#define BITCONSTS \
-	VMOVDQU      qhshuf<>(SB), Y12 \
-	MOVQ         $0x8040201008040201, AX \
-	MOVQ         AX, X11 \
-	VPBROADCASTQ X11, Y11 \
-	MOVL         $0x10101010, AX \
-	VMOVD        AX, X10 \
-	VPBROADCASTD X10, Y10
+// See dot_legacy_amd64.go. Every row kernel sweeps four weight rows at a
+// time (four independent FMA chains; one chain alone is bound by the FMA
+// latency, one block per 4 cycles), then the rows left one at a time; each
+// row keeps its own accumulator and block order, so the bits do not depend
+// on the grouping.
+//
+// Registers: R9 weight row (of the group), R8 row stride, R12 3·stride,
+// R10 activation row, R11 blocks per row, BX output, CX rows left; SI/DI
+// walk the blocks, DX counts them. Y0..Y3 are the rows' accumulators
+// (Acc8), Y4 the activation quants and Y5 its scale (all lanes; for Q8_1
+// X5 = [d, s]), Y6/Y7/Y9 temporaries, Y15 int16 ones, Y14 bytes 0x0F.
 
 DATA qhshuf<>+0(SB)/8, $0x0000000000000000
 DATA qhshuf<>+8(SB)/8, $0x0101010101010101
@@ -106,35 +20,216 @@ DATA qhshuf<>+16(SB)/8, $0x0202020202020202
 DATA qhshuf<>+24(SB)/8, $0x0303030303030303
 GLOBL qhshuf<>(SB), RODATA|NOPTR, $32
 
+DATA nibshift<>+0(SB)/8, $0
+DATA nibshift<>+8(SB)/8, $0
+DATA nibshift<>+16(SB)/8, $0x0000000400000004
+DATA nibshift<>+24(SB)/8, $0x0000000400000004
+GLOBL nibshift<>(SB), RODATA|NOPTR, $32
+
+DATA bit16<>+0(SB)/8, $0x1010101010101010
+DATA bit16<>+8(SB)/8, $0x1010101010101010
+DATA bit16<>+16(SB)/8, $0x1010101010101010
+DATA bit16<>+24(SB)/8, $0x1010101010101010
+GLOBL bit16<>(SB), RODATA|NOPTR, $32
+
+// ggml's hsum_float_8 of acc into the low lane of accx (its lower half):
+// lanes 4..7 onto 0..3, then 2,3 onto 0,1, then 1 onto 0. Clobbers t.
+#define HSUM(acc, accx, t) \
+	VEXTRACTF128 $1, acc, t \
+	VADDPS       t, accx, accx \
+	VMOVHLPS     accx, accx, t \
+	VADDPS       t, accx, accx \
+	VMOVSHDUP    accx, t \
+	VADDSS       t, accx, accx
+
+#define LOADARGS \
+	MOVQ w+0(FP), R9    \
+	MOVQ wrb+8(FP), R8  \
+	MOVQ a+16(FP), R10  \
+	MOVQ nb+24(FP), R11 \
+	MOVQ y+32(FP), BX   \
+	MOVQ rows+40(FP), CX \
+	LEAQ (R8)(R8*2), R12
+
+#define CONSTS \
+	VPCMPEQW     Y15, Y15, Y15 \
+	VPSRLW       $15, Y15, Y15 \
+	MOVL         $0x0F0F0F0F, AX \
+	VMOVD        AX, X14 \
+	VPBROADCASTD X14, Y14
+
+// Y11 selects bit i%8 in byte i (for the 5th bits).
+#define BITSEL \
+	MOVQ         $0x8040201008040201, AX \
+	MOVQ         AX, X11 \
+	VPBROADCASTQ X11, Y11
+
+// Starts a group of rows / one row: zero accumulators, rewind SI/DI/DX.
+#define START4 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	MOVQ   R9, SI     \
+	MOVQ   R10, DI    \
+	MOVQ   R11, DX
+
+#define START1 \
+	VXORPS Y0, Y0, Y0 \
+	MOVQ   R9, SI     \
+	MOVQ   R10, DI    \
+	MOVQ   R11, DX
+
+// Stores the four / one row results and moves on.
+#define STORE4 \
+	HSUM(Y0, X0, X6) \
+	HSUM(Y1, X1, X6) \
+	HSUM(Y2, X2, X6) \
+	HSUM(Y3, X3, X6) \
+	VMOVSS X0, (BX)   \
+	VMOVSS X1, 4(BX)  \
+	VMOVSS X2, 8(BX)  \
+	VMOVSS X3, 12(BX) \
+	ADDQ   $16, BX    \
+	LEAQ   (R9)(R8*4), R9 \
+	SUBQ   $4, CX
+
+#define STORE1 \
+	HSUM(Y0, X0, X6) \
+	VMOVSS X0, (BX) \
+	ADDQ   $4, BX   \
+	ADDQ   R8, R9   \
+	DECQ   CX
+
+// Activation block of Q8_0 (off = 2) or Q8_1 (off = 4): quants in Y4; the
+// Q8_0 scale in all lanes of Y5, or the Q8_1 [d, s] in X5.
+#define ACT80 \
+	VPBROADCASTW (DI), X5 \
+	VCVTPH2PS    X5, Y5   \
+	VMOVDQU      2(DI), Y4
+
+#define ACT81 \
+	VMOVD     (DI), X5 \
+	VCVTPH2PS X5, X5   \
+	VMOVDQU   4(DI), Y4
+
+// Y6 = d_w·d_a in all lanes (the weight's f16 d at sc).
+#define WSCALE(sc) \
+	VPBROADCASTW sc, X6 \
+	VCVTPH2PS    X6, Y6 \
+	VMULPS       Y5, Y6, Y6
+
+// Y6 = d_w·d_a in all lanes and sm += m_w·s_a (the weight's f16 d, m at sc).
+#define WSCALEMIN(sc, sm) \
+	VMOVD        sc, X6 \
+	VCVTPH2PS    X6, X6 \
+	VMULPS       X5, X6, X6 \
+	VMOVSHDUP    X6, X9 \
+	VADDSS       X9, sm, sm \
+	VBROADCASTSS X6, Y6
+
+// Y7 = the 32 nibbles at qs as bytes: the 16 bytes in both lanes, the
+// upper lane shifted right by 4, masked to 4 bits.
+#define NIBBLES(qs) \
+	VBROADCASTI128 qs, Y7 \
+	VPSRLVD        nibshift<>(SB), Y7, Y7 \
+	VPAND          Y14, Y7, Y7
+
+// Y9 = 0xFF in byte i where bit i of the u32 at qh is set (needs Y11).
+#define BITMASK(qh) \
+	VPBROADCASTD qh, Y9 \
+	VPSHUFB      qhshuf<>(SB), Y9, Y9 \
+	VPAND        Y11, Y9, Y9 \
+	VPCMPEQB     Y11, Y9, Y9
+
+// Y7 (int16 pair sums) to int32 4-element sums, to float, acc += Y6·Y7.
+#define FINISH(acc) \
+	VPMADDWD    Y15, Y7, Y7 \
+	VCVTDQ2PS   Y7, Y7      \
+	VFMADD231PS Y7, Y6, acc
+
+// One weight row's block against the activation block in Y4/Y5.
+// Q8_0: ggml's sign trick, |x|·(y with x's sign).
+#define Q80ROW(sc, qs, acc) \
+	WSCALE(sc) \
+	VMOVDQU    qs, Y7 \
+	VPSIGNB    Y7, Y4, Y9 \
+	VPABSB     Y7, Y7 \
+	VPMADDUBSW Y9, Y7, Y7 \
+	FINISH(acc)
+
+// Q4_0: Σ q·y − 8·Σ y, the latter (int16 pairs) in Y13 per block.
+#define Q40ROW(sc, qs, acc) \
+	WSCALE(sc) \
+	NIBBLES(qs) \
+	VPMADDUBSW Y4, Y7, Y7 \
+	VPSUBW     Y13, Y7, Y7 \
+	FINISH(acc)
+
+// Q5_0: Σ nib·y − Σ (16 where the 5th bit is clear)·y = Σ (q5−16)·y.
+#define Q50ROW(sc, qh, qs, acc) \
+	WSCALE(sc) \
+	NIBBLES(qs) \
+	BITMASK(qh) \
+	VPANDN     bit16<>(SB), Y9, Y9 \
+	VPMADDUBSW Y4, Y7, Y7 \
+	VPMADDUBSW Y4, Y9, Y9 \
+	VPSUBW     Y9, Y7, Y7 \
+	FINISH(acc)
+
+// Q4_1: Σ q·y (q unsigned).
+#define Q41ROW(sc, qs, acc, sm) \
+	WSCALEMIN(sc, sm) \
+	NIBBLES(qs) \
+	VPMADDUBSW Y4, Y7, Y7 \
+	FINISH(acc)
+
+// Q5_1: Σ (nib | 16·bit)·y.
+#define Q51ROW(sc, qh, qs, acc, sm) \
+	WSCALEMIN(sc, sm) \
+	NIBBLES(qs) \
+	BITMASK(qh) \
+	VPAND      bit16<>(SB), Y9, Y9 \
+	VPOR       Y9, Y7, Y7 \
+	VPMADDUBSW Y4, Y7, Y7 \
+	FINISH(acc)
+
 // func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 TEXT ·rowsQ8_0AVX2(SB), NOSPLIT, $0-48
 	LOADARGS
 	CONSTS
-q80row:
-	VXORPS Y0, Y0, Y0
-	MOVQ   R9, SI
-	MOVQ   R10, DI
-	MOVQ   R11, DX
-q80blk:
-	SCALE8
-	VMOVDQU     2(SI), Y3
-	VMOVDQU     2(DI), Y4
-	VPSIGNB     Y3, Y4, Y4
-	VPABSB      Y3, Y3
-	VPMADDUBSW  Y4, Y3, Y3
-	VPMADDWD    Y15, Y3, Y3
-	VCVTDQ2PS   Y3, Y3
-	VFMADD231PS Y3, Y1, Y0
-	ADDQ        $34, SI
-	ADDQ        $34, DI
-	DECQ        DX
-	JNZ         q80blk
-	HSUM8
-	VMOVSS      X0, (BX)
-	ADDQ        $4, BX
-	ADDQ        R8, R9
-	DECQ        CX
-	JNZ         q80row
+	CMPQ CX, $4
+	JLT  q80tail
+q80row4:
+	START4
+q80blk4:
+	ACT80
+	Q80ROW((SI), 2(SI), Y0)
+	Q80ROW((SI)(R8*1), 2(SI)(R8*1), Y1)
+	Q80ROW((SI)(R8*2), 2(SI)(R8*2), Y2)
+	Q80ROW((SI)(R12*1), 2(SI)(R12*1), Y3)
+	ADDQ $34, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  q80blk4
+	STORE4
+	CMPQ CX, $4
+	JGE  q80row4
+q80tail:
+	TESTQ CX, CX
+	JZ    q80done
+q80row1:
+	START1
+q80blk1:
+	ACT80
+	Q80ROW((SI), 2(SI), Y0)
+	ADDQ $34, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  q80blk1
+	STORE1
+	JNZ  q80row1
+q80done:
 	VZEROUPPER
 	RET
 
@@ -143,27 +238,42 @@ TEXT ·rowsQ4_0AVX2(SB), NOSPLIT, $0-48
 	LOADARGS
 	CONSTS
 	MOVL         $0x08080808, AX
-	VMOVD        AX, X13
-	VPBROADCASTD X13, Y13
-q40row:
-	VXORPS Y0, Y0, Y0
-	MOVQ   R9, SI
-	MOVQ   R10, DI
-	MOVQ   R11, DX
-q40blk:
-	SCALE8
-	NIBBLES(2)
-	DOTOFF(2)
-	ADDQ   $18, SI
-	ADDQ   $34, DI
-	DECQ   DX
-	JNZ    q40blk
-	HSUM8
-	VMOVSS X0, (BX)
-	ADDQ   $4, BX
-	ADDQ   R8, R9
-	DECQ   CX
-	JNZ    q40row
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12
+	CMPQ CX, $4
+	JLT  q40tail
+q40row4:
+	START4
+q40blk4:
+	ACT80
+	VPMADDUBSW Y4, Y12, Y13
+	Q40ROW((SI), 2(SI), Y0)
+	Q40ROW((SI)(R8*1), 2(SI)(R8*1), Y1)
+	Q40ROW((SI)(R8*2), 2(SI)(R8*2), Y2)
+	Q40ROW((SI)(R12*1), 2(SI)(R12*1), Y3)
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  q40blk4
+	STORE4
+	CMPQ CX, $4
+	JGE  q40row4
+q40tail:
+	TESTQ CX, CX
+	JZ    q40done
+q40row1:
+	START1
+q40blk1:
+	ACT80
+	VPMADDUBSW Y4, Y12, Y13
+	Q40ROW((SI), 2(SI), Y0)
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  q40blk1
+	STORE1
+	JNZ  q40row1
+q40done:
 	VZEROUPPER
 	RET
 
@@ -171,58 +281,115 @@ q40blk:
 TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $0-48
 	LOADARGS
 	CONSTS
-	BITCONSTS
-	MOVL         $0x10101010, AX
-	VMOVD        AX, X13
-	VPBROADCASTD X13, Y13
-q50row:
-	VXORPS Y0, Y0, Y0
-	MOVQ   R9, SI
-	MOVQ   R10, DI
-	MOVQ   R11, DX
-q50blk:
-	SCALE8
-	NIBBLES(6)
-	HIGHBITS(2)
-	DOTOFF(2)
-	ADDQ   $22, SI
-	ADDQ   $34, DI
-	DECQ   DX
-	JNZ    q50blk
-	HSUM8
-	VMOVSS X0, (BX)
-	ADDQ   $4, BX
-	ADDQ   R8, R9
-	DECQ   CX
-	JNZ    q50row
+	BITSEL
+	CMPQ CX, $4
+	JLT  q50tail
+q50row4:
+	START4
+q50blk4:
+	ACT80
+	Q50ROW((SI), 2(SI), 6(SI), Y0)
+	Q50ROW((SI)(R8*1), 2(SI)(R8*1), 6(SI)(R8*1), Y1)
+	Q50ROW((SI)(R8*2), 2(SI)(R8*2), 6(SI)(R8*2), Y2)
+	Q50ROW((SI)(R12*1), 2(SI)(R12*1), 6(SI)(R12*1), Y3)
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  q50blk4
+	STORE4
+	CMPQ CX, $4
+	JGE  q50row4
+q50tail:
+	TESTQ CX, CX
+	JZ    q50done
+q50row1:
+	START1
+q50blk1:
+	ACT80
+	Q50ROW((SI), 2(SI), 6(SI), Y0)
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  q50blk1
+	STORE1
+	JNZ  q50row1
+q50done:
 	VZEROUPPER
 	RET
+
+// The m·s sums of the Q4_1/Q5_1 rows: X8, X10, X12, X13; added after HSUM.
+#define ZEROMIN4 \
+	VXORPS X8, X8, X8 \
+	VXORPS X10, X10, X10 \
+	VXORPS X12, X12, X12 \
+	VXORPS X13, X13, X13
+
+#define ADDMIN4 \
+	VADDSS X8, X0, X0 \
+	VADDSS X10, X1, X1 \
+	VADDSS X12, X2, X2 \
+	VADDSS X13, X3, X3
+
+#define STORE4MIN \
+	HSUM(Y0, X0, X6) \
+	HSUM(Y1, X1, X6) \
+	HSUM(Y2, X2, X6) \
+	HSUM(Y3, X3, X6) \
+	ADDMIN4 \
+	VMOVSS X0, (BX)   \
+	VMOVSS X1, 4(BX)  \
+	VMOVSS X2, 8(BX)  \
+	VMOVSS X3, 12(BX) \
+	ADDQ   $16, BX    \
+	LEAQ   (R9)(R8*4), R9 \
+	SUBQ   $4, CX
+
+#define STORE1MIN \
+	HSUM(Y0, X0, X6) \
+	VADDSS X8, X0, X0 \
+	VMOVSS X0, (BX) \
+	ADDQ   $4, BX   \
+	ADDQ   R8, R9   \
+	DECQ   CX
 
 // func rowsQ4_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 TEXT ·rowsQ4_1AVX2(SB), NOSPLIT, $0-48
 	LOADARGS
 	CONSTS
-q41row:
-	VXORPS Y0, Y0, Y0
-	VXORPS X9, X9, X9
-	MOVQ   R9, SI
-	MOVQ   R10, DI
-	MOVQ   R11, DX
-q41blk:
-	SCALE8MIN
-	NIBBLES(4)
-	DOTU(4)
-	ADDQ   $20, SI
-	ADDQ   $36, DI
-	DECQ   DX
-	JNZ    q41blk
-	HSUM8
-	VADDSS X9, X0, X0
-	VMOVSS X0, (BX)
-	ADDQ   $4, BX
-	ADDQ   R8, R9
-	DECQ   CX
-	JNZ    q41row
+	CMPQ CX, $4
+	JLT  q41tail
+q41row4:
+	START4
+	ZEROMIN4
+q41blk4:
+	ACT81
+	Q41ROW((SI), 4(SI), Y0, X8)
+	Q41ROW((SI)(R8*1), 4(SI)(R8*1), Y1, X10)
+	Q41ROW((SI)(R8*2), 4(SI)(R8*2), Y2, X12)
+	Q41ROW((SI)(R12*1), 4(SI)(R12*1), Y3, X13)
+	ADDQ $20, SI
+	ADDQ $36, DI
+	DECQ DX
+	JNZ  q41blk4
+	STORE4MIN
+	CMPQ CX, $4
+	JGE  q41row4
+q41tail:
+	TESTQ CX, CX
+	JZ    q41done
+q41row1:
+	START1
+	VXORPS X8, X8, X8
+q41blk1:
+	ACT81
+	Q41ROW((SI), 4(SI), Y0, X8)
+	ADDQ $20, SI
+	ADDQ $36, DI
+	DECQ DX
+	JNZ  q41blk1
+	STORE1MIN
+	JNZ  q41row1
+q41done:
 	VZEROUPPER
 	RET
 
@@ -230,28 +397,40 @@ q41blk:
 TEXT ·rowsQ5_1AVX2(SB), NOSPLIT, $0-48
 	LOADARGS
 	CONSTS
-	BITCONSTS
-q51row:
-	VXORPS Y0, Y0, Y0
-	VXORPS X9, X9, X9
-	MOVQ   R9, SI
-	MOVQ   R10, DI
-	MOVQ   R11, DX
-q51blk:
-	SCALE8MIN
-	NIBBLES(8)
-	HIGHBITS(4)
-	DOTU(4)
-	ADDQ   $24, SI
-	ADDQ   $36, DI
-	DECQ   DX
-	JNZ    q51blk
-	HSUM8
-	VADDSS X9, X0, X0
-	VMOVSS X0, (BX)
-	ADDQ   $4, BX
-	ADDQ   R8, R9
-	DECQ   CX
-	JNZ    q51row
+	BITSEL
+	CMPQ CX, $4
+	JLT  q51tail
+q51row4:
+	START4
+	ZEROMIN4
+q51blk4:
+	ACT81
+	Q51ROW((SI), 4(SI), 8(SI), Y0, X8)
+	Q51ROW((SI)(R8*1), 4(SI)(R8*1), 8(SI)(R8*1), Y1, X10)
+	Q51ROW((SI)(R8*2), 4(SI)(R8*2), 8(SI)(R8*2), Y2, X12)
+	Q51ROW((SI)(R12*1), 4(SI)(R12*1), 8(SI)(R12*1), Y3, X13)
+	ADDQ $24, SI
+	ADDQ $36, DI
+	DECQ DX
+	JNZ  q51blk4
+	STORE4MIN
+	CMPQ CX, $4
+	JGE  q51row4
+q51tail:
+	TESTQ CX, CX
+	JZ    q51done
+q51row1:
+	START1
+	VXORPS X8, X8, X8
+q51blk1:
+	ACT81
+	Q51ROW((SI), 4(SI), 8(SI), Y0, X8)
+	ADDQ $24, SI
+	ADDQ $36, DI
+	DECQ DX
+	JNZ  q51blk1
+	STORE1MIN
+	JNZ  q51row1
+q51done:
 	VZEROUPPER
 	RET
