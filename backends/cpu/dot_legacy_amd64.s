@@ -434,3 +434,122 @@ q51blk1:
 q51done:
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------- AVX-512 VNNI
+// The same kernels with the integer part on VPDPBUSD (EVEX, 256-bit) and
+// the Q5 5th bits through an opmask; the float part is the same 8-lane FMA
+// per block, so the bits are the same. The weights go into VPDPBUSD as
+// unsigned bytes (Q8_0: x+128, Q5_0: q5 = x+16) and the accumulator
+// starts at −(128 or 16)·Σ y of each 4 bytes (Y13, once per activation
+// block), which leaves the exact Σ x·y for every input.
+
+// Y13 = −Σ (Y12 bytes)·y over each 4 bytes of the activation block Y4.
+#define ACTOFF \
+	VPXOR    Y9, Y9, Y9   \
+	VPXOR    Y13, Y13, Y13 \
+	VPDPBUSD Y4, Y12, Y13 \
+	VPSUBD   Y13, Y9, Y13
+
+// Y9 = Y13 + Σ (Y7 bytes, unsigned)·y; to float; acc += Y6·Y9.
+#define FINISHVNNI(acc) \
+	VMOVDQA     Y13, Y9 \
+	VPDPBUSD    Y4, Y7, Y9 \
+	VCVTDQ2PS   Y9, Y9 \
+	VFMADD231PS Y9, Y6, acc
+
+#define Q80ROWVNNI(sc, qs, acc) \
+	WSCALE(sc) \
+	VPXOR qs, Y12, Y7 \
+	FINISHVNNI(acc)
+
+#define Q50ROWVNNI(sc, qh, qs, acc) \
+	WSCALE(sc) \
+	NIBBLES(qs) \
+	KMOVD  qh, K1 \
+	VPADDB Y12, Y7, K1, Y7 \
+	FINISHVNNI(acc)
+
+// func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+TEXT ·rowsQ8_0VNNI(SB), NOSPLIT, $0-48
+	LOADARGS
+	MOVL         $0x80808080, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12
+	CMPQ CX, $4
+	JLT  v80tail
+v80row4:
+	START4
+v80blk4:
+	ACT80
+	ACTOFF
+	Q80ROWVNNI((SI), 2(SI), Y0)
+	Q80ROWVNNI((SI)(R8*1), 2(SI)(R8*1), Y1)
+	Q80ROWVNNI((SI)(R8*2), 2(SI)(R8*2), Y2)
+	Q80ROWVNNI((SI)(R12*1), 2(SI)(R12*1), Y3)
+	ADDQ $34, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  v80blk4
+	STORE4
+	CMPQ CX, $4
+	JGE  v80row4
+v80tail:
+	TESTQ CX, CX
+	JZ    v80done
+v80row1:
+	START1
+v80blk1:
+	ACT80
+	ACTOFF
+	Q80ROWVNNI((SI), 2(SI), Y0)
+	ADDQ $34, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  v80blk1
+	STORE1
+	JNZ  v80row1
+v80done:
+	VZEROUPPER
+	RET
+
+// func rowsQ5_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+TEXT ·rowsQ5_0VNNI(SB), NOSPLIT, $0-48
+	LOADARGS
+	CONSTS
+	VMOVDQU bit16<>(SB), Y12
+	CMPQ CX, $4
+	JLT  v50tail
+v50row4:
+	START4
+v50blk4:
+	ACT80
+	ACTOFF
+	Q50ROWVNNI((SI), 2(SI), 6(SI), Y0)
+	Q50ROWVNNI((SI)(R8*1), 2(SI)(R8*1), 6(SI)(R8*1), Y1)
+	Q50ROWVNNI((SI)(R8*2), 2(SI)(R8*2), 6(SI)(R8*2), Y2)
+	Q50ROWVNNI((SI)(R12*1), 2(SI)(R12*1), 6(SI)(R12*1), Y3)
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  v50blk4
+	STORE4
+	CMPQ CX, $4
+	JGE  v50row4
+v50tail:
+	TESTQ CX, CX
+	JZ    v50done
+v50row1:
+	START1
+v50blk1:
+	ACT80
+	ACTOFF
+	Q50ROWVNNI((SI), 2(SI), 6(SI), Y0)
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  v50blk1
+	STORE1
+	JNZ  v50row1
+v50done:
+	VZEROUPPER
+	RET

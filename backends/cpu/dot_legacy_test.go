@@ -92,6 +92,7 @@ func legacyWeights(t testing.TB, r *rand.Rand, wt quant.Type, N, K int, raw bool
 
 func TestLegacyRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
+	t.Logf("kernels: %s", Features())
 	for _, wt := range legacyTypes {
 		rows := rowKernels[wt]
 		if rows == nil {
