@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"minfer/alloc"
@@ -34,6 +35,7 @@ type GenFlags struct {
 	Stats        bool   `help:"Print timing, barrier and memory statistics."`
 	Tokens       string `help:"Teacher-force these token ids (comma separated) and write logits with --logits-out instead of generating."`
 	LogitsOut    string `help:"Write float32 little-endian logits [n_tokens][n_vocab] for --tokens." name:"logits-out"`
+	CPUProfile   string `help:"Write a Go CPU profile of the run to this file." name:"cpuprofile"`
 	SamplingFlags
 }
 
@@ -65,6 +67,17 @@ type session struct {
 }
 
 func (s *session) run(g *GenFlags, out io.Writer) error {
+	if g.CPUProfile != "" {
+		f, err := os.Create(g.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if g.Tokens != "" || g.LogitsOut != "" {
 		if g.Tokens == "" || g.LogitsOut == "" {
 			return fmt.Errorf("--tokens and --logits-out go together")
