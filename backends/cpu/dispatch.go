@@ -26,6 +26,22 @@ var (
 // its type (quant.DotFor), which is what the tests check.
 type RowsFunc func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int)
 
+// GemmFunc computes y[m*ldy+n] = dot(W row n, act row m) for the weight
+// rows n in [n0, n1) and activation rows m in [0, M) (arb bytes each): the
+// prompt (prefill) form of a mat-mul, which can reuse each loaded weight
+// block for several activation rows. Every output must have the same bits
+// as its RowsFunc / pure-Go dot.
+type GemmFunc func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int)
+
+// gemmKernels holds the SIMD GEMM kernels by weight type.
+var gemmKernels = map[quant.Type]GemmFunc{}
+
+// registerGemm installs a SIMD GEMM kernel.
+func registerGemm(t quant.Type, tier string, f GemmFunc) {
+	gemmKernels[t] = f
+	tiers = append(tiers, "gemm/"+t.String()+":"+tier)
+}
+
 // rowKernels holds the SIMD row kernels the start-up dispatch installed,
 // by weight type; absent types use the pure-Go dot.
 var rowKernels = map[quant.Type]RowsFunc{}

@@ -18,6 +18,7 @@ type MatMul struct {
 	quantize func(src []float32, dst []byte)
 	dot      quant.DotFunc
 	rows     RowsFunc // SIMD row kernel, nil when the pure-Go dot is used
+	gemm     GemmFunc // SIMD kernel for several activation rows, or nil
 	// block sizes and bytes per block of the weight and vec-dot types
 	wbs, wts, abs, ats int
 }
@@ -38,6 +39,7 @@ func NewMatMul(weight quant.Type) (*MatMul, error) {
 		k.quantize = f
 	}
 	k.rows = rowKernels[weight]
+	k.gemm = gemmKernels[weight]
 	return k, nil
 }
 
@@ -85,6 +87,10 @@ const matMulTile = 16
 // row stride of y (N for a plain [M][N] output).
 func (k *MatMul) Run(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n1 int) {
 	wrb, arb := k.WeightRowBytes(K), k.ActRowBytes(K)
+	if k.gemm != nil && M > 1 {
+		k.gemm(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+		return
+	}
 	if rows := k.rows; rows != nil {
 		if M == 1 {
 			rows(K, w, wrb, act[:arb], y, n0, n1)
