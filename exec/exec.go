@@ -124,6 +124,11 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 	if dec.Options.MaxTokens < 1 || m.maxTokens < 1 || m.maxOut < 1 {
 		return nil, fmt.Errorf("memory plans hold no tokens")
 	}
+	need := arena + kvBytes + int64(cfg.Threads)*(priv+quantB+4*attn)
+	if avail := physicalMemory(); avail > 0 && need > avail {
+		return nil, fmt.Errorf("the plan needs %.1f GiB of memory (arena %.1f, KV cache %.1f for %d positions) but this machine has %.1f GiB: compile with a smaller --n-ctx or --max-batch",
+			gib(need), gib(arena), gib(kvBytes), g.Params.NCtx, gib(avail))
+	}
 	m.arena = alignedBytes(arena)
 	m.kv = alignedBytes(kvBytes)
 	kvk, err := cpu.NewKV(dec.Options.KVType)
@@ -192,6 +197,8 @@ func mustKV(p *alloc.Plan, v *ir.Value) alloc.Slot {
 	s, _ := p.KVFor(v)
 	return s
 }
+
+func gib(n int64) float64 { return float64(n) / (1 << 30) }
 
 // alignedBytes returns n zeroed bytes starting on a 64-byte boundary.
 func alignedBytes(n int64) []byte {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"minfer/alloc"
+	"minfer/compiler"
 	"minfer/exec"
 	"minfer/frontends/gguf"
 	"minfer/internal/fixtures"
@@ -251,5 +252,27 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per decode step", allocs)
+	}
+}
+
+// TestHugeContextRefused: a plan whose KV cache cannot fit in this
+// machine's memory is refused with a clear error, not an out-of-memory crash.
+func TestHugeContextRefused(t *testing.T) {
+	f, err := gguf.Open(fixtures.Path(t, "models", "qwen2-synth-q8_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g, kv, err := compiler.Graph(f, compiler.Options{NCtx: 1 << 28})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := compiler.Memory(g, kv, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = exec.New(g, mem, f, exec.Config{Threads: 2})
+	if err == nil || !strings.Contains(err.Error(), "--n-ctx") {
+		t.Fatalf("err = %v, want a memory error suggesting --n-ctx", err)
 	}
 }

@@ -51,7 +51,10 @@ func New(g *ir.Graph, src WeightSource) (*Model, error) {
 			m.weights[v] = b
 		case ir.State:
 			if v.StateOf == nil {
-				m.state[v] = make([]float32, int(v.Shape[0])*int(v.Shape[1]))
+				// The cache holds Params.NCtx positions (a caller may
+				// shrink the context below the trained length).
+				rows := min(int(v.Shape[0]), g.Params.NCtx)
+				m.state[v] = make([]float32, rows*int(v.Shape[1]))
 			}
 		}
 	}

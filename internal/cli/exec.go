@@ -218,9 +218,10 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*ses
 		if err != nil {
 			return nil, nil, err
 		}
-		if nctx > 0 {
-			g.Params.NCtx = min(nctx, g.Params.NCtx)
+		if nctx <= 0 {
+			nctx = compiler.DefaultCtx
 		}
+		g.Params.NCtx = min(nctx, g.Params.NCtx)
 		m, err := reference.New(g, f)
 		if err != nil {
 			return nil, nil, err
