@@ -15,6 +15,7 @@ var app struct {
 	Exec       cli.ExecCmd       `cmd:"" help:"Run a compiled plan: prefill the prompt, decode, stream text."`
 	Run        cli.RunCmd        `cmd:"" help:"Run a GGUF model directly (compiled in memory, or --reference for the scalar oracle)."`
 	Demo       cli.DemoCmd       `cmd:"" help:"Synthesize a small model, compile it, run it and print stats (no download)."`
+	Bench      cli.BenchCmd      `cmd:"" help:"Measure prefill (pp) and decode (tg) tok/s on a plan, like llama-bench."`
 	Tokenize   cli.TokenizeCmd   `cmd:"" help:"Print the token ids of a text."`
 	Detokenize cli.DetokenizeCmd `cmd:"" help:"Print the text of token ids."`
 	DumpGraph  cli.DumpGraphCmd  `cmd:"" name:"dump-graph" help:"Print a graph (GGUF: before passes; plan: after) as DOT or text."`
