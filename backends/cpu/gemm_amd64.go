@@ -1,0 +1,111 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"sync"
+
+	"minfer/quant"
+)
+
+// AVX-512 VNNI GEMM kernels for Q8_0 and Q5_0 weights against Q8_0
+// activations (prefill: several activation rows). The asm computes tiles
+// of 4 weight rows × 4 activation rows with 16 accumulators, loading (and
+// unpacking) each weight block once per tile and each activation block
+// once per tile instead of once per output. Every output keeps the row
+// kernels' arithmetic: per block the exact integer dot of each 4 elements
+// in 8 int32 lanes (VPDPBUSD on biased unsigned weights, the bias times
+// the activation sums subtracted in int32), converted to float32, one FMA
+// per lane with the float32 product d_w·d_a, blocks in order, then
+// hsum_float_8 — so the bits equal quant's pure-Go dot.
+//
+// The weight-row and activation-row remainders (fewer than 4) go to the
+// row kernels, whose results have the same bits.
+
+//go:noescape
+func gemmQ8_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int)
+
+//go:noescape
+func gemmQ5_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int)
+
+type gemmAsm func(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int)
+
+// gemmRowBlock is the number of activation rows (a multiple of 4) swept by
+// one weight tile before the next: they stay in L2 while the weight tiles
+// stream past. Blocking does not change any result.
+var gemmRowBlock = 64
+
+// gemmScales holds activation scales converted to f32 (reused buffers).
+var gemmScales = sync.Pool{New: func() any { return new([]float32) }}
+
+// legacyGemm wraps an asm GEMM kernel for weight blocks of wts bytes (Q8_0
+// activations, 34-byte blocks) with the bounds checks the asm omits; rows
+// is the row kernel of the same type for the remainders.
+func legacyGemm(kern gemmAsm, rows rowsAsm, wts int) GemmFunc {
+	const ats = 34
+	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+		if n1 <= n0 || M <= 0 {
+			return
+		}
+		nb := K / 32
+		if nb == 0 {
+			for m := 0; m < M; m++ {
+				for n := n0; n < n1; n++ {
+					y[m*ldy+n] = 0
+				}
+			}
+			return
+		}
+		if nb*wts > wrb || nb*ats > arb {
+			panic("cpu: gemm row shorter than K")
+		}
+		if M > 1 && ldy < n1 {
+			panic("cpu: gemm output stride shorter than the rows")
+		}
+		_ = w[(n1-1)*wrb+nb*wts-1]
+		_ = act[(M-1)*arb+nb*ats-1]
+		_ = y[(M-1)*ldy+n1-1]
+
+		M4 := M &^ 3
+		N4 := n0 + (n1-n0)&^3
+		if arb != nb*ats { // the asm steps from tile to tile assuming packed rows
+			M4 = 0
+		}
+		if M4 > 0 && N4 > n0 {
+			sp := gemmScales.Get().(*[]float32)
+			if cap(*sp) < M4*nb {
+				*sp = make([]float32, M4*nb)
+			}
+			sc := (*sp)[:M4*nb]
+			for i := range sc {
+				o := i * ats
+				sc[i] = quant.FP16ToFP32(uint16(act[o]) | uint16(act[o+1])<<8)
+			}
+			for m0 := 0; m0 < M4; m0 += gemmRowBlock {
+				mt := (min(m0+gemmRowBlock, M4) - m0) / 4
+				for n := n0; n < N4; n += 4 {
+					kern(&w[n*wrb], wrb, &act[m0*arb], arb, &sc[m0*nb], nb, &y[m0*ldy+n], ldy, mt)
+				}
+			}
+			gemmScales.Put(sp)
+		} else {
+			N4 = n0
+		}
+		if N4 < n1 {
+			for m := 0; m < M4; m++ {
+				rows(&w[N4*wrb], wrb, &act[m*arb], nb, &y[m*ldy+N4], n1-N4)
+			}
+		}
+		for m := M4; m < M; m++ {
+			rows(&w[n0*wrb], wrb, &act[m*arb], nb, &y[m*ldy+n0], n1-n0)
+		}
+	}
+}
+
+func init() {
+	if !hasVNNI {
+		return
+	}
+	registerGemm(quant.Q8_0, "avx512vnni", legacyGemm(gemmQ8_0VNNI, rowsQ8_0VNNI, 34))
+	registerGemm(quant.Q5_0, "avx512vnni", legacyGemm(gemmQ5_0VNNI, rowsQ5_0VNNI, 22))
+}
