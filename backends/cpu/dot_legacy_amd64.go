@@ -88,3 +88,13 @@ func init() {
 	registerRows(quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36))
 	registerRows(quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36))
 }
+
+// streamSumAVX2 and streamSumAVX512 add up n bytes at p (n a multiple of
+// 256) as 64-bit lanes with nothing else to do: the memory-read ceiling the
+// row kernels are measured against (stream_bench_test.go).
+//
+//go:noescape
+func streamSumAVX2(p *byte, n int) uint64
+
+//go:noescape
+func streamSumAVX512(p *byte, n int) uint64

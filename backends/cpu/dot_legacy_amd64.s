@@ -553,3 +553,78 @@ v50blk1:
 v50done:
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------- stream read
+// Bandwidth baselines for stream_bench_test.go: the 64-bit lane sums of n
+// bytes at p (n a multiple of 256), four independent accumulators, no
+// other work; what a weight sweep could reach on this machine.
+
+// func streamSumAVX2(p *byte, n int) uint64
+TEXT ·streamSumAVX2(SB), NOSPLIT, $0-24
+	MOVQ   p+0(FP), SI
+	MOVQ   n+8(FP), CX
+	SHRQ   $8, CX
+	VPXOR  Y0, Y0, Y0
+	VPXOR  Y1, Y1, Y1
+	VPXOR  Y2, Y2, Y2
+	VPXOR  Y3, Y3, Y3
+	TESTQ  CX, CX
+	JZ     ssa2done
+ssa2loop:
+	VPADDQ (SI), Y0, Y0
+	VPADDQ 32(SI), Y1, Y1
+	VPADDQ 64(SI), Y2, Y2
+	VPADDQ 96(SI), Y3, Y3
+	VPADDQ 128(SI), Y0, Y0
+	VPADDQ 160(SI), Y1, Y1
+	VPADDQ 192(SI), Y2, Y2
+	VPADDQ 224(SI), Y3, Y3
+	ADDQ   $256, SI
+	DECQ   CX
+	JNZ    ssa2loop
+ssa2done:
+	VPADDQ Y1, Y0, Y0
+	VPADDQ Y3, Y2, Y2
+	VPADDQ Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ X1, X0, X0
+	VPSHUFD $0x4E, X0, X1
+	VPADDQ X1, X0, X0
+	VMOVQ  X0, AX
+	MOVQ   AX, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func streamSumAVX512(p *byte, n int) uint64
+TEXT ·streamSumAVX512(SB), NOSPLIT, $0-24
+	MOVQ   p+0(FP), SI
+	MOVQ   n+8(FP), CX
+	SHRQ   $8, CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	TESTQ  CX, CX
+	JZ     ssa5done
+ssa5loop:
+	VPADDQ (SI), Z0, Z0
+	VPADDQ 64(SI), Z1, Z1
+	VPADDQ 128(SI), Z2, Z2
+	VPADDQ 192(SI), Z3, Z3
+	ADDQ   $256, SI
+	DECQ   CX
+	JNZ    ssa5loop
+ssa5done:
+	VPADDQ Z1, Z0, Z0
+	VPADDQ Z3, Z2, Z2
+	VPADDQ Z2, Z0, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDQ Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ X1, X0, X0
+	VPSHUFD $0x4E, X0, X1
+	VPADDQ X1, X0, X0
+	VMOVQ  X0, AX
+	MOVQ   AX, ret+16(FP)
+	VZEROUPPER
+	RET
