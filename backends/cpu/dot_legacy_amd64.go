@@ -98,3 +98,6 @@ func streamSumAVX2(p *byte, n int) uint64
 
 //go:noescape
 func streamSumAVX512(p *byte, n int) uint64
+
+//go:noescape
+func streamSumAVX512PF(p *byte, n int) uint64

@@ -79,7 +79,8 @@ func BenchmarkStreamRows(b *testing.B) {
 		name string
 		ok   bool
 		f    func(*byte, int) uint64
-	}{{"read/avx2", hasAVX2, streamSumAVX2}, {"read/avx512", hasAVX512, streamSumAVX512}} {
+	}{{"read/avx2", hasAVX2, streamSumAVX2}, {"read/avx512", hasAVX512, streamSumAVX512},
+		{"read/avx512+prefetch", hasAVX512, streamSumAVX512PF}} {
 		b.Run(c.name, func(b *testing.B) {
 			if !c.ok {
 				b.Skip("not supported here")
