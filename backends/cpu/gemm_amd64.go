@@ -23,12 +23,12 @@ import (
 // row kernels, whose results have the same bits.
 
 //go:noescape
-func gemmQ8_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int)
+func gemmQ8_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
 
 //go:noescape
-func gemmQ5_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int)
+func gemmQ5_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
 
-type gemmAsm func(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int)
+type gemmAsm func(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
 
 // gemmRowBlock is the number of activation rows (a multiple of 4) swept by
 // one weight tile before the next: they stay in L2 while the weight tiles
@@ -72,11 +72,14 @@ func legacyGemm(kern gemmAsm, rows rowsAsm, wts int) GemmFunc {
 			M4 = 0
 		}
 		if M4 > 0 && N4 > n0 {
+			// f32 activation scales, then the asm's scratch: the weight
+			// tile's scales and the scale products (20 per block).
 			sp := gemmScales.Get().(*[]float32)
-			if cap(*sp) < M4*nb {
-				*sp = make([]float32, M4*nb)
+			if need := M4*nb + 20*nb; cap(*sp) < need {
+				*sp = make([]float32, need)
 			}
 			sc := (*sp)[:M4*nb]
+			scr := (*sp)[M4*nb : M4*nb+20*nb]
 			for i := range sc {
 				o := i * ats
 				sc[i] = quant.FP16ToFP32(uint16(act[o]) | uint16(act[o+1])<<8)
@@ -84,7 +87,7 @@ func legacyGemm(kern gemmAsm, rows rowsAsm, wts int) GemmFunc {
 			for m0 := 0; m0 < M4; m0 += gemmRowBlock {
 				mt := (min(m0+gemmRowBlock, M4) - m0) / 4
 				for n := n0; n < N4; n += 4 {
-					kern(&w[n*wrb], wrb, &act[m0*arb], arb, &sc[m0*nb], nb, &y[m0*ldy+n], ldy, mt)
+					kern(&w[n*wrb], wrb, &act[m0*arb], arb, &sc[m0*nb], nb, &y[m0*ldy+n], ldy, mt, &scr[0])
 				}
 			}
 			gemmScales.Put(sp)

@@ -12,13 +12,17 @@
 // Registers: SI weight block (tile row 0), R8 weight row stride, R12 3×;
 // DI activation block (tile row 0), R9 activation row stride, R13 3×;
 // BX activation scale (f32, tile row 0), R10 its row stride (nb·4), R14 3×;
-// DX blocks left, CX activation tiles left, R11 output (tile row 0), AX
-// temporary. Y0..Y3 the 4 weight blocks as unsigned bytes, Y4..Y7 the 4
+// DX blocks left, CX activation tiles left, R11 the scale products of the
+// block, AX temporary; the output pointer (tile row 0) is at 0(SP), the
+// product table at 8(SP). Y0..Y3 the 4 weight blocks as unsigned bytes, Y4..Y7 the 4
 // activation blocks, Y8..Y11 their offsets −bias·Σ y (per 4 bytes), Y12 a
 // temporary, Y13 the bias in every byte (0x80 for Q8_0, 0x10 for Q5_0),
 // Y14/Y15 temporaries, Y16+4j+i the accumulator of weight row i and
 // activation row j. The 16 scale products d_w(i)·d_a(j) of a block go to
-// the frame at 16j+4i and are broadcast from there by the FMAs.
+// a table (at 16j+4i of the block's 64 bytes), computed for all blocks of
+// the tile before its dots, and are broadcast from there by the FMAs. The
+// scratch scr holds the weight tile's d as f32 (4 per block, computed once
+// per call) and then that product table (16 per block).
 
 DATA gnibshift<>+0(SB)/8, $0
 DATA gnibshift<>+8(SB)/8, $0
@@ -35,14 +39,14 @@ GLOBL gmask0f<>(SB), RODATA|NOPTR, $32
 #define GLOADARGS \
 	MOVQ wrb+8(FP), R8    \
 	LEAQ (R8)(R8*2), R12  \
-	MOVQ a+16(FP), DI     \
 	MOVQ arb+24(FP), R9   \
 	LEAQ (R9)(R9*2), R13  \
 	MOVQ as+32(FP), BX    \
 	MOVQ nb+40(FP), R10   \
 	SHLQ $2, R10          \
 	LEAQ (R10)(R10*2), R14 \
-	MOVQ y+48(FP), R11    \
+	MOVQ y+48(FP), AX     \
+	MOVQ AX, 0(SP)        \
 	MOVQ mt+64(FP), CX
 
 #define GZERO \
@@ -63,23 +67,48 @@ GLOBL gmask0f<>(SB), RODATA|NOPTR, $32
 	VPXORD Y30, Y30, Y30 \
 	VPXORD Y31, Y31, Y31
 
-// The 16 scale products of the block: X14 = the 4 weight rows' f16 d (at
-// the block start) as f32, times each activation row's f32 scale.
-#define GSCALES \
-	MOVWLZX     (SI), AX                 \
-	VMOVD       AX, X14                  \
-	VPINSRW     $1, (SI)(R8*1), X14, X14 \
-	VPINSRW     $2, (SI)(R8*2), X14, X14 \
-	VPINSRW     $3, (SI)(R12*1), X14, X14 \
-	VCVTPH2PS   X14, X14                 \
-	VMULPS.BCST (BX), X14, X15           \
-	VMOVUPS     X15, 0(SP)               \
-	VMULPS.BCST (BX)(R10*1), X14, X15    \
-	VMOVUPS     X15, 16(SP)              \
-	VMULPS.BCST (BX)(R10*2), X14, X15    \
-	VMOVUPS     X15, 32(SP)              \
-	VMULPS.BCST (BX)(R14*1), X14, X15    \
-	VMOVUPS     X15, 48(SP)
+// The weight tile's d as f32 at scr (4 per block, wts bytes per block);
+// leaves the product table's address at 8(SP).
+#define GWSCALES(wts) \
+	MOVQ      w+0(FP), SI              \
+	MOVQ      scr+72(FP), DI           \
+	MOVQ      nb+40(FP), DX            \
+wsc:                                     \
+	MOVWLZX   (SI), AX                 \
+	VMOVD     AX, X14                  \
+	VPINSRW   $1, (SI)(R8*1), X14, X14 \
+	VPINSRW   $2, (SI)(R8*2), X14, X14 \
+	VPINSRW   $3, (SI)(R12*1), X14, X14 \
+	VCVTPH2PS X14, X14                 \
+	VMOVUPS   X14, (DI)                \
+	ADDQ      $wts, SI                 \
+	ADDQ      $16, DI                  \
+	DECQ      DX                       \
+	JNZ       wsc                      \
+	MOVQ      DI, 8(SP)
+
+// The product table of the activation tile at BX: 16 d_w(i)·d_a(j) per
+// block; moves BX to the next tile's scales.
+#define GPRODUCTS \
+	MOVQ        scr+72(FP), SI       \
+	MOVQ        8(SP), R11           \
+	MOVQ        nb+40(FP), DX        \
+prd:                                   \
+	VMOVUPS     (SI), X14            \
+	VMULPS.BCST (BX), X14, X15       \
+	VMOVUPS     X15, (R11)           \
+	VMULPS.BCST (BX)(R10*1), X14, X15 \
+	VMOVUPS     X15, 16(R11)         \
+	VMULPS.BCST (BX)(R10*2), X14, X15 \
+	VMOVUPS     X15, 32(R11)         \
+	VMULPS.BCST (BX)(R14*1), X14, X15 \
+	VMOVUPS     X15, 48(R11)         \
+	ADDQ        $16, SI              \
+	ADDQ        $4, BX               \
+	ADDQ        $64, R11             \
+	DECQ        DX                   \
+	JNZ         prd                  \
+	ADDQ        R14, BX
 
 // The 4 activation blocks (Q8_0: f16 d, 32 int8) and their offsets.
 #define GACTS \
@@ -129,7 +158,7 @@ GLOBL gmask0f<>(SB), RODATA|NOPTR, $32
 	VMOVDQA          off, Y12    \
 	VPDPBUSD         a, w, Y12   \
 	VCVTDQ2PS        Y12, Y12    \
-	VFMADD231PS.BCST p(SP), Y12, acc
+	VFMADD231PS.BCST p(R11), Y12, acc
 
 #define GDOTS \
 	GDOT(Y0, Y4, Y8, 0, Y16)   \
@@ -171,37 +200,39 @@ GLOBL gmask0f<>(SB), RODATA|NOPTR, $32
 	ADDQ   AX, DX
 
 // Stores the tile (AX = ldy in bytes, DX walks its rows) and moves to the
-// next activation tile: DI and BX stand one row past the tile's first row.
+// next activation tile: DI stands one row past the tile's first row.
 #define GSTORE \
 	MOVQ ldy+56(FP), AX \
 	SHLQ $2, AX         \
-	MOVQ R11, DX        \
+	MOVQ 0(SP), DX      \
 	GSTROW(Y16, Y17, Y18, Y19, X16, X17, X18, X19) \
 	GSTROW(Y20, Y21, Y22, Y23, X20, X21, X22, X23) \
 	GSTROW(Y24, Y25, Y26, Y27, X24, X25, X26, X27) \
 	GSTROW(Y28, Y29, Y30, Y31, X28, X29, X30, X31) \
-	MOVQ DX, R11        \
-	ADDQ R13, DI        \
-	ADDQ R14, BX
+	MOVQ DX, 0(SP)      \
+	ADDQ R13, DI
 
-// func gemmQ8_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int)
-TEXT ·gemmQ8_0VNNI(SB), NOSPLIT, $64-72
+// func gemmQ8_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
+TEXT ·gemmQ8_0VNNI(SB), NOSPLIT, $16-80
 	GLOADARGS
+	GWSCALES(34)
+	MOVQ         a+16(FP), DI
 	MOVL         $0x80808080, AX
 	VMOVD        AX, X13
 	VPBROADCASTD X13, Y13
 g80tile:
+	GPRODUCTS
 	MOVQ w+0(FP), SI
+	MOVQ 8(SP), R11
 	MOVQ nb+40(FP), DX
 	GZERO
 g80blk:
-	GSCALES
 	GACTS
 	GW80
 	GDOTS
 	ADDQ $34, SI
 	ADDQ $34, DI
-	ADDQ $4, BX
+	ADDQ $64, R11
 	DECQ DX
 	JNZ  g80blk
 	GSTORE
@@ -210,24 +241,27 @@ g80blk:
 	VZEROUPPER
 	RET
 
-// func gemmQ5_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int)
-TEXT ·gemmQ5_0VNNI(SB), NOSPLIT, $64-72
+// func gemmQ5_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
+TEXT ·gemmQ5_0VNNI(SB), NOSPLIT, $16-80
 	GLOADARGS
+	GWSCALES(22)
+	MOVQ         a+16(FP), DI
 	MOVL         $0x10101010, AX
 	VMOVD        AX, X13
 	VPBROADCASTD X13, Y13
 g50tile:
+	GPRODUCTS
 	MOVQ w+0(FP), SI
+	MOVQ 8(SP), R11
 	MOVQ nb+40(FP), DX
 	GZERO
 g50blk:
-	GSCALES
 	GACTS
 	GW50
 	GDOTS
 	ADDQ $22, SI
 	ADDQ $34, DI
-	ADDQ $4, BX
+	ADDQ $64, R11
 	DECQ DX
 	JNZ  g50blk
 	GSTORE
