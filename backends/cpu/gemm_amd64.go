@@ -73,13 +73,14 @@ func legacyGemm(kern gemmAsm, rows rowsAsm, wts int) GemmFunc {
 		}
 		if M4 > 0 && N4 > n0 {
 			// f32 activation scales, then the asm's scratch: the weight
-			// tile's scales and the scale products (20 per block).
+			// tile's scales (4 per block), unpacked quants (32) and scale products
+			// (16).
 			sp := gemmScales.Get().(*[]float32)
-			if need := M4*nb + 20*nb; cap(*sp) < need {
+			if need := M4*nb + 52*nb; cap(*sp) < need {
 				*sp = make([]float32, need)
 			}
 			sc := (*sp)[:M4*nb]
-			scr := (*sp)[M4*nb : M4*nb+20*nb]
+			scr := (*sp)[M4*nb : M4*nb+52*nb]
 			for i := range sc {
 				o := i * ats
 				sc[i] = quant.FP16ToFP32(uint16(act[o]) | uint16(act[o+1])<<8)

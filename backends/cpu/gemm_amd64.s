@@ -9,20 +9,23 @@
 // block dot per lane → float → one FMA with the float32 d_w·d_a), then
 // hsum_float_8.
 //
-// Registers: SI weight block (tile row 0), R8 weight row stride, R12 3×;
-// DI activation block (tile row 0), R9 activation row stride, R13 3×;
-// BX activation scale (f32, tile row 0), R10 its row stride (nb·4), R14 3×;
-// DX blocks left, CX activation tiles left, R11 the scale products of the
-// block, AX temporary; the output pointer (tile row 0) is at 0(SP), the
-// product table at 8(SP). Y0..Y3 the 4 weight blocks as unsigned bytes, Y4..Y7 the 4
-// activation blocks, Y8..Y11 their offsets −bias·Σ y (per 4 bytes), Y12 a
-// temporary, Y13 the bias in every byte (0x80 for Q8_0, 0x10 for Q5_0),
-// Y14/Y15 temporaries, Y16+4j+i the accumulator of weight row i and
-// activation row j. The 16 scale products d_w(i)·d_a(j) of a block go to
-// a table (at 16j+4i of the block's 64 bytes), computed for all blocks of
-// the tile before its dots, and are broadcast from there by the FMAs. The
-// scratch scr holds the weight tile's d as f32 (4 per block, computed once
-// per call) and then that product table (16 per block).
+// Once per call the weight tile is unpacked into the scratch scr: its d
+// as f32 (4 per block), then its quants as unsigned bytes, 4×32 per block
+// (Q8_0: x+128, Q5_0: q5 = x+16), so the activation tiles that follow only
+// load them. Per activation tile the 16 scale products d_w(i)·d_a(j) of
+// every block go to a table after those (16 per block, at 16j+4i), which
+// the FMAs broadcast from.
+//
+// Registers in the tile loop: SI the unpacked weight block, DI the
+// activation block (tile row 0), R9 activation row stride, R13 3×; BX
+// activation scale (f32, tile row 0), R10 its row stride (nb·4), R14 3×;
+// DX blocks left, CX activation tiles left, R11 the block's products, AX
+// temporary; locals: 0(SP) the output (tile row 0), 8(SP) the product
+// table, 16(SP) the unpacked weights. Y0..Y3 the 4 weight blocks, Y4..Y7
+// the 4 activation blocks, Y8..Y11 their offsets −bias·Σ y (per 4 bytes),
+// Y12 a temporary, Y13 the bias in every byte (0x80 for Q8_0, 0x10 for
+// Q5_0), Y14/Y15 temporaries, Y16+4j+i the accumulator of weight row i
+// and activation row j.
 
 DATA gnibshift<>+0(SB)/8, $0
 DATA gnibshift<>+8(SB)/8, $0
@@ -37,8 +40,6 @@ DATA gmask0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL gmask0f<>(SB), RODATA|NOPTR, $32
 
 #define GLOADARGS \
-	MOVQ wrb+8(FP), R8    \
-	LEAQ (R8)(R8*2), R12  \
 	MOVQ arb+24(FP), R9   \
 	LEAQ (R9)(R9*2), R13  \
 	MOVQ as+32(FP), BX    \
@@ -67,12 +68,17 @@ GLOBL gmask0f<>(SB), RODATA|NOPTR, $32
 	VPXORD Y30, Y30, Y30 \
 	VPXORD Y31, Y31, Y31
 
-// The weight tile's d as f32 at scr (4 per block, wts bytes per block);
-// leaves the product table's address at 8(SP).
-#define GWSCALES(wts) \
+// Unpacks the weight tile (rows at w, stride R8, 3× R12; blocks of wts
+// bytes) with unpack(Y0..Y3), which reads the block at SI; leaves the
+// product table's address at 8(SP), the unpacked quants' at 16(SP).
+#define GUNPACK(wts, unpack) \
 	MOVQ      w+0(FP), SI              \
 	MOVQ      scr+72(FP), DI           \
 	MOVQ      nb+40(FP), DX            \
+	MOVQ      DX, R11                  \
+	SHLQ      $4, R11                  \
+	ADDQ      DI, R11                  \
+	MOVQ      R11, 16(SP)              \
 wsc:                                     \
 	MOVWLZX   (SI), AX                 \
 	VMOVD     AX, X14                  \
@@ -81,11 +87,17 @@ wsc:                                     \
 	VPINSRW   $3, (SI)(R12*1), X14, X14 \
 	VCVTPH2PS X14, X14                 \
 	VMOVUPS   X14, (DI)                \
+	unpack                             \
+	VMOVDQU   Y0, (R11)                \
+	VMOVDQU   Y1, 32(R11)              \
+	VMOVDQU   Y2, 64(R11)              \
+	VMOVDQU   Y3, 96(R11)              \
 	ADDQ      $wts, SI                 \
 	ADDQ      $16, DI                  \
+	ADDQ      $128, R11                \
 	DECQ      DX                       \
 	JNZ       wsc                      \
-	MOVQ      DI, 8(SP)
+	MOVQ      R11, 8(SP)
 
 // The product table of the activation tile at BX: 16 d_w(i)·d_a(j) per
 // block; moves BX to the next tile's scales.
@@ -212,60 +224,51 @@ prd:                                   \
 	MOVQ DX, 0(SP)      \
 	ADDQ R13, DI
 
+// The tile loop, after GUNPACK and with Y13 set.
+#define GTILES \
+	MOVQ  a+16(FP), DI    \
+gtile:                    \
+	GPRODUCTS             \
+	MOVQ  16(SP), SI      \
+	MOVQ  8(SP), R11      \
+	MOVQ  nb+40(FP), DX   \
+	GZERO                 \
+gblk:                     \
+	GACTS                 \
+	VMOVDQU (SI), Y0      \
+	VMOVDQU 32(SI), Y1    \
+	VMOVDQU 64(SI), Y2    \
+	VMOVDQU 96(SI), Y3    \
+	GDOTS                 \
+	ADDQ  $128, SI        \
+	ADDQ  $34, DI         \
+	ADDQ  $64, R11        \
+	DECQ  DX              \
+	JNZ   gblk            \
+	GSTORE                \
+	DECQ  CX              \
+	JNZ   gtile           \
+	VZEROUPPER            \
+	RET
+
 // func gemmQ8_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
-TEXT ·gemmQ8_0VNNI(SB), NOSPLIT, $16-80
+TEXT ·gemmQ8_0VNNI(SB), NOSPLIT, $24-80
 	GLOADARGS
-	GWSCALES(34)
-	MOVQ         a+16(FP), DI
+	MOVQ         wrb+8(FP), R8
+	LEAQ         (R8)(R8*2), R12
 	MOVL         $0x80808080, AX
 	VMOVD        AX, X13
 	VPBROADCASTD X13, Y13
-g80tile:
-	GPRODUCTS
-	MOVQ w+0(FP), SI
-	MOVQ 8(SP), R11
-	MOVQ nb+40(FP), DX
-	GZERO
-g80blk:
-	GACTS
-	GW80
-	GDOTS
-	ADDQ $34, SI
-	ADDQ $34, DI
-	ADDQ $64, R11
-	DECQ DX
-	JNZ  g80blk
-	GSTORE
-	DECQ CX
-	JNZ  g80tile
-	VZEROUPPER
-	RET
+	GUNPACK(34, GW80)
+	GTILES
 
 // func gemmQ5_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
-TEXT ·gemmQ5_0VNNI(SB), NOSPLIT, $16-80
+TEXT ·gemmQ5_0VNNI(SB), NOSPLIT, $24-80
 	GLOADARGS
-	GWSCALES(22)
-	MOVQ         a+16(FP), DI
+	MOVQ         wrb+8(FP), R8
+	LEAQ         (R8)(R8*2), R12
 	MOVL         $0x10101010, AX
 	VMOVD        AX, X13
 	VPBROADCASTD X13, Y13
-g50tile:
-	GPRODUCTS
-	MOVQ w+0(FP), SI
-	MOVQ 8(SP), R11
-	MOVQ nb+40(FP), DX
-	GZERO
-g50blk:
-	GACTS
-	GW50
-	GDOTS
-	ADDQ $22, SI
-	ADDQ $34, DI
-	ADDQ $64, R11
-	DECQ DX
-	JNZ  g50blk
-	GSTORE
-	DECQ CX
-	JNZ  g50tile
-	VZEROUPPER
-	RET
+	GUNPACK(22, GW50)
+	GTILES
