@@ -17,8 +17,9 @@ var gemmTypes = []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_1, qua
 	quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K, quant.Q3_K}
 
 // gemmWeights returns N random weight rows of type wt: the legacy test
-// generator for the 32-element formats, quantized random rows (with zero
-// and large blocks) for the K-quants.
+// generator for the 32-element formats; for the K-quants quantized random
+// rows (with zero and large blocks) or (raw) random bytes with finite
+// random f16 super-block scales, which reach every scale and quant pattern.
 func gemmWeights(t testing.TB, r *rand.Rand, wt quant.Type, N, K int, raw bool) []byte {
 	if wt.BlockSize() == 32 {
 		return legacyWeights(t, r, wt, N, K, raw)
@@ -28,6 +29,33 @@ func gemmWeights(t testing.TB, r *rand.Rand, wt quant.Type, N, K int, raw bool) 
 		t.Fatal(err)
 	}
 	wb := make([]byte, N*rs)
+	if raw {
+		var f16 []int // offsets of the f16 fields in a super-block
+		switch wt {
+		case quant.Q4_K, quant.Q5_K:
+			f16 = []int{0, 2}
+		case quant.Q6_K:
+			f16 = []int{208}
+		case quant.Q2_K:
+			f16 = []int{80, 82}
+		case quant.Q3_K:
+			f16 = []int{108}
+		}
+		for i := range wb {
+			wb[i] = byte(r.Uint32())
+		}
+		ts := wt.TypeSize()
+		for o := 0; o < len(wb); o += ts {
+			for _, h := range f16 {
+				v := quant.FP32ToFP16(float32(math.Pow(10, -6+r.Float64()*6) * r.NormFloat64()))
+				if r.IntN(10) == 0 {
+					v = 0
+				}
+				wb[o+h], wb[o+h+1] = byte(v), byte(v>>8)
+			}
+		}
+		return wb
+	}
 	for n := 0; n < N; n++ {
 		if err := quant.Quantize(wt, legacyFloats(r, K, 1e4), wb[n*rs:(n+1)*rs]); err != nil {
 			t.Fatal(err)
