@@ -210,6 +210,68 @@ func gemmQ4K(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy,
 	}
 }
 
+//go:noescape
+func gemmQ6KVNNI(w *byte, wrb int, a *byte, arb int, nb int, y *float32, ldy int, mt int, scr *byte)
+
+// q6kScratchBytes is the Q6_K kernel's scratch: 576 bytes of accumulators
+// and products, then 2192 per super-block of the unpacked weight tile.
+func q6kScratchBytes(nb int) int { return 576 + 2192*nb }
+
+// gemmQ6K is the Q6_K GemmFunc (Q8_K activations, 292-byte super-blocks);
+// remainders go to the Q6_K row kernel.
+func gemmQ6K(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+	const wts, ats = 210, 292
+	if n1 <= n0 || M <= 0 {
+		return
+	}
+	nb := K / 256
+	if K%256 != 0 || nb*wts > wrb || nb*ats > arb {
+		panic("cpu: q6_K gemm: bad shape")
+	}
+	if M > 1 && ldy < n1 {
+		panic("cpu: gemm output stride shorter than the rows")
+	}
+	if nb == 0 {
+		for m := 0; m < M; m++ {
+			clear(y[m*ldy+n0 : m*ldy+n1])
+		}
+		return
+	}
+	_ = w[(n1-1)*wrb+nb*wts-1]
+	_ = act[(M-1)*arb+nb*ats-1]
+	_ = y[(M-1)*ldy+n1-1]
+	M4 := M &^ 3
+	N4 := n0 + (n1-n0)&^3
+	if arb != nb*ats {
+		M4 = 0
+	}
+	if M4 > 0 && N4 > n0 {
+		need := q6kScratchBytes(nb)
+		bp := gemmBytes.Get().(*[]byte)
+		if cap(*bp) < need {
+			*bp = make([]byte, need)
+		}
+		scr := (*bp)[:need]
+		for m0 := 0; m0 < M4; m0 += gemmRowBlock {
+			mt := (min(m0+gemmRowBlock, M4) - m0) / 4
+			for n := n0; n < N4; n += 4 {
+				gemmQ6KVNNI(&w[n*wrb], wrb, &act[m0*arb], arb, nb, &y[m0*ldy+n], ldy, mt, &scr[0])
+			}
+		}
+		gemmBytes.Put(bp)
+	} else {
+		N4 = n0
+	}
+	if N4 < n1 {
+		for m := 0; m < M4; m++ {
+			kqRowsQ6KAVX2(&w[N4*wrb], wrb, &act[m*arb], &y[m*ldy+N4], n1-N4, nb)
+		}
+	}
+	for m := M4; m < M; m++ {
+		kqRowsQ6KAVX2(&w[n0*wrb], wrb, &act[m*arb], &y[m*ldy+n0], n1-n0, nb)
+	}
+}
+
 func init() {
 	if !hasVNNI {
 		return
@@ -217,4 +279,5 @@ func init() {
 	registerGemm(quant.Q8_0, "avx512vnni", legacyGemm(gemmQ8_0VNNI, rowsQ8_0VNNI, 34))
 	registerGemm(quant.Q5_0, "avx512vnni", legacyGemm(gemmQ5_0VNNI, rowsQ5_0VNNI, 22))
 	registerGemm(quant.Q4_K, "avx512vnni", gemmQ4K)
+	registerGemm(quant.Q6_K, "avx512vnni", gemmQ6K)
 }
