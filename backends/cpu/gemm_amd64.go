@@ -16,8 +16,8 @@ import (
 // unpacking) each weight block once per tile and each activation block
 // once per tile instead of once per output. Every output keeps the row
 // kernels' arithmetic: per block the exact integer dot of each 4 elements
-// in 8 int32 lanes (VPDPBUSD on biased unsigned weights, the bias times
-// the activation sums subtracted in int32), converted to float32, one FMA
+// in 8 int32 lanes (VPDPBUSD on activations biased to unsigned and signed
+// weights, 128 times the weight sums subtracted in int32), converted to float32, one FMA
 // per lane with the float32 product d_w·d_a, blocks in order, then
 // hsum_float_8 — so the bits equal quant's pure-Go dot.
 //
@@ -74,15 +74,15 @@ func legacyGemm(kern gemmAsm, rows rowsAsm, wts int) GemmFunc {
 			M4 = 0
 		}
 		if M4 > 0 && N4 > n0 {
-			// f32 activation scales, then the asm's scratch: the weight
-			// tile's scales (4 per block), unpacked quants (32) and scale products
-			// (16).
+			// f32 activation scales, then the asm's scratch (floats per
+			// block): the weight tile's scales (4), quants and offsets (64),
+			// scale products (16).
 			sp := gemmScales.Get().(*[]float32)
-			if need := M4*nb + 52*nb; cap(*sp) < need {
+			if need := M4*nb + 84*nb; cap(*sp) < need {
 				*sp = make([]float32, need)
 			}
 			sc := (*sp)[:M4*nb]
-			scr := (*sp)[M4*nb : M4*nb+52*nb]
+			scr := (*sp)[M4*nb : M4*nb+84*nb]
 			for i := range sc {
 				o := i * ats
 				sc[i] = quant.FP16ToFP32(uint16(act[o]) | uint16(act[o+1])<<8)

@@ -10,9 +10,11 @@
 // hsum_float_8.
 //
 // Once per call the weight tile is unpacked into the scratch scr: its d
-// as f32 (4 per block), then its quants as unsigned bytes, 4×32 per block
-// (Q8_0: x+128, Q5_0: q5 = x+16), so the activation tiles that follow only
-// load them. Per activation tile the 16 scale products d_w(i)·d_a(j) of
+// as f32 (4 per block), then per block its quants as signed bytes (4×32)
+// and their offsets −128·Σ x per 4 bytes (4×8 int32), so the activation
+// tiles that follow only load them. VPDPBUSD takes the activations biased
+// to unsigned (y XOR 0x80 = y+128) and the weights signed; the offset
+// leaves the exact Σ x·y in every lane for every input. Per activation tile the 16 scale products d_w(i)·d_a(j) of
 // every block go to a table after those (16 per block, at 16j+4i), which
 // the FMAs broadcast from.
 //
@@ -22,10 +24,9 @@
 // DX blocks left, CX activation tiles left, R11 the block's products, AX
 // temporary; locals: 0(SP) the output (tile row 0), 8(SP) the product
 // table, 16(SP) the unpacked weights. Y0..Y3 the 4 weight blocks, Y4..Y7
-// the 4 activation blocks, Y8..Y11 their offsets −bias·Σ y (per 4 bytes),
-// Y12 a temporary, Y13 the bias in every byte (0x80 for Q8_0, 0x10 for
-// Q5_0), Y14/Y15 temporaries, Y16+4j+i the accumulator of weight row i
-// and activation row j.
+// the 4 activation blocks (biased), Y8..Y11 the weight blocks' offsets,
+// Y12 a temporary, Y13 0x80 in every byte, Y14/Y15 temporaries, Y16+4j+i
+// the accumulator of weight row i and activation row j.
 
 DATA gnibshift<>+0(SB)/8, $0
 DATA gnibshift<>+8(SB)/8, $0
@@ -38,6 +39,12 @@ DATA gmask0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA gmask0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA gmask0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL gmask0f<>(SB), RODATA|NOPTR, $32
+
+DATA gbit16<>+0(SB)/8, $0x1010101010101010
+DATA gbit16<>+8(SB)/8, $0x1010101010101010
+DATA gbit16<>+16(SB)/8, $0x1010101010101010
+DATA gbit16<>+24(SB)/8, $0x1010101010101010
+GLOBL gbit16<>(SB), RODATA|NOPTR, $32
 
 #define GLOADARGS \
 	MOVQ arb+24(FP), R9   \
@@ -92,9 +99,18 @@ wsc:                                     \
 	VMOVDQU   Y1, 32(R11)              \
 	VMOVDQU   Y2, 64(R11)              \
 	VMOVDQU   Y3, 96(R11)              \
+	VPXOR     Y15, Y15, Y15            \
+	GOFF(Y0, Y4)                       \
+	GOFF(Y1, Y5)                       \
+	GOFF(Y2, Y6)                       \
+	GOFF(Y3, Y7)                       \
+	VMOVDQU   Y4, 128(R11)             \
+	VMOVDQU   Y5, 160(R11)             \
+	VMOVDQU   Y6, 192(R11)             \
+	VMOVDQU   Y7, 224(R11)             \
 	ADDQ      $wts, SI                 \
 	ADDQ      $16, DI                  \
-	ADDQ      $128, R11                \
+	ADDQ      $256, R11                \
 	DECQ      DX                       \
 	JNZ       wsc                      \
 	MOVQ      R11, 8(SP)
@@ -124,40 +140,32 @@ prd:                                   \
 
 // The 4 activation blocks (Q8_0: f16 d, 32 int8) and their offsets.
 #define GACTS \
-	VMOVDQU  2(DI), Y4          \
-	VMOVDQU  2(DI)(R9*1), Y5    \
-	VMOVDQU  2(DI)(R9*2), Y6    \
-	VMOVDQU  2(DI)(R13*1), Y7   \
-	VPXOR    Y14, Y14, Y14      \
-	VPXOR    Y8, Y8, Y8         \
-	VPXOR    Y9, Y9, Y9         \
-	VPXOR    Y10, Y10, Y10      \
-	VPXOR    Y11, Y11, Y11      \
-	VPDPBUSD Y4, Y13, Y8        \
-	VPDPBUSD Y5, Y13, Y9        \
-	VPDPBUSD Y6, Y13, Y10       \
-	VPDPBUSD Y7, Y13, Y11       \
-	VPSUBD   Y8, Y14, Y8        \
-	VPSUBD   Y9, Y14, Y9        \
-	VPSUBD   Y10, Y14, Y10      \
-	VPSUBD   Y11, Y14, Y11
+	VPXOR   2(DI), Y13, Y4        \
+	VPXOR   2(DI)(R9*1), Y13, Y5  \
+	VPXOR   2(DI)(R9*2), Y13, Y6  \
+	VPXOR   2(DI)(R13*1), Y13, Y7 \
+	VMOVDQU 128(SI), Y8           \
+	VMOVDQU 160(SI), Y9           \
+	VMOVDQU 192(SI), Y10          \
+	VMOVDQU 224(SI), Y11
 
-// Q8_0 weights biased to unsigned: x XOR 0x80 = x+128.
+// Q8_0 weights as they are.
 #define GW80 \
-	VPXOR 2(SI), Y13, Y0          \
-	VPXOR 2(SI)(R8*1), Y13, Y1    \
-	VPXOR 2(SI)(R8*2), Y13, Y2    \
-	VPXOR 2(SI)(R12*1), Y13, Y3
+	VMOVDQU 2(SI), Y0          \
+	VMOVDQU 2(SI)(R8*1), Y1    \
+	VMOVDQU 2(SI)(R8*2), Y2    \
+	VMOVDQU 2(SI)(R12*1), Y3
 
-// One Q5_0 weight block as q5 = nibble + 16·bit (0..31): the 16 bytes of
-// nibbles in both lanes, the upper lane shifted by 4, masked; then 16
-// added under the opmask of the 32 high bits.
+// One Q5_0 weight block as x = nibble + 16·bit − 16: the 16 bytes of
+// nibbles in both lanes, the upper lane shifted by 4, masked; 16 added
+// under the opmask of the 32 high bits; 16 subtracted.
 #define GW50ONE(qh, qs, yi) \
 	VBROADCASTI128 qs, yi                  \
 	VPSRLVD        gnibshift<>(SB), yi, yi \
 	VPAND          gmask0f<>(SB), yi, yi   \
 	KMOVD          qh, K1                  \
-	VPADDB         Y13, yi, K1, yi
+	VPADDB         gbit16<>(SB), yi, K1, yi \
+	VPSUBB         gbit16<>(SB), yi, yi
 
 #define GW50 \
 	GW50ONE(2(SI), 6(SI), Y0)                   \
@@ -165,29 +173,35 @@ prd:                                   \
 	GW50ONE(2(SI)(R8*2), 6(SI)(R8*2), Y2)       \
 	GW50ONE(2(SI)(R12*1), 6(SI)(R12*1), Y3)
 
-// acc += float(off + Σ w·y) · product.
+// Y(off) = −128·Σ (Y(w) bytes) per 4 bytes; Y15 is zero.
+#define GOFF(w, off) \
+	VPXOR    off, off, off \
+	VPDPBUSD w, Y13, off   \
+	VPSUBD   off, Y15, off
+
+// acc += float(off + Σ w·(y+128)) · product.
 #define GDOT(w, a, off, p, acc) \
 	VMOVDQA          off, Y12    \
-	VPDPBUSD         a, w, Y12   \
+	VPDPBUSD         w, a, Y12   \
 	VCVTDQ2PS        Y12, Y12    \
 	VFMADD231PS.BCST p(R11), Y12, acc
 
 #define GDOTS \
-	GDOT(Y0, Y4, Y8, 0, Y16)   \
-	GDOT(Y1, Y4, Y8, 4, Y17)   \
-	GDOT(Y2, Y4, Y8, 8, Y18)   \
-	GDOT(Y3, Y4, Y8, 12, Y19)  \
-	GDOT(Y0, Y5, Y9, 16, Y20)  \
-	GDOT(Y1, Y5, Y9, 20, Y21)  \
-	GDOT(Y2, Y5, Y9, 24, Y22)  \
-	GDOT(Y3, Y5, Y9, 28, Y23)  \
-	GDOT(Y0, Y6, Y10, 32, Y24) \
-	GDOT(Y1, Y6, Y10, 36, Y25) \
+	GDOT(Y0, Y4, Y8, 0, Y16) \
+	GDOT(Y1, Y4, Y9, 4, Y17) \
+	GDOT(Y2, Y4, Y10, 8, Y18) \
+	GDOT(Y3, Y4, Y11, 12, Y19) \
+	GDOT(Y0, Y5, Y8, 16, Y20) \
+	GDOT(Y1, Y5, Y9, 20, Y21) \
+	GDOT(Y2, Y5, Y10, 24, Y22) \
+	GDOT(Y3, Y5, Y11, 28, Y23) \
+	GDOT(Y0, Y6, Y8, 32, Y24) \
+	GDOT(Y1, Y6, Y9, 36, Y25) \
 	GDOT(Y2, Y6, Y10, 40, Y26) \
-	GDOT(Y3, Y6, Y10, 44, Y27) \
-	GDOT(Y0, Y7, Y11, 48, Y28) \
-	GDOT(Y1, Y7, Y11, 52, Y29) \
-	GDOT(Y2, Y7, Y11, 56, Y30) \
+	GDOT(Y3, Y6, Y11, 44, Y27) \
+	GDOT(Y0, Y7, Y8, 48, Y28) \
+	GDOT(Y1, Y7, Y9, 52, Y29) \
+	GDOT(Y2, Y7, Y10, 56, Y30) \
 	GDOT(Y3, Y7, Y11, 60, Y31)
 
 // hsum_float_8 of acc (its low half accx) into X0: lanes 4..7 onto 0..3,
@@ -240,7 +254,7 @@ gblk:                     \
 	VMOVDQU 64(SI), Y2    \
 	VMOVDQU 96(SI), Y3    \
 	GDOTS                 \
-	ADDQ  $128, SI        \
+	ADDQ  $256, SI        \
 	ADDQ  $34, DI         \
 	ADDQ  $64, R11        \
 	DECQ  DX              \
@@ -267,7 +281,7 @@ TEXT ·gemmQ5_0VNNI(SB), NOSPLIT, $24-80
 	GLOADARGS
 	MOVQ         wrb+8(FP), R8
 	LEAQ         (R8)(R8*2), R12
-	MOVL         $0x10101010, AX
+	MOVL         $0x80808080, AX
 	VMOVD        AX, X13
 	VPBROADCASTD X13, Y13
 	GUNPACK(22, GW50)
