@@ -83,9 +83,15 @@ func legacyGemm(kern gemmAsm, rows rowsAsm, wts int) GemmFunc {
 			}
 			sc := (*sp)[:M4*nb]
 			scr := (*sp)[M4*nb : M4*nb+84*nb]
-			for i := range sc {
-				o := i * ats
-				sc[i] = quant.FP16ToFP32(uint16(act[o]) | uint16(act[o+1])<<8)
+			// sc[(t·nb+b)·4+j]: the scale of block b of row 4t+j.
+			for t := 0; t < M4/4; t++ {
+				for b := 0; b < nb; b++ {
+					s := sc[(t*nb+b)*4 : (t*nb+b)*4+4]
+					for j := range s {
+						o := (4*t+j)*arb + b*ats
+						s[j] = quant.FP16ToFP32(uint16(act[o]) | uint16(act[o+1])<<8)
+					}
+				}
 			}
 			for m0 := 0; m0 < M4; m0 += gemmRowBlock {
 				mt := (min(m0+gemmRowBlock, M4) - m0) / 4

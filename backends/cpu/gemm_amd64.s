@@ -20,7 +20,7 @@
 //
 // Registers in the tile loop: SI the unpacked weight block, DI the
 // activation block (tile row 0), R9 activation row stride, R13 3×; BX
-// activation scale (f32, tile row 0), R10 its row stride (nb·4), R14 3×;
+// the activation scales (f32, 4 per block: the tile's rows);
 // DX blocks left, CX activation tiles left, R11 the block's products, AX
 // temporary; locals: 0(SP) the output (tile row 0), 8(SP) the product
 // table, 16(SP) the unpacked weights. Y0..Y3 the 4 weight blocks, Y4..Y7
@@ -46,13 +46,27 @@ DATA gbit16<>+16(SB)/8, $0x1010101010101010
 DATA gbit16<>+24(SB)/8, $0x1010101010101010
 GLOBL gbit16<>(SB), RODATA|NOPTR, $32
 
+// 0x4B400000 is 1.5·2^23 as a float32: for |x| < 2^22 the int32
+// 0x4B400000 + x read as a float32 is exactly 1.5·2^23 + x, so
+// subtracting 1.5·2^23 gives float32(x) exactly, as VCVTDQ2PS would (on
+// the float adder, not the multiply pipes the dots and FMAs use).
+DATA gmagic<>+0(SB)/4, $0x4B400000
+GLOBL gmagic<>(SB), RODATA|NOPTR, $4
+
+DATA gpermidx<>+0(SB)/8, $0x0000000000000000
+DATA gpermidx<>+8(SB)/8, $0x0000000000000000
+DATA gpermidx<>+16(SB)/8, $0x0000000100000001
+DATA gpermidx<>+24(SB)/8, $0x0000000100000001
+DATA gpermidx<>+32(SB)/8, $0x0000000200000002
+DATA gpermidx<>+40(SB)/8, $0x0000000200000002
+DATA gpermidx<>+48(SB)/8, $0x0000000300000003
+DATA gpermidx<>+56(SB)/8, $0x0000000300000003
+GLOBL gpermidx<>(SB), RODATA|NOPTR, $64
+
 #define GLOADARGS \
 	MOVQ arb+24(FP), R9   \
 	LEAQ (R9)(R9*2), R13  \
 	MOVQ as+32(FP), BX    \
-	MOVQ nb+40(FP), R10   \
-	SHLQ $2, R10          \
-	LEAQ (R10)(R10*2), R14 \
 	MOVQ y+48(FP), AX     \
 	MOVQ AX, 0(SP)        \
 	MOVQ mt+64(FP), CX
@@ -115,28 +129,26 @@ wsc:                                     \
 	JNZ       wsc                      \
 	MOVQ      R11, 8(SP)
 
-// The product table of the activation tile at BX: 16 d_w(i)·d_a(j) per
-// block; moves BX to the next tile's scales.
+// The product table of the activation tile whose scales are at BX (4
+// per block: rows 0..3): per block one 16-lane multiply of the weight
+// scales [w0..w3] repeated 4 times by [a0×4, a1×4, a2×4, a3×4]; leaves BX
+// at the next tile's scales.
 #define GPRODUCTS \
-	MOVQ        scr+72(FP), SI       \
-	MOVQ        8(SP), R11           \
-	MOVQ        nb+40(FP), DX        \
-prd:                                   \
-	VMOVUPS     (SI), X14            \
-	VMULPS.BCST (BX), X14, X15       \
-	VMOVUPS     X15, (R11)           \
-	VMULPS.BCST (BX)(R10*1), X14, X15 \
-	VMOVUPS     X15, 16(R11)         \
-	VMULPS.BCST (BX)(R10*2), X14, X15 \
-	VMOVUPS     X15, 32(R11)         \
-	VMULPS.BCST (BX)(R14*1), X14, X15 \
-	VMOVUPS     X15, 48(R11)         \
-	ADDQ        $16, SI              \
-	ADDQ        $4, BX               \
-	ADDQ        $64, R11             \
-	DECQ        DX                   \
-	JNZ         prd                  \
-	ADDQ        R14, BX
+	MOVQ            scr+72(FP), SI     \
+	MOVQ            8(SP), R11         \
+	MOVQ            nb+40(FP), DX      \
+	VMOVDQU32       gpermidx<>(SB), Z11 \
+prd:                                     \
+	VBROADCASTF32X4 (SI), Z12          \
+	VMOVUPS         (BX), X15          \
+	VPERMPS         Z15, Z11, Z15      \
+	VMULPS          Z15, Z12, Z15      \
+	VMOVUPS         Z15, (R11)         \
+	ADDQ            $16, SI            \
+	ADDQ            $16, BX            \
+	ADDQ            $64, R11           \
+	DECQ            DX                 \
+	JNZ             prd
 
 // The 4 activation blocks (Q8_0: f16 d, 32 int8) and their offsets.
 #define GACTS \
@@ -173,17 +185,19 @@ prd:                                   \
 	GW50ONE(2(SI)(R8*2), 6(SI)(R8*2), Y2)       \
 	GW50ONE(2(SI)(R12*1), 6(SI)(R12*1), Y3)
 
-// Y(off) = −128·Σ (Y(w) bytes) per 4 bytes; Y15 is zero.
+// Y(off) = 0x4B400000 − 128·Σ (Y(w) bytes) per 4 bytes; Y15 is zero.
 #define GOFF(w, off) \
-	VPXOR    off, off, off \
-	VPDPBUSD w, Y13, off   \
-	VPSUBD   off, Y15, off
+	VPXOR        off, off, off        \
+	VPDPBUSD     w, Y13, off          \
+	VPSUBD       off, Y15, off        \
+	VPADDD.BCST  gmagic<>(SB), off, off
 
-// acc += float(off + Σ w·(y+128)) · product.
+// acc += float(Σ w·y) · product: the offset leaves 0x4B400000 + Σ w·y
+// (|Σ w·y| ≤ 4·128·128), a float32 1.5·2^23 above it (Y14).
 #define GDOT(w, a, off, p, acc) \
 	VMOVDQA          off, Y12    \
 	VPDPBUSD         w, a, Y12   \
-	VCVTDQ2PS        Y12, Y12    \
+	VSUBPS           Y14, Y12, Y12 \
 	VFMADD231PS.BCST p(R11), Y12, acc
 
 #define GDOTS \
@@ -240,6 +254,7 @@ prd:                                   \
 
 // The tile loop, after GUNPACK and with Y13 set.
 #define GTILES \
+	VPBROADCASTD gmagic<>(SB), Y14 \
 	MOVQ  a+16(FP), DI    \
 gtile:                    \
 	GPRODUCTS             \
