@@ -35,7 +35,7 @@ type gemmAsm func(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *fl
 // gemmRowBlock is the number of activation rows (a multiple of 4) swept by
 // one weight tile before the next: they stay in L2 while the weight tiles
 // stream past. Blocking does not change any result.
-var gemmRowBlock = 64
+var gemmRowBlock = 128
 
 // gemmScales holds activation scales converted to f32 (reused buffers).
 var gemmScales = sync.Pool{New: func() any { return new([]float32) }}
