@@ -11,22 +11,24 @@
 //
 // Once per call the weight tile is unpacked into the scratch scr: its d
 // as f32 (4 per block), then per block its quants as signed bytes (4×32)
-// and their offsets −128·Σ x per 4 bytes (4×8 int32), so the activation
-// tiles that follow only load them. VPDPBUSD takes the activations biased
-// to unsigned (y XOR 0x80 = y+128) and the weights signed; the offset
-// leaves the exact Σ x·y in every lane for every input. Per activation tile the 16 scale products d_w(i)·d_a(j) of
-// every block go to a table after those (16 per block, at 16j+4i), which
-// the FMAs broadcast from.
+// and their offsets per 4 bytes (4×8 int32: 0x4B400000 − 128·Σ x), so
+// the activation tiles that follow only load them. VPDPBUSD takes the
+// activations biased to unsigned (y XOR 0x80 = y+128) and the weights
+// signed; the offset leaves 0x4B400000 + Σ x·y, which read as a float32
+// is 1.5·2^23 + Σ x·y exactly (|Σ x·y| ≤ 2^16), so subtracting 1.5·2^23
+// gives float32(Σ x·y) as VCVTDQ2PS would. Per activation tile the 16
+// scale products d_w(i)·d_a(j) of every block go to a table after those
+// (16 per block, at 16j+4i), which the FMAs broadcast from.
 //
 // Registers in the tile loop: SI the unpacked weight block, DI the
 // activation block (tile row 0), R9 activation row stride, R13 3×; BX
-// the activation scales (f32, 4 per block: the tile's rows);
-// DX blocks left, CX activation tiles left, R11 the block's products, AX
+// the activation scales (f32, 4 per block: the tile's rows); DX blocks
+// left, CX activation tiles left, R11 the block's products, AX
 // temporary; locals: 0(SP) the output (tile row 0), 8(SP) the product
 // table, 16(SP) the unpacked weights. Y0..Y3 the 4 weight blocks, Y4..Y7
 // the 4 activation blocks (biased), Y8..Y11 the weight blocks' offsets,
-// Y12 a temporary, Y13 0x80 in every byte, Y14/Y15 temporaries, Y16+4j+i
-// the accumulator of weight row i and activation row j.
+// Y12 a temporary, Y13 0x80 in every byte, Y14 1.5·2^23, Y15 temporary,
+// Y16+4j+i the accumulator of weight row i and activation row j.
 
 DATA gnibshift<>+0(SB)/8, $0
 DATA gnibshift<>+8(SB)/8, $0
