@@ -10,8 +10,8 @@ import (
 	"minfer/quant"
 )
 
-// AVX-512 VNNI GEMM kernels for Q8_0 and Q5_0 weights against Q8_0
-// activations (prefill: several activation rows). The asm computes tiles
+// AVX-512 VNNI GEMM kernels for Q8_0, Q5_0 and Q4_0 weights against Q8_0
+// activations (and Q4_K, Q6_K against Q8_K, below) (prefill: several activation rows). The asm computes tiles
 // of 4 weight rows × 4 activation rows with 16 accumulators, loading (and
 // unpacking) each weight block once per tile and each activation block
 // once per tile instead of once per output. Every output keeps the row
@@ -26,6 +26,9 @@ import (
 
 //go:noescape
 func gemmQ8_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
+
+//go:noescape
+func gemmQ4_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
 
 //go:noescape
 func gemmQ5_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
@@ -284,6 +287,7 @@ func init() {
 	}
 	registerGemm(quant.Q8_0, "avx512vnni", legacyGemm(gemmQ8_0VNNI, rowsQ8_0VNNI, 34))
 	registerGemm(quant.Q5_0, "avx512vnni", legacyGemm(gemmQ5_0VNNI, rowsQ5_0VNNI, 22))
+	registerGemm(quant.Q4_0, "avx512vnni", legacyGemm(gemmQ4_0VNNI, rowsQ4_0AVX2, 18))
 	registerGemm(quant.Q4_K, "avx512vnni", gemmQ4K)
 	registerGemm(quant.Q6_K, "avx512vnni", gemmQ6K)
 }

@@ -48,6 +48,12 @@ DATA gbit16<>+16(SB)/8, $0x1010101010101010
 DATA gbit16<>+24(SB)/8, $0x1010101010101010
 GLOBL gbit16<>(SB), RODATA|NOPTR, $32
 
+DATA gbit8<>+0(SB)/8, $0x0808080808080808
+DATA gbit8<>+8(SB)/8, $0x0808080808080808
+DATA gbit8<>+16(SB)/8, $0x0808080808080808
+DATA gbit8<>+24(SB)/8, $0x0808080808080808
+GLOBL gbit8<>(SB), RODATA|NOPTR, $32
+
 // 0x4B400000 is 1.5·2^23 as a float32: for |x| < 2^22 the int32
 // 0x4B400000 + x read as a float32 is exactly 1.5·2^23 + x, so
 // subtracting 1.5·2^23 gives float32(x) exactly, as VCVTDQ2PS would (on
@@ -187,6 +193,19 @@ prd:                                     \
 	GW50ONE(2(SI)(R8*2), 6(SI)(R8*2), Y2)       \
 	GW50ONE(2(SI)(R12*1), 6(SI)(R12*1), Y3)
 
+// One Q4_0 weight block as x = nibble − 8 (the nibbles as for Q5_0).
+#define GW40ONE(qs, yi) \
+	VBROADCASTI128 qs, yi                  \
+	VPSRLVD        gnibshift<>(SB), yi, yi \
+	VPAND          gmask0f<>(SB), yi, yi   \
+	VPSUBB         gbit8<>(SB), yi, yi
+
+#define GW40 \
+	GW40ONE(2(SI), Y0)           \
+	GW40ONE(2(SI)(R8*1), Y1)     \
+	GW40ONE(2(SI)(R8*2), Y2)     \
+	GW40ONE(2(SI)(R12*1), Y3)
+
 // Y(off) = 0x4B400000 − 128·Σ (Y(w) bytes) per 4 bytes; Y15 is zero.
 #define GOFF(w, off) \
 	VPXOR        off, off, off        \
@@ -304,6 +323,17 @@ TEXT ·gemmQ5_0VNNI(SB), NOSPLIT, $24-80
 	GUNPACK(22, GW50)
 	GTILES
 
+
+// func gemmQ4_0VNNI(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *float32)
+TEXT ·gemmQ4_0VNNI(SB), NOSPLIT, $24-80
+	GLOADARGS
+	MOVQ         wrb+8(FP), R8
+	LEAQ         (R8)(R8*2), R12
+	MOVL         $0x80808080, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	GUNPACK(18, GW40)
+	GTILES
 // ---------------------------------------------------------------- Q4_K
 // Tiles of 4 Q4_K weight rows × 4 Q8_K activation rows. The per-lane
 // integer sums of a super-block are exact, so they may be formed in any
