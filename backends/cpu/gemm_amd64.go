@@ -10,16 +10,18 @@ import (
 	"minfer/quant"
 )
 
-// AVX-512 VNNI GEMM kernels for Q8_0, Q5_0 and Q4_0 weights against Q8_0
-// activations (and Q4_K, Q6_K against Q8_K, below) (prefill: several activation rows). The asm computes tiles
-// of 4 weight rows × 4 activation rows with 16 accumulators, loading (and
-// unpacking) each weight block once per tile and each activation block
-// once per tile instead of once per output. Every output keeps the row
-// kernels' arithmetic: per block the exact integer dot of each 4 elements
-// in 8 int32 lanes (VPDPBUSD on activations biased to unsigned and signed
-// weights, 128 times the weight sums subtracted in int32), converted to float32, one FMA
-// per lane with the float32 product d_w·d_a, blocks in order, then
-// hsum_float_8 — so the bits equal quant's pure-Go dot.
+// AVX-512 VNNI GEMM kernels for the prefill mat-muls (several activation
+// rows): Q8_0, Q5_0 and Q4_0 weights against Q8_0 activations, Q4_K and
+// Q6_K against Q8_K (below). The asm computes tiles of 4 weight rows × 4
+// activation rows with 16 accumulators, loading (and unpacking) each
+// weight block once per call and each activation block once per tile
+// instead of once per output. Every output keeps the row kernels'
+// arithmetic: per block the exact integer dot of each 4 elements in 8
+// int32 lanes (Q8_0/Q5_0/Q4_0: VPDPBUSD on activations biased to unsigned
+// and signed weights, 128 times the weight sums subtracted in int32),
+// converted to float32 exactly, one FMA per lane with the float32 product
+// d_w·d_a, blocks in order, then hsum_float_8 — so the bits equal quant's
+// pure-Go dot.
 //
 // The weight-row and activation-row remainders (fewer than 4) go to the
 // row kernels, whose results have the same bits.
