@@ -2,7 +2,6 @@ package generate_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"math"
 	"strings"
 	"testing"
@@ -123,7 +122,7 @@ func TestDumpLogitsBatchesAgree(t *testing.T) {
 	if a.Len() != len(toks)*1024*4 || b.Len() != a.Len() {
 		t.Fatalf("sizes %d %d", a.Len(), b.Len())
 	}
-	fa, fb := floats(a.Bytes()), floats(b.Bytes())
+	fa, fb := fixtures.F32s(a.Bytes()), fixtures.F32s(b.Bytes())
 	for i := range fa {
 		if d := math.Abs(float64(fa[i] - fb[i])); d > 0.2 {
 			t.Fatalf("logit %d: batch %g vs chunked %g", i, fa[i], fb[i])
@@ -134,10 +133,3 @@ func TestDumpLogitsBatchesAgree(t *testing.T) {
 	}
 }
 
-func floats(b []byte) []float32 {
-	f := make([]float32, len(b)/4)
-	for i := range f {
-		f[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return f
-}

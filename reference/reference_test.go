@@ -1,7 +1,6 @@
 package reference_test
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -63,18 +62,6 @@ type refJSON struct {
 	Tokens []int32 `json:"tokens"`
 }
 
-func readF32(t *testing.T, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
 
 func loadModel(t *testing.T, name string) (*reference.Model, refJSON) {
 	t.Helper()
@@ -209,9 +196,9 @@ func TestLogitsMatchLlamaCpp(t *testing.T) {
 			m, rj := loadModel(t, name)
 			b := bandFor(name)
 			batch := runBatch(t, m, rj.Tokens)
-			checkBand(t, "batch", b, compareRows(batch, readF32(t, fixtures.Path(t, "ref", name+".exact.batch.f32")), rj.NVocab))
+			checkBand(t, "batch", b, compareRows(batch, fixtures.ReadF32(t, fixtures.Path(t, "ref", name+".exact.batch.f32")), rj.NVocab))
 			step := runStep(t, m, rj.Tokens)
-			checkBand(t, "step", b, compareRows(step, readF32(t, fixtures.Path(t, "ref", name+".exact.step.f32")), rj.NVocab))
+			checkBand(t, "step", b, compareRows(step, fixtures.ReadF32(t, fixtures.Path(t, "ref", name+".exact.step.f32")), rj.NVocab))
 			// Our own batch and step paths must agree with each other: for
 			// f32 and 16-bit weights to float rounding; quantized ones within
 			// the same band (activation quantization sees different sums).

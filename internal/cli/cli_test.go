@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io"
 	"math"
 	"os"
@@ -36,18 +35,6 @@ func capture(t *testing.T, f func() error) string {
 	return string(out)
 }
 
-func readF32(t *testing.T, path string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
 
 const fixtureTokens = "620,894,134,864,856,848,924,819,69,813,170,805,488,954,262,830,1001,609,2,945,77,798,863,291"
 
@@ -70,14 +57,14 @@ func TestCompileExecMatchesReference(t *testing.T) {
 				if err := rc.Run(); err != nil {
 					t.Fatal(err)
 				}
-				want := readF32(t, refOut)
+				want := fixtures.ReadF32(t, refOut)
 				for _, threads := range []int{1, 2} {
 					out := filepath.Join(dir, "exec.f32")
 					ec := ExecCmd{Plan: planPath, GenFlags: GenFlags{Tokens: fixtureTokens, LogitsOut: out, Batch: batch, Threads: threads}}
 					if err := ec.Run(); err != nil {
 						t.Fatal(err)
 					}
-					got := readF32(t, out)
+					got := fixtures.ReadF32(t, out)
 					if len(got) != 24*1024 || len(got) != len(want) {
 						t.Fatalf("%s: %d logits, reference %d", name, len(got), len(want))
 					}
