@@ -132,4 +132,3 @@ func TestDumpLogitsBatchesAgree(t *testing.T) {
 		t.Fatal("more tokens than the context accepted")
 	}
 }
-

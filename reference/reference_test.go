@@ -62,7 +62,6 @@ type refJSON struct {
 	Tokens []int32 `json:"tokens"`
 }
 
-
 func loadModel(t *testing.T, name string) (*reference.Model, refJSON) {
 	t.Helper()
 	f, err := gguf.Open(fixtures.Path(t, "models", name+".gguf"))

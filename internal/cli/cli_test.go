@@ -35,7 +35,6 @@ func capture(t *testing.T, f func() error) string {
 	return string(out)
 }
 
-
 const fixtureTokens = "620,894,134,864,856,848,924,819,69,813,170,805,488,954,262,830,1001,609,2,945,77,798,863,291"
 
 // TestCompileExecMatchesReference goes through the files a user would:
