@@ -95,10 +95,18 @@ func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
 		if err := env.run(n); err != nil {
 			return nil, fmt.Errorf("node #%d %s %q: %v", n.ID, n.Op, n.Name, err)
 		}
+		if nodeHook != nil {
+			nodeHook(n, positions, env.floats(n.Outputs[0]))
+		}
 	}
 	m.filled += T
 	return env.f[m.g.Logits], nil
 }
+
+// nodeHook, when set (only by tests), sees every node's output after it
+// runs, with the batch's positions: the per-node dumps that are compared
+// with llama.cpp's graph callback (TestDumpNodes).
+var nodeHook func(n *ir.Node, positions []int32, out []float32)
 
 type env struct {
 	m    *Model
@@ -282,7 +290,10 @@ func (e *env) matMul(x []float32, w *ir.Value) []float32 {
 
 // rope rotates each head as ggml_rope_ext does with no YaRN extension:
 // theta starts at pos·freq_scale and is multiplied by base^(-2/dims) in
-// float32 for each pair.
+// float32 for each pair; cos and sin are glibc's float32 cosf/sinf of that
+// angle (ggmlf32.SinCosF), which are not always correctly rounded, and each
+// pair rotates with the FMA contractions of ggml's compiled rotate_pairs
+// (ggmlf32.RopePair; the unfused remainder of NORMAL mode aside).
 func rope(x []float32, pos []int32, a ir.Attrs) []float32 {
 	y := append([]float32(nil), x...)
 	width := len(x) / len(pos)
@@ -298,14 +309,14 @@ func rope(x []float32, pos []int32, a ir.Attrs) []float32 {
 			theta := float32(p)
 			for i := 0; i < half; i++ {
 				th := scale * theta
-				c, s := float32(math.Cos(float64(th))), float32(math.Sin(float64(th)))
-				i0, i1 := 2*i, 2*i+1
+				s, c := ggmlf32.SinCosF(th)
 				if a.RopeNeoX {
-					i0, i1 = i, i+half
+					v[i], v[i+half] = ggmlf32.RopePair(v[i], v[i+half], c, s)
+				} else if ggmlf32.RopeNormalFused(i, half) {
+					v[2*i], v[2*i+1] = ggmlf32.RopePair(v[2*i], v[2*i+1], c, s)
+				} else {
+					v[2*i], v[2*i+1] = ggmlf32.RopePairUnfused(v[2*i], v[2*i+1], c, s)
 				}
-				x0, x1 := v[i0], v[i1]
-				v[i0] = x0*c - x1*s
-				v[i1] = x0*s + x1*c
 				theta *= thetaScale
 			}
 		}

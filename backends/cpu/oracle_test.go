@@ -130,14 +130,14 @@ func oracleRope(x []float32, pos []int32, headDim, ropeDims int, base, scale flo
 			theta := float32(p)
 			for i := 0; i < half; i++ {
 				th := scale * theta
-				c, s := float32(math.Cos(float64(th))), float32(math.Sin(float64(th)))
-				i0, i1 := 2*i, 2*i+1
+				s, c := ggmlf32.SinCosF(th)
 				if neox {
-					i0, i1 = i, i+half
+					v[i], v[i+half] = ggmlf32.RopePair(v[i], v[i+half], c, s)
+				} else if ggmlf32.RopeNormalFused(i, half) {
+					v[2*i], v[2*i+1] = ggmlf32.RopePair(v[2*i], v[2*i+1], c, s)
+				} else {
+					v[2*i], v[2*i+1] = ggmlf32.RopePairUnfused(v[2*i], v[2*i+1], c, s)
 				}
-				x0, x1 := v[i0], v[i1]
-				v[i0] = x0*c - x1*s
-				v[i1] = x0*s + x1*c
 				theta *= thetaScale
 			}
 		}

@@ -1,14 +1,20 @@
 package cpu
 
-import "math"
+import (
+	"math"
+
+	"minfer/internal/ggmlf32"
+)
 
 // RopeCols applies rotary position embeddings in place to the heads within
 // columns c0..c1 (whole heads of headDim) of every token row of x
 // [rows][cols], as ggml_rope_ext without YaRN: token t's angle for pair i is
 // theta_i·scale where theta_0 = pos[t] and theta_{i+1} = theta_i·base^(-2/ropeDims)
-// stepped in float32. Only the first ropeDims elements of a head rotate;
-// neox selects the pairs (i, i+ropeDims/2) instead of (2i, 2i+1). A scale
-// of 0 means 1.
+// stepped in float32; cos and sin are glibc's cosf/sinf of the float32
+// angle (ggmlf32.SinCosF), and each pair rotates with ggml's FMA
+// contractions (ggmlf32.RopePair). Only the first ropeDims elements of a
+// head rotate; neox selects the pairs (i, i+ropeDims/2) instead of
+// (2i, 2i+1). A scale of 0 means 1.
 func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, base, scale float32, neox bool, c0, c1 int) {
 	thetaScale := float32(math.Pow(float64(base), float64(-2/float32(ropeDims))))
 	if scale == 0 {
@@ -22,15 +28,20 @@ func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, b
 		// each cos/sin is computed once and applied to all heads.
 		for i := 0; i < half; i++ {
 			th := scale * theta
-			c, s := float32(math.Cos(float64(th))), float32(math.Sin(float64(th)))
-			i0, i1 := 2*i, 2*i+1
-			if neox {
-				i0, i1 = i, i+half
-			}
-			for h := c0; h < c1; h += headDim {
-				x0, x1 := row[h+i0], row[h+i1]
-				row[h+i0] = x0*c - x1*s
-				row[h+i1] = x0*s + x1*c
+			s, c := ggmlf32.SinCosF(th)
+			switch {
+			case neox:
+				for h := c0; h < c1; h += headDim {
+					row[h+i], row[h+i+half] = ggmlf32.RopePair(row[h+i], row[h+i+half], c, s)
+				}
+			case ggmlf32.RopeNormalFused(i, half):
+				for h := c0; h < c1; h += headDim {
+					row[h+2*i], row[h+2*i+1] = ggmlf32.RopePair(row[h+2*i], row[h+2*i+1], c, s)
+				}
+			default:
+				for h := c0; h < c1; h += headDim {
+					row[h+2*i], row[h+2*i+1] = ggmlf32.RopePairUnfused(row[h+2*i], row[h+2*i+1], c, s)
+				}
 			}
 			theta *= thetaScale
 		}
