@@ -130,46 +130,6 @@ type spmState struct {
 	heap []spmBigram
 }
 
-func (s *spmState) push(b spmBigram) {
-	h := append(s.heap, b)
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !spmBefore(&h[i], &h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	s.heap = h
-}
-
-func (s *spmState) pop() spmBigram {
-	h := s.heap
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(h) && spmBefore(&h[r], &h[l]) {
-			m = r
-		}
-		if !spmBefore(&h[m], &h[i]) {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	s.heap = h
-	return top
-}
-
 func (t *Tokenizer) spmTryBigram(s *spmState, text string, left, right int) {
 	if left < 0 || right < 0 {
 		return
@@ -180,7 +140,7 @@ func (t *Tokenizer) spmTryBigram(s *spmState, text string, left, right int) {
 	if !ok {
 		return
 	}
-	s.push(spmBigram{left: left, right: right, score: t.scores[id], size: len(sub)})
+	s.heap = heapPush(s.heap, spmBigram{left: left, right: right, score: t.scores[id], size: len(sub)}, spmBefore)
 }
 
 // spmEncode tokenizes one escaped text fragment: greedy merging of the best
@@ -202,7 +162,8 @@ func (t *Tokenizer) spmEncode(s *spmState, text string, out []int32) []int32 {
 		t.spmTryBigram(s, text, i-1, i)
 	}
 	for len(s.heap) > 0 {
-		b := s.pop()
+		var b spmBigram
+		b, s.heap = heapPop(s.heap, spmBefore)
 		l, r := &s.syms[b.left], &s.syms[b.right]
 		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
 			continue
@@ -258,46 +219,6 @@ type bpeState struct {
 	heap   []bpeBigram
 }
 
-func (s *bpeState) push(b bpeBigram) {
-	h := append(s.heap, b)
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !bpeBefore(&h[i], &h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	s.heap = h
-}
-
-func (s *bpeState) pop() bpeBigram {
-	h := s.heap
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(h) && bpeBefore(&h[r], &h[l]) {
-			m = r
-		}
-		if !bpeBefore(&h[m], &h[i]) {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	s.heap = h
-	return top
-}
-
 // preTokenize splits raw text into the pre-tokenizer's words, each already
 // mapped to GPT-2 byte-level characters, and calls fn for each.
 func (t *Tokenizer) preTokenize(s *bpeState, text string, fn func(word string)) {
@@ -338,7 +259,7 @@ func (t *Tokenizer) bpeTryBigram(s *bpeState, word string, left, right int) {
 	if !ok {
 		return
 	}
-	s.push(bpeBigram{left: left, right: right, rank: rank, size: l.n + r.n})
+	s.heap = heapPush(s.heap, bpeBigram{left: left, right: right, rank: rank, size: l.n + r.n}, bpeBefore)
 }
 
 func (t *Tokenizer) bpeEncode(s *bpeState, text string, out []int32) []int32 {
@@ -365,7 +286,8 @@ func (t *Tokenizer) bpeEncode(s *bpeState, text string, out []int32) []int32 {
 			t.bpeTryBigram(s, word, i-1, i)
 		}
 		for len(s.heap) > 0 {
-			b := s.pop()
+			var b bpeBigram
+			b, s.heap = heapPop(s.heap, bpeBefore)
 			l, r := &s.syms[b.left], &s.syms[b.right]
 			// The pair is outdated if either side changed since it was queued.
 			if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
@@ -397,4 +319,45 @@ func (t *Tokenizer) bpeEncode(s *bpeState, text string, out []int32) []int32 {
 		}
 	})
 	return out
+}
+
+// heapPush adds x to the binary heap h ordered by before (the first
+// element is the one before all others) and returns the heap.
+func heapPush[T any](h []T, x T, before func(a, b *T) bool) []T {
+	h = append(h, x)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !before(&h[i], &h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	return h
+}
+
+// heapPop removes and returns the first element of the non-empty heap h.
+func heapPop[T any](h []T, before func(a, b *T) bool) (T, []T) {
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(h) && before(&h[r], &h[l]) {
+			m = r
+		}
+		if !before(&h[m], &h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	return top, h
 }
