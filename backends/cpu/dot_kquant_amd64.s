@@ -26,18 +26,13 @@
 // s0..s7, m0..m7: [u0&K1, u2&K2 | (u0>>6&3)<<4, u1&K1, u2>>4&K2 | (u1>>6&3)<<4]
 // per byte. Uses X7, X11..X13 (X11..X13 hold the constants).
 #define K4SCALES \
-	VPSHUFD $0xED, X2, X6 \
-	VPSRLVD X13, X6, X6   \
-	VPAND   X12, X6, X6   \
-	VPSHUFD $0xA5, X2, X7 \
-	VPSRLD  $2, X7, X7    \
-	VPAND   X11, X7, X7   \
+	VPSHUFD $0xED, X2, X6                \
+	VPSRLVD kqK4Shift<>(SB), X6, X6      \
+	VPAND   kqK4MaskA<>(SB), X6, X6      \
+	VPSHUFD $0xA5, X2, X7                \
+	VPSRLD  $2, X7, X7                   \
+	VPAND   kqK4MaskB<>(SB), X7, X7      \
 	VPOR    X7, X6, X6
-
-#define K4CONSTS \
-	VMOVDQU kqK4Shift<>(SB), X13 \
-	VMOVDQU kqK4MaskA<>(SB), X12 \
-	VMOVDQU kqK4MaskB<>(SB), X11
 
 DATA kqK4Shift<>+0(SB)/8, $0
 DATA kqK4Shift<>+8(SB)/8, $0x0000000400000000
@@ -109,8 +104,8 @@ GLOBL kqSplitShuf<>(SB), RODATA|NOPTR, $128
 // Q4_K chunk j (0..3): 32 bytes of nibbles at 16+32j, low nibbles against
 // q8[64j..], high against q8[64j+32..], scales 2j and 2j+1 from Y6 (bytes
 // s0..s7 in every qword); adds the 8 int32 lanes into ACC.
-#define Q4KCHUNK(WOFF, AOFF, MLO, MHI, ACC) \
-	VMOVDQU    WOFF(AX), Y7               \
+#define Q4KCHUNK(W, WOFF, AOFF, MLO, MHI, ACC) \
+	VMOVDQU    WOFF(W), Y7                \
 	VPAND      Y14, Y7, Y8                \
 	VPSRLW     $4, Y7, Y7                 \
 	VPAND      Y14, Y7, Y7                \
@@ -123,9 +118,52 @@ GLOBL kqSplitShuf<>(SB), RODATA|NOPTR, $128
 	VPADDD     Y7, Y8, Y8                 \
 	VPADDD     Y8, ACC, ACC
 
+// One Q4_K super-block of the row at W against the activation block at
+// BX: acc_m (MACC, 4 lanes) += -d8·dmin × mins·(bsum pairs), ACC (8 lanes)
+// += d8·d × sumi. Uses X2..X10.
+#define Q4KBLOCK(W, ACC, MACC) \
+	VMOVDQU      (W), X2                  \
+	VCVTPH2PS    X2, X3                   \
+	VBROADCASTSS (BX), X4                 \
+	VMULPS       X4, X3, X3               \
+	VXORPS       X15, X3, X3              \
+	VBROADCASTSS X3, Y4                   \
+	VPSHUFD      $0x55, X3, X5            \
+	K4SCALES                              \
+	VPSRLDQ      $8, X6, X7               \
+	VPMOVZXBW    X7, X7                   \
+	VMOVDQU      260(BX), X8              \
+	VPHADDW      276(BX), X8, X8          \
+	VPMADDWD     X8, X7, X7               \
+	VCVTDQ2PS    X7, X7                   \
+	VFMADD231PS  X7, X5, MACC             \
+	VPBROADCASTQ X6, Y6                   \
+	VPXOR        Y2, Y2, Y2               \
+	Q4KCHUNK(W, 16, 4, 0, 32, Y2)         \
+	Q4KCHUNK(W, 48, 68, 64, 96, Y2)       \
+	Q4KCHUNK(W, 80, 132, 128, 160, Y2)    \
+	Q4KCHUNK(W, 112, 196, 192, 224, Y2)   \
+	VCVTDQ2PS    Y2, Y2                   \
+	VFMADD231PS  Y2, Y4, ACC
+
+// Stores hsum_float_8(ACC) + ((m0+m2)+(m1+m3)) of MACC to OFF(R9).
+// Uses X2, X3.
+#define Q4KSTORE(ACC, XACC, MACC, OFF) \
+	HSUM8(ACC, XACC, X2)     \
+	VMOVHLPS  MACC, MACC, X3 \
+	VADDPS    X3, MACC, MACC \
+	VMOVSHDUP MACC, X3       \
+	VADDSS    X3, MACC, MACC \
+	VADDSS    MACC, XACC, XACC \
+	VMOVSS    XACC, OFF(R9)
+
+// Software prefetch of the next row pair, linear through its bytes,
+// KQPFDIST past its start; a prefetch never faults.
+#define KQPFDIST 1024
+
 // func kqRowsQ4KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
-// Per super-block: acc_m (X1, 4 lanes) += -d8·dmin × mins·(bsum pairs),
-// acc (Y0) += d8·d × sumi; result hsum_float_8(acc) + ((m0+m2)+(m1+m3)).
+// Rows go two at a time (row A: Y0/X1, row B: Y11/X12, sharing the
+// activation walk); each row's float steps are those of the one-row order.
 TEXT ·kqRowsQ4KAVX2(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ wrb+8(FP), R8
@@ -135,58 +173,61 @@ TEXT ·kqRowsQ4KAVX2(SB), NOSPLIT, $0-48
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
-	K4CONSTS
 	VMOVDQU kqNegLane1<>(SB), X15
 
-q4krow:
+q4kpair:
+	CMPQ R10, $2
+	JLT  q4kone
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	VXORPS Y11, Y11, Y11
+	VXORPS X12, X12, X12
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ KQPFDIST(SI)(R8*2), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q4kblock2:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	ADDQ $288, R13
+	Q4KBLOCK(AX, Y0, X1)
+	Q4KBLOCK(DX, Y11, X12)
+	ADDQ $144, AX
+	ADDQ $144, DX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q4kblock2
+
+	Q4KSTORE(Y0, X0, X1, 0)
+	Q4KSTORE(Y11, X11, X12, 4)
+	ADDQ $8, R9
+	LEAQ (SI)(R8*2), SI
+	SUBQ $2, R10
+	JMP  q4kpair
+
+q4kone:
+	TESTQ R10, R10
+	JZ    q4kdone
 	VXORPS Y0, Y0, Y0
 	VXORPS X1, X1, X1
 	MOVQ SI, AX
 	MOVQ DI, BX
 	MOVQ nb+40(FP), CX
 
-q4kblock:
-	VMOVDQU      (AX), X2
-	VCVTPH2PS    X2, X3
-	VBROADCASTSS (BX), X4
-	VMULPS       X4, X3, X3
-	VXORPS       X15, X3, X3   // [d8·d, -(d8·dmin), ...]
-	VBROADCASTSS X3, Y4
-	VPSHUFD      $0x55, X3, X5
-	K4SCALES
-	// mins: madd(m0..m7, hadd_epi16(bsums lo, bsums hi)), 4 lanes
-	VPSRLDQ      $8, X6, X7
-	VPMOVZXBW    X7, X7
-	VMOVDQU      260(BX), X8
-	VPHADDW      276(BX), X8, X8
-	VPMADDWD     X8, X7, X7
-	VCVTDQ2PS    X7, X7
-	VFMADD231PS  X7, X5, X1
-	// scales
-	VPBROADCASTQ X6, Y6
-	VPXOR        Y2, Y2, Y2
-	Q4KCHUNK(16, 4, 0, 32, Y2)
-	Q4KCHUNK(48, 68, 64, 96, Y2)
-	Q4KCHUNK(80, 132, 128, 160, Y2)
-	Q4KCHUNK(112, 196, 192, 224, Y2)
-	VCVTDQ2PS    Y2, Y2
-	VFMADD231PS  Y2, Y4, Y0
+q4kblock1:
+	Q4KBLOCK(AX, Y0, X1)
 	ADDQ $144, AX
 	ADDQ $292, BX
 	DECQ CX
-	JNZ  q4kblock
+	JNZ  q4kblock1
+	Q4KSTORE(Y0, X0, X1, 0)
 
-	HSUM8(Y0, X0, X2)
-	VMOVHLPS X1, X1, X3
-	VADDPS   X3, X1, X1
-	VMOVSHDUP X1, X3
-	VADDSS   X3, X1, X1
-	VADDSS   X1, X0, X0
-	VMOVSS   X0, (R9)
-	ADDQ $4, R9
-	ADDQ R8, SI
-	DECQ R10
-	JNZ  q4krow
+q4kdone:
 	VZEROUPPER
 	RET
 
@@ -347,13 +388,7 @@ q5kblock:
 	VBROADCASTSS X3, Y4
 	VMOVSHDUP    X3, X5
 	// scales and mins (get_scale_min_k4) into X6 = s0..s7, m0..m7
-	VPSHUFD $0xED, X2, X6
-	VPSRLVD kqK4Shift<>(SB), X6, X6
-	VPAND   kqK4MaskA<>(SB), X6, X6
-	VPSHUFD $0xA5, X2, X7
-	VPSRLD  $2, X7, X7
-	VPAND   kqK4MaskB<>(SB), X7, X7
-	VPOR    X7, X6, X6
+	K4SCALES
 	// summ = Σ madd(m0..m7, hadd_epi16(bsums lo, bsums hi)) (exact int)
 	VPSRLDQ      $8, X6, X7
 	VPMOVZXBW    X7, X7

@@ -209,3 +209,40 @@ func BenchmarkKRows(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkKQuantStream measures the Q4_K / Q6_K row kernels on decode-
+// shaped mat-muls at the K of a Qwen3-0.6B-sized model (1024, 3072), out
+// of cache (128 MiB of weights: a 64-row tile repeated) and in L2 ("hot",
+// 512 KiB); MB/s is weight bytes read.
+func BenchmarkKQuantStream(b *testing.B) {
+	r := rand.New(rand.NewPCG(41, 43))
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		f := rowKernels[typ]
+		for _, K := range []int{1024, 3072} {
+			for _, hot := range []bool{false, true} {
+				name, size := fmt.Sprintf("%s/K%d", typ, K), 128<<20
+				if hot {
+					name, size = name+"/hot", 512<<10
+				}
+				b.Run(name, func(b *testing.B) {
+					if f == nil {
+						b.Skip("no SIMD row kernel")
+					}
+					const tileRows = 64
+					tile, wrb := kqWeights(b, r, typ, tileRows, K)
+					N := (size/len(tile) + 1) * tileRows
+					w := make([]byte, N*wrb)
+					for off := 0; off < len(w); off += len(tile) {
+						copy(w[off:], tile)
+					}
+					a := kqAct(r, K, 0)
+					y := make([]float32, N)
+					b.SetBytes(int64(len(w)))
+					for b.Loop() {
+						f(K, w, wrb, a, y, 0, N)
+					}
+				})
+			}
+		}
+	}
+}
