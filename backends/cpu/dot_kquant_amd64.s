@@ -242,10 +242,10 @@ q4kdone:
 
 // One 128-element half of a Q6_K block: ql at QL, QL+32, qh at QH,
 // q8 at A; Y6 = that half's scale words.
-#define Q6KHALF(QL, QH, A) \
-	VMOVDQU QL(AX), Y7     \
-	VMOVDQU QL+32(AX), Y8  \
-	VMOVDQU QH(AX), Y9     \
+#define Q6KHALF(W, QL, QH, A) \
+	VMOVDQU QL(W), Y7      \
+	VMOVDQU QL+32(W), Y8   \
+	VMOVDQU QH(W), Y9      \
 	VPAND   Y14, Y7, Y10   \
 	VPSLLW  $4, Y9, Y11    \
 	VPAND   Y13, Y11, Y11  \
@@ -268,9 +268,30 @@ q4kdone:
 	VPOR    Y11, Y10, Y10  \
 	Q6KDOT(A+96, 96)
 
+// One Q6_K super-block of the row at W against the activation block at
+// BX: sumi = Σ sc·q·a (q unsigned 0..63) - 32·madd(sc, bsums),
+// ACC += d8·d × sumi. Uses Y1..Y11.
+#define Q6KBLOCK(W, ACC) \
+	MOVWLZX      208(W), R11          \
+	VMOVD        R11, X3              \
+	VCVTPH2PS    X3, X3               \
+	VMULSS       (BX), X3, X3         \
+	VBROADCASTSS X3, Y4               \
+	VPMOVSXBW    192(W), Y5           \
+	VPMADDWD     260(BX), Y5, Y2      \
+	VPSLLD       $5, Y2, Y2           \
+	VPXOR        Y1, Y1, Y1           \
+	VPSUBD       Y2, Y1, Y1           \
+	VPERMQ       $0x44, Y5, Y6        \
+	Q6KHALF(W, 0, 128, 4)             \
+	VPERMQ       $0xEE, Y5, Y6        \
+	Q6KHALF(W, 64, 160, 132)          \
+	VCVTDQ2PS    Y1, Y1               \
+	VFMADD231PS  Y1, Y4, ACC
+
 // func kqRowsQ6KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
-// Per super-block: sumi = Σ sc·q·a (q unsigned 0..63) - 32·madd(sc, bsums),
-// acc += d8·d × sumi; result hsum_float_8(acc).
+// Rows go two at a time (accumulators Y0, Y12) with the next pair
+// prefetched as in the Q4_K kernel; result hsum_float_8(acc) per row.
 TEXT ·kqRowsQ6KAVX2(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ wrb+8(FP), R8
@@ -284,40 +305,61 @@ TEXT ·kqRowsQ6KAVX2(SB), NOSPLIT, $0-48
 	VMOVD AX, X13
 	VPBROADCASTD X13, Y13
 
-q6krow:
+q6kpair:
+	CMPQ R10, $2
+	JLT  q6kone
+	VXORPS Y0, Y0, Y0
+	VXORPS Y12, Y12, Y12
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ KQPFDIST(SI)(R8*2), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q6kblock2:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	PREFETCHT0 320(R13)
+	PREFETCHT0 384(R13)
+	ADDQ $420, R13
+	Q6KBLOCK(AX, Y0)
+	Q6KBLOCK(DX, Y12)
+	ADDQ $210, AX
+	ADDQ $210, DX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q6kblock2
+
+	HSUM8(Y0, X0, X2)
+	VMOVSS X0, (R9)
+	HSUM8(Y12, X12, X2)
+	VMOVSS X12, 4(R9)
+	ADDQ $8, R9
+	LEAQ (SI)(R8*2), SI
+	SUBQ $2, R10
+	JMP  q6kpair
+
+q6kone:
+	TESTQ R10, R10
+	JZ    q6kdone
 	VXORPS Y0, Y0, Y0
 	MOVQ SI, AX
 	MOVQ DI, BX
 	MOVQ nb+40(FP), CX
 
-q6kblock:
-	MOVWLZX      208(AX), DX
-	VMOVD        DX, X3
-	VCVTPH2PS    X3, X3
-	VMULSS       (BX), X3, X3
-	VBROADCASTSS X3, Y4
-	VPMOVSXBW    192(AX), Y5
-	VPMADDWD     260(BX), Y5, Y2
-	VPSLLD       $5, Y2, Y2
-	VPXOR        Y1, Y1, Y1
-	VPSUBD       Y2, Y1, Y1
-	VPERMQ       $0x44, Y5, Y6
-	Q6KHALF(0, 128, 4)
-	VPERMQ       $0xEE, Y5, Y6
-	Q6KHALF(64, 160, 132)
-	VCVTDQ2PS    Y1, Y1
-	VFMADD231PS  Y1, Y4, Y0
+q6kblock1:
+	Q6KBLOCK(AX, Y0)
 	ADDQ $210, AX
 	ADDQ $292, BX
 	DECQ CX
-	JNZ  q6kblock
-
+	JNZ  q6kblock1
 	HSUM8(Y0, X0, X2)
 	VMOVSS X0, (R9)
-	ADDQ $4, R9
-	ADDQ R8, SI
-	DECQ R10
-	JNZ  q6krow
+
+q6kdone:
 	VZEROUPPER
 	RET
 
