@@ -286,25 +286,6 @@ func nodeIndex(g *ir.Graph, n *ir.Node) int {
 	return -1
 }
 
-// replaceUses points every reader of old at nv.
-func replaceUses(g *ir.Graph, old, nv *ir.Value) {
-	for _, n := range g.Nodes {
-		for i, in := range n.Inputs {
-			if in == old {
-				n.Inputs[i] = nv
-			}
-		}
-		for i := range n.Epilogues {
-			if n.Epilogues[i].Arg == old {
-				n.Epilogues[i].Arg = nv
-			}
-		}
-	}
-	if g.Logits == old {
-		g.Logits = nv
-	}
-}
-
 // fuseRMSNorm turns RMSNorm(x) followed by Mul(·, w) with an f32 weight w
 // into RMSNormMul(x, w), when the norm's only reader is that Mul.
 func fuseRMSNorm(g *ir.Graph, _ *Options) error {

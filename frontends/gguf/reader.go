@@ -74,7 +74,6 @@ type decoder struct {
 	section string
 	key     string
 	tensor  string
-	start   uint64 // offset of the item being decoded (for errors)
 }
 
 func (d *decoder) errAt(off uint64, format string, args ...any) error {
