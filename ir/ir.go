@@ -32,6 +32,7 @@ const (
 	DimR Dim = -2 // rows whose logits are requested (≤ DimT)
 )
 
+// String formats the Dim for errors and dumps.
 func (d Dim) String() string {
 	switch d {
 	case DimT:
@@ -45,6 +46,7 @@ func (d Dim) String() string {
 // Shape is a row-major list of dimensions.
 type Shape []Dim
 
+// String formats the Shape for errors and dumps.
 func (s Shape) String() string {
 	parts := make([]string, len(s))
 	for i, d := range s {
@@ -80,6 +82,7 @@ const (
 	State                  // persistent across calls (KV cache)
 )
 
+// String formats the Kind for errors and dumps.
 func (k Kind) String() string {
 	return [...]string{"activation", "input", "weight", "state"}[k]
 }
@@ -100,6 +103,7 @@ type Value struct {
 	Producer *Node
 }
 
+// String formats the Value for errors and dumps.
 func (v *Value) String() string {
 	return fmt.Sprintf("%%%d:%s %s%s", v.ID, v.Name, v.DType, v.Shape)
 }
@@ -166,6 +170,7 @@ var opNames = [...]string{
 	OpRMSNormMul: "rms_norm_mul",
 }
 
+// String formats the Op for errors and dumps.
 func (o Op) String() string {
 	if int(o) < len(opNames) {
 		return opNames[o]
@@ -229,6 +234,7 @@ type Node struct {
 	Group int
 }
 
+// String formats the Node for errors and dumps.
 func (n *Node) String() string {
 	ins := make([]string, len(n.Inputs))
 	for i, v := range n.Inputs {

@@ -23,6 +23,7 @@ const (
 	Single
 )
 
+// String formats the Split for errors and dumps.
 func (s Split) String() string {
 	switch s {
 	case Redundant:

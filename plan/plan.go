@@ -48,6 +48,7 @@ const (
 	Ref
 )
 
+// String formats the Weights for errors and dumps.
 func (w Weights) String() string {
 	switch w {
 	case Embed:
