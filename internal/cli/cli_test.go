@@ -138,3 +138,12 @@ func TestCorruptPlanRefused(t *testing.T) {
 		t.Fatalf("corrupt plan: err = %v", err)
 	}
 }
+
+// TestDemo runs README's main command (synthesize, compile, execute) in
+// process with a short generation.
+func TestDemo(t *testing.T) {
+	out := capture(t, (&DemoCmd{Preset: "qwen2-tiny", Type: "q8_0", Dir: t.TempDir(), GenFlags: GenFlags{Prompt: "Once upon a time", NPredict: 8, Threads: 2}}).Run)
+	if !strings.HasPrefix(out, "Once upon a time") || len(out) <= len("Once upon a time\n") {
+		t.Fatalf("demo printed %q", out)
+	}
+}
