@@ -75,8 +75,10 @@ func Graph(f *gguf.File, o Options) (*ir.Graph, quant.Type, error) {
 	return g, kv, nil
 }
 
-// setContext resizes the KV cache state to n positions.
+// setContext resizes the KV cache state to n positions, rounded up to a
+// multiple of ir.CtxPad as llama.cpp does.
 func setContext(g *ir.Graph, n int) {
+	n = ir.PadContext(n)
 	g.Params.NCtx = n
 	for _, v := range g.Values {
 		if v.Kind == ir.State {

@@ -102,6 +102,9 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 	if cfg.Threads < 1 {
 		cfg.Threads = 1
 	}
+	if g.Params.NCtx <= 0 || g.Params.NCtx%16 != 0 {
+		return nil, fmt.Errorf("context size %d must be a positive multiple of 16: recompile the plan", g.Params.NCtx)
+	}
 	m := &Model{g: g, mem: mem, progs: map[string]*program{}, caches: map[*ir.Value]*cpu.KVCache{}}
 	var arena, priv, quantB, attn int64
 	var kvBytes int64 = -1

@@ -276,3 +276,32 @@ func TestHugeContextRefused(t *testing.T) {
 		t.Fatalf("err = %v, want a memory error suggesting --n-ctx", err)
 	}
 }
+
+// TestOddContextPadded: a context size that is not a multiple of 256 is
+// padded as llama.cpp pads it, so attention's padded length stays valid.
+func TestOddContextPadded(t *testing.T) {
+	f, err := gguf.Open(fixtures.Path(t, "models", "qwen2-synth-q8_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g, kv, err := compiler.Graph(f, compiler.Options{NCtx: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Params.NCtx != 256 {
+		t.Fatalf("--n-ctx 100 gave a %d-position cache, want 256", g.Params.NCtx)
+	}
+	mem, err := compiler.Memory(g, kv, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := exec.New(g, mem, f, exec.Config{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.Eval(prompt[:12], seq(0, 12), []int32{11}); err != nil {
+		t.Fatal(err)
+	}
+}

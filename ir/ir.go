@@ -356,3 +356,11 @@ func (p Params) CheckBatch(filled int, tokens, positions, outIDs []int32) error 
 	}
 	return nil
 }
+
+// CtxPad is the granularity of KV cache sizes: llama.cpp pads its context to
+// a multiple of 256 cells, and attention's arithmetic (the padded length its
+// softmax and dot orders run over) depends on it.
+const CtxPad = 256
+
+// PadContext rounds a context size up to a multiple of CtxPad.
+func PadContext(n int) int { return (n + CtxPad - 1) / CtxPad * CtxPad }

@@ -33,6 +33,9 @@ type Model struct {
 // New binds a graph to its weights, checking each weight's byte size, and
 // allocates the KV cache for the graph's context size.
 func New(g *ir.Graph, src WeightSource) (*Model, error) {
+	if g.Params.NCtx <= 0 || g.Params.NCtx%16 != 0 {
+		return nil, fmt.Errorf("context size %d must be a positive multiple of 16 (ir.PadContext)", g.Params.NCtx)
+	}
 	m := &Model{g: g, weights: make(map[*ir.Value][]byte), state: make(map[*ir.Value][]float32)}
 	for _, v := range g.Values {
 		switch v.Kind {

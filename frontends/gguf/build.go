@@ -49,6 +49,10 @@ func ReadParams(f *File) (ir.Params, string, error) {
 	geti("block_count", &p.NLayer)
 	geti("attention.head_count", &p.NHead)
 	geti("context_length", &p.NCtx)
+	if err == nil && p.NCtx > 1<<30 {
+		err = fmt.Errorf("%s: metadata key %q = %d is implausibly large", f.Path, f.ArchKey("context_length"), p.NCtx)
+	}
+	p.NCtx = ir.PadContext(p.NCtx) // as llama.cpp pads its context
 	if err != nil {
 		return p, arch, err
 	}

@@ -109,7 +109,7 @@ func TestTokenizeMatchesFixtureVectors(t *testing.T) {
 
 func TestPromptLongerThanContext(t *testing.T) {
 	model := fixtures.Path(t, "models", "llama-synth-q8_0.gguf")
-	rc := RunCmd{Model: model, NCtx: 8, KVType: "f32", GenFlags: GenFlags{Prompt: strings.Repeat("hello world ", 20), NPredict: 4}}
+	rc := RunCmd{Model: model, NCtx: 8, KVType: "f32", GenFlags: GenFlags{Prompt: strings.Repeat("hello world ", 200), NPredict: 4}} // --n-ctx 8 pads to 256
 	r, w, _ := os.Pipe()
 	old := os.Stdout
 	os.Stdout = w

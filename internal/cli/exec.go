@@ -221,7 +221,7 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*ses
 		if nctx <= 0 {
 			nctx = compiler.DefaultCtx
 		}
-		g.Params.NCtx = min(nctx, g.Params.NCtx)
+		g.Params.NCtx = ir.PadContext(min(nctx, g.Params.NCtx))
 		m, err := reference.New(g, f)
 		if err != nil {
 			return nil, nil, err
