@@ -1,7 +1,6 @@
 package exec_test
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -227,7 +226,6 @@ func TestEvalErrors(t *testing.T) {
 			t.Errorf("case %d: err = %v, want %q", i, err, cs.want)
 		}
 	}
-	_ = fmt.Sprint()
 }
 
 // TestDecodeAllocatesNothing: a decode step reuses every buffer.

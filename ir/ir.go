@@ -207,7 +207,7 @@ type Attrs struct {
 // output element (or row) right after it is computed, with no extra pass over
 // memory. Executors must apply epilogues in order.
 type Epilogue struct {
-	Op    Op     // OpAdd (bias or residual), OpRope, OpKVWrite
+	Op    Op     // OpAdd (bias or residual) or OpRope
 	Arg   *Value // the bias / residual / cache operand
 	Attrs Attrs
 }

@@ -135,9 +135,8 @@ func TestFusionsApply(t *testing.T) {
 	t.Logf("nodes %d -> %d; decode groups %d, prefill groups %d", before, len(g.Nodes), g.Decode.Barriers(), g.Prefill.Barriers())
 }
 
-// TestDecodeBarriers pins the grouping: four barriers per layer plus one
-// for the embedding lookup, one for the last layer's row selection and one
-// for the output head.
+// TestDecodeBarriers pins the grouping: at most four barriers per layer
+// per decode token, the lookup and the head sharing groups with layers.
 func TestDecodeBarriers(t *testing.T) {
 	for _, name := range fixtureModels {
 		g, _ := build(t, name)

@@ -207,7 +207,7 @@ func TestLogitsMatchLlamaCpp(t *testing.T) {
 }
 
 func TestEvalRejectsBadInput(t *testing.T) {
-	m, rj := loadModel(t, "qwen2-synth-q8_0")
+	m, _ := loadModel(t, "qwen2-synth-q8_0")
 	cases := []struct {
 		name              string
 		toks, pos, outIDs []int32
@@ -226,7 +226,6 @@ func TestEvalRejectsBadInput(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
 		}
 	}
-	_ = rj
 }
 
 func TestContextOverflow(t *testing.T) {
