@@ -91,22 +91,7 @@ func QuantizeQ4_1(src []float32, dst []byte) {
 	for i := 0; i < len(src)/QK; i++ {
 		x := src[i*QK : i*QK+QK]
 		y := dst[i*blockQ4_1 : i*blockQ4_1+blockQ4_1]
-		mn, mx := float32(math.MaxFloat32), float32(-math.MaxFloat32)
-		for _, v := range x {
-			if v < mn {
-				mn = v
-			}
-			if v > mx {
-				mx = v
-			}
-		}
-		d := (mx - mn) / 15
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		put16(y, FP32ToFP16(d))
-		put16(y[2:], FP32ToFP16(mn))
+		mn, id := minScaleHeader(x, y, 15)
 		for j := 0; j < QK/2; j++ {
 			x0 := float32((x[j]-mn)*id) + 0.5
 			x1 := float32((x[j+QK/2]-mn)*id) + 0.5
@@ -238,22 +223,7 @@ func QuantizeQ5_1(src []float32, dst []byte) {
 	for i := 0; i < len(src)/QK; i++ {
 		x := src[i*QK : i*QK+QK]
 		y := dst[i*blockQ5_1 : i*blockQ5_1+blockQ5_1]
-		mn, mx := float32(math.MaxFloat32), float32(-math.MaxFloat32)
-		for _, v := range x {
-			if v < mn {
-				mn = v
-			}
-			if v > mx {
-				mx = v
-			}
-		}
-		d := (mx - mn) / 31
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		put16(y, FP32ToFP16(d))
-		put16(y[2:], FP32ToFP16(mn))
+		mn, id := minScaleHeader(x, y, 31)
 		var qh uint32
 		for j := 0; j < QK/2; j++ {
 			x0 := float32((x[j]-mn)*id) + 0.5
@@ -482,4 +452,26 @@ func u32At(b []byte) uint32 {
 func putU32(b []byte, v uint32) {
 	_ = b[3]
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
+
+// minScaleHeader is the common start of the Q4_1 and Q5_1 reference
+// quantizers: the block's min and max, d = (max-min)/levels written with
+// the min as the f16 header, and the inverse scale (0 for a constant block).
+func minScaleHeader(x []float32, y []byte, levels float32) (mn, id float32) {
+	mn, mx := float32(math.MaxFloat32), float32(-math.MaxFloat32)
+	for _, v := range x {
+		if v < mn {
+			mn = v
+		}
+		if v > mx {
+			mx = v
+		}
+	}
+	d := (mx - mn) / levels
+	if d != 0 {
+		id = 1 / d
+	}
+	put16(y, FP32ToFP16(d))
+	put16(y[2:], FP32ToFP16(mn))
+	return mn, id
 }
