@@ -1,23 +1,58 @@
 #!/usr/bin/env bash
-# Side-by-side prefill/decode benchmark of minfer and an already-built
-# llama.cpp on the same GGUF file. It builds nothing from llama.cpp: point
-# LLAMA_BENCH at an existing llama-bench binary.
+# Side-by-side prefill/decode benchmark of minfer and already-built
+# llama-bench binaries (llama.cpp per SIMD tier, ik_llama.cpp, ...) on the
+# same GGUF file. It builds nothing from those projects: point it at
+# existing llama-bench binaries.
 #
-#   LLAMA_BENCH=/path/to/llama-bench scripts/compare-llama.sh [model.gguf] [threads...]
+#   scripts/compare-llama.sh [options] [model.gguf] [threads...]
 #
-# Without a model it synthesizes the Qwen2.5-0.5B-shaped Q4_K_M benchmark
-# model (with the real Qwen vocabulary when ../shared/fixtures has it).
-# Run on a quiet machine (check `top`): llama.cpp's spinning barrier
-# collapses when another process is busy, and so does any comparison.
+# options:
+#   --llama 'NAME=PATH [EXTRA ARGS]'   a llama-bench to compare with (repeatable), e.g.
+#                                      --llama 'llama.cpp=/opt/llama/build/bin/llama-bench'
+#                                      --llama 'ik_llama.cpp=/opt/ik/build/bin/llama-bench -rtr 1'
+#   --tier avx2|avx512|native          minfer's SIMD tier (avx2 sets MINFER_NO_AVX512=1); default native
+#   --rounds N                         alternating rounds (minfer, then each llama-bench, N times); default 3
+#   --reps N                           repetitions inside each run (default 3)
+#   -p N / -n N                        prompt and generation lengths (default 512 / 128)
+# LLAMA_BENCH=/path (the older form) adds one entry named llama.cpp.
+#
+# Each cell of the table is the median over the rounds of each run's
+# median (minfer) / mean (llama-bench) of its repetitions; ratios are
+# minfer / engine. Without a model it synthesizes the Qwen2.5-0.5B-shaped
+# Q4_K_M benchmark model. Run on a quiet machine (check `top`):
+# llama.cpp's spinning barrier collapses when another process is busy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/minfer-compare}
 mkdir -p "$out"
-model=${1:-}
-shift || true
-threads=("$@")
+llamas=()
+tier=native
+rounds=3
+reps=${REPS:-3}
+np=512
+ng=128
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --llama) llamas+=("$2"); shift 2 ;;
+    --tier) tier=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    -p) np=$2; shift 2 ;;
+    -n) ng=$2; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+[ -n "${LLAMA_BENCH:-}" ] && llamas+=("llama.cpp=$LLAMA_BENCH")
+model=${args[0]:-}
+threads=("${args[@]:1}")
 [ ${#threads[@]} -gt 0 ] || threads=(1 2)
-reps=${REPS:-5}
+case "$tier" in
+  avx2) export MINFER_NO_AVX512=1 ;;
+  avx512|native) unset MINFER_NO_AVX512 ;;
+  *) echo "compare-llama: --tier must be avx2, avx512 or native" >&2; exit 2 ;;
+esac
 go build -o "$out/minfer" ./cmd/minfer
 go build -o "$out/minferc" ./cmd/minferc
 if [ -z "$model" ]; then
@@ -30,28 +65,49 @@ fi
 "$out/minferc" compile "$model" -o "$out/model.plan" -q
 tflags=()
 for t in "${threads[@]}"; do tflags+=(-t "$t"); done
-echo "== load: $(uptime)"
-echo "== minfer"
-"$out/minfer" bench "$out/model.plan" -p 512 -n 128 -r "$reps" "${tflags[@]}" --json > "$out/minfer.json"
-if [ -n "${LLAMA_BENCH:-}" ]; then
-  echo "== llama.cpp ($LLAMA_BENCH)"
-  tl=$(IFS=,; echo "${threads[*]}")
-  "$LLAMA_BENCH" -m "$model" -p 512 -n 128 -t "$tl" -r "$reps" -o json > "$out/llama.json"
-fi
-python3 - "$out/minfer.json" "${LLAMA_BENCH:+$out/llama.json}" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
-ours = {(r["test"], r["threads"]): r["tok_per_s"] for r in m["results"]}
-theirs = {}
-if len(sys.argv) > 2 and sys.argv[2]:
-    for r in json.load(open(sys.argv[2])):
-        test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
-        theirs[(test, r["n_threads"])] = r["avg_ts"]
-print("| test | threads | minfer tok/s | llama.cpp tok/s | ratio |")
-print("|---|---|---|---|---|")
+tl=$(IFS=,; echo "${threads[*]}")
+echo "== model $model; minfer tier: $tier${MINFER_NO_AVX512:+ (MINFER_NO_AVX512=1)}"
+echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) flags: $(grep -m1 -o -w 'avx2\|avx512f\|avx512_vnni\|avx_vnni' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+for r in $(seq 1 "$rounds"); do
+  echo "== round $r: load $(cut -d' ' -f1-3 /proc/loadavg)"
+  "$out/minfer" bench "$out/model.plan" -p "$np" -n "$ng" -r "$reps" "${tflags[@]}" --json > "$out/minfer.$r.json"
+  i=0
+  for entry in "${llamas[@]}"; do
+    name=${entry%%=*}
+    cmd=${entry#*=}
+    # shellcheck disable=SC2086 # cmd holds the path and its extra arguments
+    $cmd -m "$model" -p "$np" -n "$ng" -t "$tl" -r "$reps" -o json > "$out/llama$i.$r.json" 2> "$out/llama$i.$r.err" ||
+      { echo "compare-llama: $name failed, see $out/llama$i.$r.err" >&2; exit 1; }
+    i=$((i+1))
+  done
+done
+names=()
+for entry in "${llamas[@]}"; do names+=("${entry%%=*}"); done
+python3 - "$out" "$rounds" "${names[@]}" <<'PY'
+import json, statistics, sys
+out, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def med(xs): return statistics.median(xs) if xs else None
+ours = {}
+for r in range(1, rounds + 1):
+    for x in json.load(open(f"{out}/minfer.{r}.json"))["results"]:
+        ours.setdefault((x["test"], x["threads"]), []).append(x["tok_per_s"])
+theirs = []
+for i, _ in enumerate(names):
+    d = {}
+    for r in range(1, rounds + 1):
+        for x in json.load(open(f"{out}/llama{i}.{r}.json")):
+            test = f"pp{x['n_prompt']}" if x["n_prompt"] else f"tg{x['n_gen']}"
+            d.setdefault((test, x["n_threads"]), []).append(x["avg_ts"])
+    theirs.append(d)
+head = "| test | threads | minfer tok/s |" + "".join(f" {n} tok/s | ratio vs {n} |" for n in names)
+print(head)
+print("|" + "---|" * (3 + 2 * len(names)))
 for k in sorted(ours):
-    l = theirs.get(k)
-    lt = f"{l:.1f}" if l else "-"
-    ratio = f"{ours[k]/l:.2f}" if l else "-"
-    print(f"| {k[0]} | {k[1]} | {ours[k]:.1f} | {lt} | {ratio} |")
+    m = med(ours[k])
+    row = f"| {k[0]} | {k[1]} | {m:.1f} |"
+    for d in theirs:
+        l = med(d.get(k, []))
+        row += f" {l:.1f} | {m / l:.2f}× |" if l else " - | - |"
+    print(row)
+print(f"(medians of {rounds} alternating rounds; per round minfer reports the median, llama-bench the mean, of its repetitions)")
 PY
