@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"strings"
 
 	"minfer/alloc"
 	"minfer/backends/cpu"
@@ -125,222 +126,370 @@ func (b *binder) cache(v *ir.Value) (*cpu.KVCache, error) {
 // cols maps a unit range to a column range of a width-w output.
 func cols(w, units, u0, u1 int) (int, int) { return u0 * w / units, u1 * w / units }
 
+// site is where a step runs: its node, its split and unit count, and the
+// ranges a worker's [lo, hi) maps to.
+type site struct {
+	n     *ir.Node
+	split ir.Split
+	units int
+	width int        // columns of the node's output
+	rows  func() int // live rows of the node's output
+}
+
+// colRange converts the worker's [lo, hi) into the column range the kernel
+// computes, whatever the split.
+func (s *site) colRange(lo, hi int) (int, int) {
+	if s.split == ir.SplitCols {
+		return cols(s.width, s.units, lo, hi)
+	}
+	return 0, s.width
+}
+
+// rowRange converts the worker's [lo, hi) into the row range the kernel
+// computes, whatever the split.
+func (s *site) rowRange(lo, hi int) (int, int) {
+	if s.split == ir.SplitCols {
+		return 0, s.rows()
+	}
+	return lo, hi
+}
+
+// bindFunc binds one node to the kernel its plan names: it resolves the
+// node's buffers once and returns the step the workers run.
+type bindFunc func(b *binder, s *site) (step, error)
+
+// binders has one bind function per op, as a compiler backend has one
+// lowering function per opcode.
+var binders map[ir.Op]bindFunc
+
+func init() {
+	binders = map[ir.Op]bindFunc{
+		ir.OpGetRows:    (*binder).getRows,
+		ir.OpRMSNorm:    (*binder).rmsNorm,
+		ir.OpRMSNormMul: (*binder).rmsNorm,
+		ir.OpAdd:        (*binder).elementWise,
+		ir.OpMul:        (*binder).elementWise,
+		ir.OpSwiGLU:     (*binder).elementWise,
+		ir.OpSiLU:       (*binder).elementWise,
+		ir.OpMatMul:     (*binder).matMul,
+		ir.OpRope:       (*binder).rope,
+		ir.OpKVWrite:    (*binder).kvWrite,
+		ir.OpAttention:  (*binder).attention,
+		ir.OpSoftmax:    (*binder).softmax,
+	}
+}
+
+// kernelType reads the type a "family/type" kernel name binds (mat_mul/q4_K,
+// get_rows/q8_0, kv_write/f16, attention/f16). A name the executor does
+// not know is an error: the plan, not the executor, chose the kernel.
+func kernelType(n *ir.Node, family string) (quant.Type, error) {
+	t, ok := strings.CutPrefix(n.Kernel, family+"/")
+	if !ok {
+		return 0, fmt.Errorf("unknown kernel %q for a %s node (want %s/<type>)", n.Kernel, n.Op, family)
+	}
+	qt, ok := quant.ParseType(t)
+	if !ok {
+		return 0, fmt.Errorf("unknown kernel %q: no type %q", n.Kernel, t)
+	}
+	return qt, nil
+}
+
+// plainKernel checks that a node whose kernel has no variants names it by
+// its op.
+func plainKernel(n *ir.Node) error {
+	if n.Kernel != n.Op.String() {
+		return fmt.Errorf("unknown kernel %q for a %s node (want %q)", n.Kernel, n.Op, n.Op.String())
+	}
+	return nil
+}
+
+// sameType checks that the type a kernel name binds is the type of the
+// value it reads.
+func sameType(n *ir.Node, kt quant.Type, v *ir.Value) error {
+	if kt != v.DType {
+		return fmt.Errorf("kernel %q does not read %s, which is %s", n.Kernel, v, v.DType)
+	}
+	return nil
+}
+
 func (b *binder) step(n *ir.Node, split ir.Split, units int) (step, error) {
-	m := b.m
 	out := n.Outputs[0]
-	a := n.Attrs
-	var st step
-	st.rows = b.rowsOf(out)
-	width := out.Shape.Cols()
+	s := &site{n: n, split: split, units: units, width: out.Shape.Cols(), rows: b.rowsOf(out)}
+	if split == ir.SplitCols && (units <= 0 || s.width%units != 0) {
+		return step{}, fmt.Errorf("width %d not a multiple of %d units", s.width, units)
+	}
+	f := binders[n.Op]
+	if f == nil {
+		return step{}, fmt.Errorf("no kernel for %s", n.Op)
+	}
+	return f(b, s)
+}
+
+// bufs resolves the storage of several values.
+func (b *binder) bufs(vs ...*ir.Value) ([]fbuf, error) {
+	out := make([]fbuf, len(vs))
+	for i, v := range vs {
+		var err error
+		if out[i], err = b.buf(v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (b *binder) getRows(s *site) (step, error) {
+	n := s.n
+	st := step{rows: s.rows}
+	table := n.Inputs[0]
+	kt, err := kernelType(n, "get_rows")
+	if err != nil {
+		return st, err
+	}
+	if err := sameType(n, kt, table); err != nil {
+		return st, err
+	}
+	y, err := b.buf(n.Outputs[0])
+	if err != nil {
+		return st, err
+	}
+	ids, err := b.ids(n.Inputs[1])
+	if err != nil {
+		return st, err
+	}
+	if s.split == ir.SplitCols {
+		return st, fmt.Errorf("get_rows cannot split by columns")
+	}
+	width := s.width
+	if table.Kind == ir.Weight {
+		gr, err := cpu.GetRowsQuant(kt)
+		if err != nil {
+			return st, err
+		}
+		w := b.weights[table]
+		st.run = func(wk *worker, lo, hi int) { gr(y.get(wk), w, width, ids(), lo, hi) }
+		return st, nil
+	}
+	x, err := b.buf(table)
+	if err != nil {
+		return st, err
+	}
+	st.run = func(wk *worker, lo, hi int) { cpu.GetRowsF32(y.get(wk), x.get(wk), width, ids(), lo, hi) }
+	return st, nil
+}
+
+func (b *binder) rmsNorm(s *site) (step, error) {
+	n := s.n
+	st := step{rows: s.rows}
+	if err := plainKernel(n); err != nil {
+		return st, err
+	}
+	io, err := b.bufs(n.Inputs[0], n.Outputs[0])
+	if err != nil {
+		return st, err
+	}
+	x, y := io[0], io[1]
+	var w []float32
+	if n.Op == ir.OpRMSNormMul {
+		wb, err := b.buf(n.Inputs[1])
+		if err != nil {
+			return st, err
+		}
+		w = wb.shared
+	}
+	width, eps := s.width, n.Attrs.Eps
+	grp := n.Attrs.GroupSize
+	if grp == 0 {
+		grp = width
+	}
+	if s.split == ir.SplitCols {
+		st.run = func(wk *worker, lo, hi int) {
+			c0, c1 := s.colRange(lo, hi)
+			cpu.RMSNormCols(x.get(wk), y.get(wk), s.rows(), width, grp, eps, w, c0, c1)
+		}
+	} else {
+		st.run = func(wk *worker, lo, hi int) { cpu.RMSNorm(x.get(wk), y.get(wk), width, grp, eps, w, lo, hi) }
+	}
+	return st, nil
+}
+
+func (b *binder) elementWise(s *site) (step, error) {
+	n := s.n
+	st := step{rows: s.rows}
+	if err := plainKernel(n); err != nil {
+		return st, err
+	}
+	io, err := b.bufs(n.Inputs[0], n.Outputs[0])
+	if err != nil {
+		return st, err
+	}
+	x, y := io[0], io[1]
+	var z fbuf
+	width := s.width
+	bcols := width
+	broadcastRow := false
+	if len(n.Inputs) > 1 {
+		if z, err = b.buf(n.Inputs[1]); err != nil {
+			return st, err
+		}
+		if len(n.Inputs[1].Shape) == 1 {
+			bcols = int(n.Inputs[1].Shape[0])
+			broadcastRow = true
+		}
+	}
+	op := n.Op
+	st.run = func(wk *worker, lo, hi int) {
+		c0, c1 := s.colRange(lo, hi)
+		r0, r1 := s.rowRange(lo, hi)
+		xs, ys := x.get(wk)[r0*width:], y.get(wk)[r0*width:]
+		rows := r1 - r0
+		var zs []float32
+		if op != ir.OpSiLU {
+			zs = z.get(wk)
+			if !broadcastRow {
+				zs = zs[r0*width:]
+			}
+		}
+		switch op {
+		case ir.OpSiLU:
+			cpu.SiLUCols(ys, xs, rows, width, c0, c1)
+		case ir.OpSwiGLU:
+			cpu.SwiGLUCols(ys, xs, zs, rows, width, c0, c1)
+		case ir.OpAdd:
+			broadcastCols(cpu.AddCols, ys, xs, zs, rows, width, bcols, broadcastRow, c0, c1)
+		case ir.OpMul:
+			broadcastCols(cpu.MulCols, ys, xs, zs, rows, width, bcols, broadcastRow, c0, c1)
+		}
+	}
+	return st, nil
+}
+
+func (b *binder) rope(s *site) (step, error) {
+	n := s.n
+	m := b.m
+	st := step{rows: s.rows}
+	if err := plainKernel(n); err != nil {
+		return st, err
+	}
+	io, err := b.bufs(n.Inputs[0], n.Outputs[0])
+	if err != nil {
+		return st, err
+	}
+	x, y := io[0], io[1]
+	width, a := s.width, n.Attrs
+	st.run = func(wk *worker, lo, hi int) {
+		c0, c1 := s.colRange(lo, hi)
+		r0, r1 := s.rowRange(lo, hi)
+		xs, ys := x.get(wk), y.get(wk)
+		for r := r0; r < r1; r++ {
+			copy(ys[r*width+c0:r*width+c1], xs[r*width+c0:r*width+c1])
+		}
+		cpu.RopeCols(ys[r0*width:], r1-r0, width, m.pos[r0:r1], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, a.RopeNeoX, c0, c1)
+	}
+	return st, nil
+}
+
+// kvKernel checks a kv_write/attention kernel name against the cache type
+// the model was built with.
+func (b *binder) kvKernel(n *ir.Node, family string) error {
+	kt, err := kernelType(n, family)
+	if err != nil {
+		return err
+	}
+	if kt != b.m.kvk.Type {
+		return fmt.Errorf("kernel %q does not match the plan's %s KV cache", n.Kernel, b.m.kvk.Type)
+	}
+	return nil
+}
+
+func (b *binder) kvWrite(s *site) (step, error) {
+	n := s.n
+	m := b.m
 	in := n.Inputs
-	// colRange converts the worker's [lo, hi) into the column range the
-	// kernel computes, whatever the split.
-	colRange := func(lo, hi int) (int, int) {
-		if split == ir.SplitCols {
-			return cols(width, units, lo, hi)
-		}
-		return 0, width
+	st := step{rows: b.rowsOf(in[0])}
+	if err := b.kvKernel(n, "kv_write"); err != nil {
+		return st, err
 	}
-	rowRange := func(lo, hi int) (int, int) {
-		if split == ir.SplitCols {
-			return 0, st.rows()
-		}
-		return lo, hi
+	x, err := b.buf(in[0])
+	if err != nil {
+		return st, err
 	}
-	if split == ir.SplitCols && (units <= 0 || width%units != 0) {
-		return st, fmt.Errorf("width %d not a multiple of %d units", width, units)
+	c, err := b.cache(in[2])
+	if err != nil {
+		return st, err
 	}
-	switch n.Op {
-	case ir.OpGetRows:
-		y, err := b.buf(out)
-		if err != nil {
-			return st, err
-		}
-		ids, err := b.ids(in[1])
-		if err != nil {
-			return st, err
-		}
+	kv := m.kvk
+	xw := in[0].Shape.Cols()
+	split, units := s.split, s.units
+	st.run = func(wk *worker, lo, hi int) {
+		c0, c1 := 0, xw
+		r0, r1 := 0, m.T
 		if split == ir.SplitCols {
-			return st, fmt.Errorf("get_rows cannot split by columns")
+			c0, c1 = cols(xw, units, lo, hi)
+		} else if split == ir.SplitRows {
+			r0, r1 = lo, hi
 		}
-		if in[0].Kind == ir.Weight {
-			gr, err := cpu.GetRowsQuant(in[0].DType)
-			if err != nil {
-				return st, err
-			}
-			table := b.weights[in[0]]
-			st.run = func(wk *worker, lo, hi int) { gr(y.get(wk), table, width, ids(), lo, hi) }
-		} else {
-			x, err := b.buf(in[0])
-			if err != nil {
-				return st, err
-			}
-			st.run = func(wk *worker, lo, hi int) { cpu.GetRowsF32(y.get(wk), x.get(wk), width, ids(), lo, hi) }
-		}
-	case ir.OpRMSNorm, ir.OpRMSNormMul:
-		x, err := b.buf(in[0])
-		if err != nil {
-			return st, err
-		}
-		y, err := b.buf(out)
-		if err != nil {
-			return st, err
-		}
-		var w []float32
-		if n.Op == ir.OpRMSNormMul {
-			wb, err := b.buf(in[1])
-			if err != nil {
-				return st, err
-			}
-			w = wb.shared
-		}
-		grp := a.GroupSize
-		if grp == 0 {
-			grp = width
-		}
-		if split == ir.SplitCols {
-			st.run = func(wk *worker, lo, hi int) {
-				c0, c1 := colRange(lo, hi)
-				cpu.RMSNormCols(x.get(wk), y.get(wk), st.rows(), width, grp, a.Eps, w, c0, c1)
-			}
-		} else {
-			st.run = func(wk *worker, lo, hi int) { cpu.RMSNorm(x.get(wk), y.get(wk), width, grp, a.Eps, w, lo, hi) }
-		}
-	case ir.OpAdd, ir.OpMul, ir.OpSwiGLU, ir.OpSiLU:
-		x, err := b.buf(in[0])
-		if err != nil {
-			return st, err
-		}
-		y, err := b.buf(out)
-		if err != nil {
-			return st, err
-		}
-		var z fbuf
-		bcols := width
-		broadcastRow := false
-		if len(in) > 1 {
-			if z, err = b.buf(in[1]); err != nil {
-				return st, err
-			}
-			if len(in[1].Shape) == 1 {
-				bcols = int(in[1].Shape[0])
-				broadcastRow = true
-			}
-		}
-		op := n.Op
-		st.run = func(wk *worker, lo, hi int) {
-			c0, c1 := colRange(lo, hi)
-			r0, r1 := rowRange(lo, hi)
-			xs, ys := x.get(wk)[r0*width:], y.get(wk)[r0*width:]
-			rows := r1 - r0
-			var zs []float32
-			if op != ir.OpSiLU {
-				zs = z.get(wk)
-				if !broadcastRow {
-					zs = zs[r0*width:]
-				}
-			}
-			switch op {
-			case ir.OpSiLU:
-				cpu.SiLUCols(ys, xs, rows, width, c0, c1)
-			case ir.OpSwiGLU:
-				cpu.SwiGLUCols(ys, xs, zs, rows, width, c0, c1)
-			case ir.OpAdd:
-				broadcastCols(cpu.AddCols, ys, xs, zs, rows, width, bcols, broadcastRow, c0, c1)
-			case ir.OpMul:
-				broadcastCols(cpu.MulCols, ys, xs, zs, rows, width, bcols, broadcastRow, c0, c1)
-			}
-		}
-	case ir.OpMatMul:
-		return b.matMul(n, split, units)
-	case ir.OpRope:
-		x, err := b.buf(in[0])
-		if err != nil {
-			return st, err
-		}
-		y, err := b.buf(out)
-		if err != nil {
-			return st, err
-		}
-		st.run = func(wk *worker, lo, hi int) {
-			c0, c1 := colRange(lo, hi)
-			r0, r1 := rowRange(lo, hi)
-			xs, ys := x.get(wk), y.get(wk)
-			for r := r0; r < r1; r++ {
-				copy(ys[r*width+c0:r*width+c1], xs[r*width+c0:r*width+c1])
-			}
-			cpu.RopeCols(ys[r0*width:], r1-r0, width, m.pos[r0:r1], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, a.RopeNeoX, c0, c1)
-		}
-	case ir.OpKVWrite:
-		x, err := b.buf(in[0])
-		if err != nil {
-			return st, err
-		}
-		c, err := b.cache(in[2])
-		if err != nil {
-			return st, err
-		}
-		kv := m.kvk
-		xw := in[0].Shape.Cols()
-		st.rows = b.rowsOf(in[0])
-		st.run = func(wk *worker, lo, hi int) {
-			c0, c1 := 0, xw
-			r0, r1 := 0, m.T
-			if split == ir.SplitCols {
-				c0, c1 = cols(xw, units, lo, hi)
-			} else if split == ir.SplitRows {
-				r0, r1 = lo, hi
-			}
-			kv.Store(c, x.get(wk)[r0*xw:], m.pos[r0:r1], c0, c1)
-		}
-	case ir.OpAttention:
-		q, err := b.buf(in[0])
-		if err != nil {
-			return st, err
-		}
-		y, err := b.buf(out)
-		if err != nil {
-			return st, err
-		}
-		kc, err := b.cache(in[1])
-		if err != nil {
-			return st, err
-		}
-		vc, err := b.cache(in[2])
-		if err != nil {
-			return st, err
-		}
-		kv := m.kvk
-		hkv := a.NHeadKV
-		if split == ir.SplitCols && hkv%units != 0 {
-			return st, fmt.Errorf("attention over %d KV heads cannot split into %d units", hkv, units)
-		}
-		st.run = func(wk *worker, lo, hi int) {
-			h0, h1 := 0, hkv
-			r0, r1 := 0, m.T
-			if split == ir.SplitCols {
-				h0, h1 = lo*hkv/units, hi*hkv/units
-			} else if split == ir.SplitRows {
-				r0, r1 = lo, hi
-			}
-			kv.Attend(y.get(wk), q.get(wk), kc, vc, m.pos[:m.T], a.NHead, a.NHeadKV, a.HeadDim, a.Scale, h0, h1, r0, r1, wk.attn)
-		}
-	case ir.OpSoftmax:
-		x, err := b.buf(in[0])
-		if err != nil {
-			return st, err
-		}
-		y, err := b.buf(out)
-		if err != nil {
-			return st, err
-		}
-		if split == ir.SplitCols {
-			return st, fmt.Errorf("softmax cannot split by columns")
-		}
-		st.run = func(wk *worker, lo, hi int) { cpu.Softmax(y.get(wk), x.get(wk), width, a.Scale, lo, hi) }
-	default:
-		return st, fmt.Errorf("no kernel for %s", n.Op)
+		kv.Store(c, x.get(wk)[r0*xw:], m.pos[r0:r1], c0, c1)
 	}
+	return st, nil
+}
+
+func (b *binder) attention(s *site) (step, error) {
+	n := s.n
+	m := b.m
+	in := n.Inputs
+	st := step{rows: s.rows}
+	if err := b.kvKernel(n, "attention"); err != nil {
+		return st, err
+	}
+	io, err := b.bufs(in[0], n.Outputs[0])
+	if err != nil {
+		return st, err
+	}
+	q, y := io[0], io[1]
+	kc, err := b.cache(in[1])
+	if err != nil {
+		return st, err
+	}
+	vc, err := b.cache(in[2])
+	if err != nil {
+		return st, err
+	}
+	kv := m.kvk
+	a := n.Attrs
+	hkv := a.NHeadKV
+	split, units := s.split, s.units
+	if split == ir.SplitCols && hkv%units != 0 {
+		return st, fmt.Errorf("attention over %d KV heads cannot split into %d units", hkv, units)
+	}
+	st.run = func(wk *worker, lo, hi int) {
+		h0, h1 := 0, hkv
+		r0, r1 := 0, m.T
+		if split == ir.SplitCols {
+			h0, h1 = lo*hkv/units, hi*hkv/units
+		} else if split == ir.SplitRows {
+			r0, r1 = lo, hi
+		}
+		kv.Attend(y.get(wk), q.get(wk), kc, vc, m.pos[:m.T], a.NHead, a.NHeadKV, a.HeadDim, a.Scale, h0, h1, r0, r1, wk.attn)
+	}
+	return st, nil
+}
+
+func (b *binder) softmax(s *site) (step, error) {
+	n := s.n
+	st := step{rows: s.rows}
+	if err := plainKernel(n); err != nil {
+		return st, err
+	}
+	io, err := b.bufs(n.Inputs[0], n.Outputs[0])
+	if err != nil {
+		return st, err
+	}
+	x, y := io[0], io[1]
+	if s.split == ir.SplitCols {
+		return st, fmt.Errorf("softmax cannot split by columns")
+	}
+	width, scale := s.width, n.Attrs.Scale
+	st.run = func(wk *worker, lo, hi int) { cpu.Softmax(y.get(wk), x.get(wk), width, scale, lo, hi) }
 	return st, nil
 }
 
@@ -366,11 +515,19 @@ func broadcastCols(f colsKernel, y, x, z []float32, rows, width, bcols int, rowV
 // rows to the vec-dot type in its own scratch (once per group when several
 // mat-muls of the group read the same input), then computes its columns and
 // applies the epilogues to them.
-func (b *binder) matMul(n *ir.Node, split ir.Split, units int) (step, error) {
+func (b *binder) matMul(s *site) (step, error) {
+	n, split, units := s.n, s.split, s.units
 	m := b.m
 	var st step
 	out := n.Outputs[0]
 	xv, wv := n.Inputs[0], n.Inputs[1]
+	kt, err := kernelType(n, "mat_mul")
+	if err != nil {
+		return st, err
+	}
+	if err := sameType(n, kt, wv); err != nil {
+		return st, err
+	}
 	x, err := b.buf(xv)
 	if err != nil {
 		return st, err
@@ -379,7 +536,7 @@ func (b *binder) matMul(n *ir.Node, split ir.Split, units int) (step, error) {
 	if err != nil {
 		return st, err
 	}
-	k, err := cpu.NewMatMul(wv.DType)
+	k, err := cpu.NewMatMul(kt)
 	if err != nil {
 		return st, err
 	}
