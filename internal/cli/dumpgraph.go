@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"minfer/compiler"
 	"minfer/frontends/gguf"
@@ -17,10 +19,38 @@ type DumpGraphCmd struct {
 	Passes      bool     `help:"For a GGUF model: run the passes first (as minferc compile would)."`
 	DisablePass []string `help:"With --passes: switch off a pass by name." name:"disable-pass"`
 	Schedule    string   `help:"With text output: list the groups of this schedule (decode or prefill)." enum:",decode,prefill" default:""`
+	AllLayers   bool     `help:"With --dot: draw every layer (default: identical layers once, with a count)." name:"all-layers"`
+	Layers      string   `help:"With --dot: draw only these layers, e.g. 3-5 or 7." placeholder:"A-B"`
+}
+
+// dotOptions reads --all-layers and --layers.
+func (c *DumpGraphCmd) dotOptions() (ir.DOTOptions, error) {
+	o := ir.DOTOptions{AllLayers: c.AllLayers, First: -1, Last: -2}
+	if c.Layers == "" {
+		return o, nil
+	}
+	if c.AllLayers {
+		return o, fmt.Errorf("--layers and --all-layers exclude each other")
+	}
+	a, b, ok := strings.Cut(c.Layers, "-")
+	if !ok {
+		b = a
+	}
+	first, err1 := strconv.Atoi(strings.TrimSpace(a))
+	last, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil || first < 0 || last < first {
+		return o, fmt.Errorf("--layers %q: want a layer or a range like 3-5", c.Layers)
+	}
+	o.First, o.Last = first, last
+	return o, nil
 }
 
 // Run prints the graph.
 func (c *DumpGraphCmd) Run() error {
+	dopt, err := c.dotOptions()
+	if err != nil {
+		return err
+	}
 	kind, err := fileKind(c.Model)
 	if err != nil {
 		return err
@@ -53,7 +83,7 @@ func (c *DumpGraphCmd) Run() error {
 		title += " (compiled)"
 	}
 	if c.DOT {
-		return ir.WriteDOT(os.Stdout, g, title)
+		return ir.WriteDOTWith(os.Stdout, g, title, dopt)
 	}
 	if c.Schedule != "" {
 		s := g.Decode
