@@ -236,9 +236,13 @@ func (m *Model) Graph() *ir.Graph { return m.g }
 // Filled is the number of positions in the KV cache.
 func (m *Model) Filled() int { return m.filled }
 
-// Reset forgets the KV cache contents (a new sequence).
+// Reset forgets the KV cache contents (a new sequence). Nothing is
+// cleared: a query at position p reads cache positions 0..p only, and Eval
+// accepts only positions that continue the cache, so every position read
+// was written by the current sequence. Leaving the cache alone keeps its
+// pages untouched until positions are used (RSS grows with the
+// conversation, not with the context) and makes Reset free.
 func (m *Model) Reset() {
-	clear(m.kv)
 	m.filled = 0
 }
 
