@@ -15,6 +15,7 @@ import (
 	"minfer/exec"
 	"minfer/frontends/gguf"
 	"minfer/generate"
+	"minfer/internal/safefile"
 	"minfer/ir"
 	"minfer/plan"
 	"minfer/reference"
@@ -37,6 +38,25 @@ type GenFlags struct {
 	LogitsOut    string `help:"Write float32 little-endian logits [n_tokens][n_vocab] for --tokens." name:"logits-out"`
 	CPUProfile   string `help:"Write a Go CPU profile of the run to this file." name:"cpuprofile"`
 	SamplingFlags
+
+	inputs []string // the files this command reads: never an output
+}
+
+// checkIDs refuses token ids outside the vocabulary and more tokens than
+// the context holds.
+func checkIDs(ids []int32, nvocab, nctx int) error {
+	if len(ids) == 0 {
+		return fmt.Errorf("no token ids")
+	}
+	if len(ids) > nctx {
+		return fmt.Errorf("%d tokens, but the context holds %d", len(ids), nctx)
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= nvocab {
+			return fmt.Errorf("token %d: id %d is outside the vocabulary (0..%d)", i, id, nvocab-1)
+		}
+	}
+	return nil
 }
 
 func (g *GenFlags) threads() int {
@@ -66,37 +86,55 @@ type session struct {
 	compute *exec.Model // nil for the reference executor
 }
 
-func (s *session) run(g *GenFlags, out io.Writer) error {
-	if g.CPUProfile != "" {
-		f, err := os.Create(g.CPUProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
+func (s *session) run(g *GenFlags, out io.Writer) (err error) {
+	// Everything the flags name is checked before any output is opened, so
+	// a refused run leaves existing files as they were.
+	var ids []int32
 	if g.Tokens != "" || g.LogitsOut != "" {
 		if g.Tokens == "" || g.LogitsOut == "" {
 			return fmt.Errorf("--tokens and --logits-out go together")
 		}
-		ids, err := parseIDs(g.Tokens)
-		if err != nil {
+		if ids, err = parseIDs(g.Tokens); err != nil {
 			return err
 		}
-		f, err := os.Create(g.LogitsOut)
+		if err := checkIDs(ids, s.nvocab, s.nctx); err != nil {
+			return fmt.Errorf("--tokens: %w", err)
+		}
+		if err := safefile.CheckTarget(g.LogitsOut, g.inputs...); err != nil {
+			return fmt.Errorf("--logits-out: %w", err)
+		}
+	}
+	if g.CPUProfile != "" {
+		f, err := safefile.Create(g.CPUProfile, g.inputs...)
 		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Abort()
+		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := f.Commit(); err == nil {
+				err = cerr
+			}
+		}()
+	}
+	if ids != nil {
+		f, err := safefile.Create(g.LogitsOut, g.inputs...)
+		if err != nil {
+			return fmt.Errorf("--logits-out: %w", err)
+		}
+		defer f.Abort()
 		if err := generate.DumpLogits(s.model, ids, g.Batch, s.nctx, f); err != nil {
-			f.Close()
+			return err
+		}
+		if err := f.Commit(); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "wrote %d×%d logits to %s\n", len(ids), s.nvocab, g.LogitsOut)
 		s.printStats(g, nil)
-		return f.Close()
+		return nil
 	}
 	if s.tok == nil {
 		return fmt.Errorf("the model has no tokenizer: use --tokens")
@@ -170,6 +208,10 @@ func (c *ExecCmd) Run() error {
 		return err
 	}
 	defer m.Close()
+	c.inputs = []string{c.Plan, c.File}
+	if l.Mode == plan.Ref {
+		c.inputs = append(c.inputs, l.Source.Path)
+	}
 	s := &session{model: m, nctx: l.Graph.Params.NCtx, nvocab: l.Graph.Params.NVocab, samp: l.Sampling, graph: l.Graph, mem: l.Memory, compute: m}
 	if l.Vocab != nil {
 		if s.tok, err = tokenizer.New(l.Vocab); err != nil {
@@ -203,6 +245,7 @@ func (c *RunCmd) Run() error {
 		return err
 	}
 	defer closeFn()
+	c.inputs = []string{c.Model, c.File}
 	return s.run(&c.GenFlags, os.Stdout)
 }
 
@@ -257,11 +300,11 @@ type DemoCmd struct {
 func (c *DemoCmd) Run() error {
 	dir := c.Dir
 	if dir == "" {
-		d, err := os.MkdirTemp("", "minfer-demo-")
+		d, err := safefile.TempDir("", "minfer-demo-")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(d)
+		defer safefile.RemoveDir(d)
 		dir = d
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
