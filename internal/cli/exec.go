@@ -137,7 +137,7 @@ func (s *session) run(g *GenFlags, out io.Writer) (err error) {
 		return nil
 	}
 	if s.tok == nil {
-		return fmt.Errorf("the model has no tokenizer: use --tokens")
+		return fmt.Errorf("the model has no tokenizer (no tokenizer.ggml.model key): use --tokens")
 	}
 	text, err := g.prompt()
 	if err != nil {
@@ -251,14 +251,20 @@ func (c *RunCmd) Run() error {
 
 func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*session, func(), error) {
 	s := &session{samp: sample.DefaultParams()}
-	if v, err := gguf.LoadVocab(f); err == nil {
-		if s.tok, err = tokenizer.New(v); err != nil {
-			return nil, nil, err
+	setTok := func(g *ir.Graph) error {
+		v, err := compiler.Vocab(f, g)
+		if err != nil || v == nil {
+			return err
 		}
+		s.tok, err = tokenizer.New(v)
+		return err
 	}
 	if ref {
 		g, err := gguf.BuildGraph(f)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := setTok(g); err != nil {
 			return nil, nil, err
 		}
 		if nctx <= 0 {
@@ -274,6 +280,9 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*ses
 	}
 	g, kvt, err := compiler.Graph(f, compiler.Options{NCtx: nctx, KVType: kv})
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := setTok(g); err != nil {
 		return nil, nil, err
 	}
 	mem, err := compiler.Memory(g, kvt, 0)

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"minfer/frontends/gguf"
+	"minfer/internal/fixtures"
+)
+
+// editGGUF writes a copy of the fixture model name into dir with its
+// metadata edited: edit gets each key and value and returns the value to
+// write, or drop=true to leave the key out. extra keys are appended.
+func editGGUF(t *testing.T, dir, name string, edit func(key string, v any) (any, bool), extra map[string]any) string {
+	t.Helper()
+	f, err := gguf.Open(fixtures.Path(t, "models", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.KV {
+		v, drop := kv.Value, false
+		if edit != nil {
+			v, drop = edit(kv.Key, kv.Value)
+		}
+		if !drop {
+			w.AddKV(kv.Key, v)
+		}
+	}
+	for k, v := range extra {
+		w.AddKV(k, v)
+	}
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, f.TensorData(ti)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, strings.TrimSuffix(name, ".gguf")+"-edited.gguf")
+	if err := w.WriteFile(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// cutVocab cuts the tokenizer arrays to n entries.
+func cutVocab(n int) func(string, any) (any, bool) {
+	return func(key string, v any) (any, bool) {
+		switch key {
+		case "tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.scores":
+			a := v.(gguf.Array)
+			switch x := a.Values.(type) {
+			case []string:
+				a.Values = x[:n]
+			case []int32:
+				a.Values = x[:n]
+			case []float32:
+				a.Values = x[:n]
+			}
+			return a, false
+		case "tokenizer.ggml.merges":
+			return v, true // merges name tokens that are gone
+		}
+		return v, false
+	}
+}
+
+// expectErr runs f and wants an error containing every one of want.
+func expectErr(t *testing.T, what string, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error, want one mentioning %q", what, want)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %q does not mention %q", what, err, w)
+		}
+	}
+}
+
+// TestVocabSizeMismatch (issue 13 item 1): a vocabulary of fewer tokens
+// than token_embd rows is refused by compile, run (both executors) and
+// tokenize's model check, naming both sides; no plan is written.
+func TestVocabSizeMismatch(t *testing.T) {
+	dir := t.TempDir()
+	model := editGGUF(t, dir, "qwen2-synth-q8_0.gguf", func(k string, v any) (any, bool) {
+		v, _ = cutVocab(300)(k, v)
+		return v, false
+	}, nil)
+	// Keep the merges: the vocab must then fail for its size, not for them.
+	out := filepath.Join(dir, "x.plan")
+	cc := CompileCmd{Model: model, Out: out, MaxBatch: 512, KVType: "f32", Weights: "embed", Quiet: true}
+	err := cc.Run()
+	expectErr(t, "compile", err, "tokenizer.ggml.tokens has 300 entries", "token_embd.weight has 1024 rows")
+	if _, serr := os.Stat(out); serr == nil {
+		t.Errorf("compile wrote %s", out)
+	}
+	for _, ref := range []bool{false, true} {
+		rc := RunCmd{Model: model, Reference: ref, KVType: "f32", GenFlags: GenFlags{Prompt: "hi", NPredict: 2}}
+		expectErr(t, "run", rc.Run(), "300 entries", "1024 rows")
+	}
+}
+
+// TestMalformedVocabSaysWhat (issue 13 items 11 and 12): a tokenizer that
+// is present but unusable is named as such by run (not "no tokenizer"),
+// and compile refuses it instead of writing a plan exec would refuse.
+func TestMalformedVocabSaysWhat(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		edit func(string, any) (any, bool)
+		want string
+	}{
+		{"eos of the wrong type", func(k string, v any) (any, bool) {
+			if k == "tokenizer.ggml.eos_token_id" {
+				return "two", false
+			}
+			return v, false
+		}, "tokenizer.ggml.eos_token_id"},
+		{"missing merges", func(k string, v any) (any, bool) { return v, k == "tokenizer.ggml.merges" }, "tokenizer.ggml.merges"},
+		{"model bert", func(k string, v any) (any, bool) {
+			if k == "tokenizer.ggml.model" {
+				return "bert", false
+			}
+			return v, false
+		}, `"bert"`},
+		{"unknown pre-tokenizer", func(k string, v any) (any, bool) {
+			if k == "tokenizer.ggml.pre" {
+				return "no-such-pre", false
+			}
+			return v, false
+		}, `"no-such-pre"`},
+		{"empty vocab", cutVocab(0), "tokenizer"},
+		{"malformed merges", func(k string, v any) (any, bool) {
+			if k == "tokenizer.ggml.merges" {
+				return gguf.Array{Elem: gguf.TypeString, Values: []string{"nospace"}}, false
+			}
+			return v, false
+		}, "merge"},
+	}
+	for i, c := range cases {
+		sub := filepath.Join(dir, string(rune('a'+i)))
+		os.Mkdir(sub, 0o755)
+		model := editGGUF(t, sub, "qwen2-synth-q8_0.gguf", c.edit, nil)
+		rc := RunCmd{Model: model, KVType: "f32", GenFlags: GenFlags{Prompt: "hi", NPredict: 2}}
+		err := rc.Run()
+		expectErr(t, c.name+": run", err, "tokenizer metadata is unusable", c.want)
+		out := filepath.Join(sub, "x.plan")
+		cc := CompileCmd{Model: model, Out: out, MaxBatch: 512, KVType: "f32", Weights: "ref", Quiet: true}
+		expectErr(t, c.name+": compile", cc.Run(), c.want)
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: compile wrote a plan", c.name)
+		}
+	}
+}
