@@ -27,7 +27,7 @@ import (
 // GenFlags are the generation options of exec, run and demo.
 type GenFlags struct {
 	Prompt       string `short:"p" help:"Prompt text." default:"Once upon a time"`
-	File         string `short:"f" help:"Read the prompt from a file." type:"existingfile"`
+	File         string `short:"f" help:"Read the prompt from a file (- for standard input)."`
 	NPredict     int    `short:"n" help:"Tokens to generate (-1: until end of text or a full context)." default:"64" name:"n-predict"`
 	Threads      int    `short:"t" help:"Worker threads (0: all CPUs this process may use)."`
 	Batch        int    `help:"Prompt chunk per evaluation (0: as compiled); with --tokens, tokens per call (1: decode path)."`
@@ -66,10 +66,12 @@ func (g *GenFlags) threads() int {
 	return runtime.GOMAXPROCS(0)
 }
 
-func (g *GenFlags) prompt() (string, error) {
+// prompt returns the prompt text: --file (at most what a context of nctx
+// tokens can hold) or -p.
+func (g *GenFlags) prompt(tok *tokenizer.Tokenizer, nctx int) (string, error) {
 	if g.File != "" {
-		b, err := os.ReadFile(g.File)
-		return string(b), err
+		limit := int64(nctx) * int64(tok.MaxTokenBytes())
+		return readText(g.File, limit, fmt.Sprintf("longer than a context of %d tokens can hold", nctx))
 	}
 	return g.Prompt, nil
 }
@@ -139,7 +141,7 @@ func (s *session) run(g *GenFlags, out io.Writer) (err error) {
 	if s.tok == nil {
 		return fmt.Errorf("the model has no tokenizer (no tokenizer.ggml.model key): use --tokens")
 	}
-	text, err := g.prompt()
+	text, err := g.prompt(s.tok, s.nctx)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"minfer/frontends/gguf"
 	"minfer/internal/fixtures"
@@ -156,4 +159,70 @@ func TestMalformedVocabSaysWhat(t *testing.T) {
 			t.Errorf("%s: compile wrote a plan", c.name)
 		}
 	}
+}
+
+// within runs f and fails the test if it takes longer than d (a hang).
+func within(t *testing.T, d time.Duration, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s: still running after %v", what, d)
+		return nil
+	}
+}
+
+// TestEndlessInputRefused (issue 13 item 4): exec -f and tokenize --file
+// refuse devices and FIFOs (/dev/zero would be read forever) and files
+// longer than the context can hold, with the file named; "-" reads
+// standard input, bounded the same way.
+func TestEndlessInputRefused(t *testing.T) {
+	dir := t.TempDir()
+	model := fixtures.Path(t, "models", "qwen2-synth-q8_0.gguf")
+	planPath := filepath.Join(dir, "m.plan")
+	cc := CompileCmd{Model: model, Out: planPath, MaxBatch: 512, KVType: "f32", Weights: "embed", Quiet: true, NCtx: 256}
+	if err := cc.Run(); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.txt")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("a"), 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, want string }{
+		{"/dev/zero", "/dev/zero is not a regular file"},
+		{fifo, "is not a regular file"},
+		{big, "longer than a context of 256 tokens can hold"},
+	} {
+		ec := ExecCmd{Plan: planPath, GenFlags: GenFlags{File: c.file, NPredict: 1}}
+		expectErr(t, "exec -f "+c.file, within(t, 10*time.Second, "exec -f "+c.file, ec.Run), c.want)
+		if c.file != big {
+			tc := TokenizeCmd{Model: model, File: c.file}
+			expectErr(t, "tokenize --file "+c.file, within(t, 10*time.Second, "tokenize --file "+c.file, tc.Run), c.want)
+		}
+	}
+	// Standard input: an endless stream stops at the bound.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		chunk := bytes.Repeat([]byte("b"), 1<<16)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	old := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = old; r.Close(); w.Close() }()
+	ec := ExecCmd{Plan: planPath, GenFlags: GenFlags{File: "-", NPredict: 1}}
+	expectErr(t, "exec -f -", within(t, 10*time.Second, "exec -f -", ec.Run), "standard input has more than", "256 tokens")
 }
