@@ -205,7 +205,11 @@ func (c *ExecCmd) Run() error {
 		return err
 	}
 	defer l.Close()
-	m, err := exec.New(l.Graph, l.Memory, l, exec.Config{Threads: c.threads()})
+	files := c.Plan
+	if l.Mode == plan.Ref {
+		files = l.Source.Path
+	}
+	m, err := exec.New(l.Graph, l.Memory, l, exec.Config{Threads: c.threads(), WeightFiles: files})
 	if err != nil {
 		return err
 	}
@@ -291,7 +295,7 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*ses
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := exec.New(g, mem, f, exec.Config{Threads: threads})
+	m, err := exec.New(g, mem, f, exec.Config{Threads: threads, WeightFiles: f.Path})
 	if err != nil {
 		return nil, nil, err
 	}

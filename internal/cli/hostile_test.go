@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"minfer/exec"
 	"minfer/frontends/gguf"
 	"minfer/internal/fixtures"
+	"minfer/plan"
+	"minfer/reference"
 )
 
 // editGGUF writes a copy of the fixture model name into dir with its
@@ -225,4 +228,62 @@ func TestEndlessInputRefused(t *testing.T) {
 	defer func() { os.Stdin = old; r.Close(); w.Close() }()
 	ec := ExecCmd{Plan: planPath, GenFlags: GenFlags{File: "-", NPredict: 1}}
 	expectErr(t, "exec -f -", within(t, 10*time.Second, "exec -f -", ec.Run), "standard input has more than", "256 tokens")
+}
+
+// TestTruncatedWeightsFault (issue 13 item 3): a --weights ref plan whose
+// GGUF is truncated after the plan was loaded faults when a kernel reads
+// the weights; the fault becomes an error naming the GGUF (not SIGBUS),
+// at 1 and 2 threads, and the model refuses further calls.
+func TestTruncatedWeightsFault(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		dir := t.TempDir()
+		model := copyFixture(t, dir, "models", "qwen2-synth-q8_0.gguf")
+		planPath := filepath.Join(dir, "m.plan")
+		cc := CompileCmd{Model: model, Out: planPath, MaxBatch: 512, KVType: "f32", Weights: "ref", Quiet: true}
+		if err := cc.Run(); err != nil {
+			t.Fatal(err)
+		}
+		l, err := plan.OpenWith(planPath, plan.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := exec.New(l.Graph, l.Memory, l, exec.Config{Threads: threads, WeightFiles: l.Source.Path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(model, 4096); err != nil {
+			t.Fatal(err)
+		}
+		err = within(t, 20*time.Second, "eval on truncated weights", func() error {
+			_, err := m.Eval([]int32{1, 2, 3}, []int32{0, 1, 2}, []int32{2})
+			return err
+		})
+		expectErr(t, "eval", err, "memory fault", model, "truncated")
+		_, err = m.Eval([]int32{4}, []int32{3}, []int32{0})
+		expectErr(t, "second eval", err, "cannot be used")
+		m.Close()
+		l.Close()
+	}
+	// The reference executor reads the GGUF mapping directly.
+	dir := t.TempDir()
+	model := copyFixture(t, dir, "models", "qwen2-synth-q8_0.gguf")
+	f, err := gguf.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g, err := gguf.BuildGraph(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Params.NCtx = 256
+	rm, err := reference.New(g, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(model, 4096); err != nil {
+		t.Fatal(err)
+	}
+	_, err = rm.Eval([]int32{1, 2}, []int32{0, 1}, []int32{1})
+	expectErr(t, "reference eval", err, "memory fault", "truncated")
 }
