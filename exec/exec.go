@@ -101,6 +101,10 @@ type step struct {
 	run  func(wk *worker, lo, hi int)
 }
 
+// MaxThreads bounds Config.Threads: far more workers than any machine has
+// cores only multiply the per-worker scratch and the barrier cost.
+const MaxThreads = 1024
+
 // New binds a compiled graph (with both schedules) to its memory plans and
 // weights and starts the worker pool.
 func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (*Model, error) {
@@ -135,10 +139,20 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 	if dec.Options.MaxTokens < 1 || m.maxTokens < 1 || m.maxOut < 1 {
 		return nil, fmt.Errorf("memory plans hold no tokens")
 	}
-	need := arena + kvBytes + int64(cfg.Threads)*(priv+quantB+4*attn)
+	if cfg.Threads > MaxThreads {
+		return nil, fmt.Errorf("%d threads: at most %d are supported", cfg.Threads, MaxThreads)
+	}
+	perWorker := priv + quantB + 4*attn
+	workers := int64(cfg.Threads) * perWorker
+	need := arena + kvBytes + workers
 	if avail := physicalMemory(); avail > 0 && need > avail {
-		return nil, fmt.Errorf("the plan needs %.1f GiB of memory (arena %.1f, KV cache %.1f for %d positions) but this machine has %.1f GiB: compile with a smaller --n-ctx or --max-batch",
-			gib(need), gib(arena), gib(kvBytes), g.Params.NCtx, gib(avail))
+		// Name the largest part as the cause.
+		fix := "compile with a smaller --n-ctx or --max-batch"
+		if workers > arena+kvBytes {
+			fix = fmt.Sprintf("use fewer threads (each needs %.1f MiB of scratch)", float64(perWorker)/(1<<20))
+		}
+		return nil, fmt.Errorf("the plan needs %.1f GiB of memory (arena %.1f, KV cache %.1f for %d positions, scratch %.1f for %d threads) but this machine has %.1f GiB: %s",
+			gib(need), gib(arena), gib(kvBytes), g.Params.NCtx, gib(workers), cfg.Threads, gib(avail), fix)
 	}
 	m.arena = alignedBytes(arena)
 	m.kv = alignedBytes(kvBytes)

@@ -59,11 +59,32 @@ func checkIDs(ids []int32, nvocab, nctx int) error {
 	return nil
 }
 
+// maxThreadsPerCPU bounds -t: more workers than a few per CPU the process
+// may use never help (they share the cores and wait at every barrier).
+const maxThreadsPerCPU = 4
+
 func (g *GenFlags) threads() int {
 	if g.Threads > 0 {
 		return g.Threads
 	}
 	return runtime.GOMAXPROCS(0)
+}
+
+// check refuses flag values that make no sense, before anything is loaded.
+func (g *GenFlags) check() error {
+	if g.Threads < 0 {
+		return fmt.Errorf("-t %d: the thread count must be positive (0: all CPUs)", g.Threads)
+	}
+	if limit := min(exec.MaxThreads, maxThreadsPerCPU*runtime.GOMAXPROCS(0)); g.Threads > limit {
+		return fmt.Errorf("-t %d: at most %d threads (%d per CPU this process may use, %d CPUs)", g.Threads, limit, maxThreadsPerCPU, runtime.GOMAXPROCS(0))
+	}
+	if g.Batch < 0 {
+		return fmt.Errorf("--batch %d must be positive (0: as compiled)", g.Batch)
+	}
+	if g.NPredict < -1 {
+		return fmt.Errorf("-n %d: give a token count, or -1 for until end of text", g.NPredict)
+	}
+	return nil
 }
 
 // prompt returns the prompt text: --file (at most what a context of nctx
@@ -199,6 +220,9 @@ type ExecCmd struct {
 
 // Run loads the plan and generates.
 func (c *ExecCmd) Run() error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	l, err := plan.OpenWith(c.Plan, plan.OpenOptions{SkipWeightChecksum: c.NoVerify, SkipSourceHash: c.NoVerify})
 	if err != nil {
@@ -241,6 +265,9 @@ type RunCmd struct {
 
 // Run generates from the GGUF model.
 func (c *RunCmd) Run() error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	f, err := gguf.Open(c.Model)
 	if err != nil {
 		return err
@@ -313,6 +340,9 @@ type DemoCmd struct {
 
 // Run synthesizes, compiles, executes.
 func (c *DemoCmd) Run() error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	dir := c.Dir
 	if dir == "" {
 		d, err := safefile.TempDir("", "minfer-demo-")

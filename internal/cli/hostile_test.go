@@ -287,3 +287,37 @@ func TestTruncatedWeightsFault(t *testing.T) {
 	_, err = rm.Eval([]int32{1, 2}, []int32{0, 1}, []int32{1})
 	expectErr(t, "reference eval", err, "memory fault", "truncated")
 }
+
+// TestFlagBounds (issue 13 item 10): -t far beyond the CPUs is refused
+// naming the threads (not the context), a negative --batch or -t is an
+// error, not silently 0.
+func TestFlagBounds(t *testing.T) {
+	dir := t.TempDir()
+	model := fixtures.Path(t, "models", "qwen2-synth-q8_0.gguf")
+	planPath := filepath.Join(dir, "m.plan")
+	cc := CompileCmd{Model: model, Out: planPath, MaxBatch: 512, KVType: "f32", Weights: "embed", Quiet: true}
+	if err := cc.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		g    GenFlags
+		want string
+	}{
+		{GenFlags{Threads: 100000}, "-t 100000: at most"},
+		{GenFlags{Threads: -2}, "-t -2"},
+		{GenFlags{Batch: -3}, "--batch -3"},
+		{GenFlags{NPredict: -5}, "-n -5"},
+	} {
+		ec := ExecCmd{Plan: planPath, GenFlags: c.g}
+		expectErr(t, "exec "+c.want, ec.Run(), c.want)
+		rc := RunCmd{Model: model, KVType: "f32", GenFlags: c.g}
+		expectErr(t, "run "+c.want, rc.Run(), c.want)
+	}
+	l, err := plan.Open(planPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = exec.New(l.Graph, l.Memory, l, exec.Config{Threads: exec.MaxThreads + 1})
+	expectErr(t, "exec.New", err, "threads: at most")
+}
