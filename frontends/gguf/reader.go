@@ -308,12 +308,12 @@ func (d *decoder) tensorInfo(name string) (TensorInfo, error) {
 		if v == 0 {
 			return t, d.errAt(dimAt, "dimension %d is zero", j)
 		}
+		t.Dims[j] = v
 		var hi uint64
 		hi, elems = bits.Mul64(elems, v)
 		if hi != 0 || elems > math.MaxInt64 {
-			return t, d.errAt(dimAt, "element count overflows (dims %v)", t.Dims[:j+1])
+			return t, d.errAt(dimAt, "element count overflows int64 at dimension %d = %d (dims %v)", j, v, t.Dims[:j+1])
 		}
-		t.Dims[j] = v
 	}
 	typAt := d.pos
 	typ, err := d.u32("type")
@@ -321,7 +321,7 @@ func (d *decoder) tensorInfo(name string) (TensorInfo, error) {
 		return t, err
 	}
 	t.Type = quant.Type(typ)
-	if !t.Type.Known() {
+	if !t.Type.HasLayout() {
 		return t, d.errAt(typAt, "unknown ggml type %d", typ)
 	}
 	bs, ts := uint64(t.Type.BlockSize()), uint64(t.Type.TypeSize())

@@ -136,7 +136,7 @@ func (w *Writer) AddTensor(name string, typ quant.Type, dims []uint64, data []by
 	if w.tIdx[name] {
 		return fail("duplicate tensor name")
 	}
-	if !typ.Known() {
+	if !typ.HasLayout() {
 		return fail("unknown ggml type %d", uint32(typ))
 	}
 	if len(dims) == 0 || len(dims) > MaxDims {

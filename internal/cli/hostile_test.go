@@ -2,6 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"minfer/frontends/gguf"
 	"minfer/internal/fixtures"
 	"minfer/plan"
+	"minfer/quant"
 	"minfer/reference"
 )
 
@@ -20,6 +24,14 @@ import (
 // metadata edited: edit gets each key and value and returns the value to
 // write, or drop=true to leave the key out. extra keys are appended.
 func editGGUF(t *testing.T, dir, name string, edit func(key string, v any) (any, bool), extra map[string]any) string {
+	t.Helper()
+	return rewriteGGUF(t, dir, name, edit, extra, nil)
+}
+
+// rewriteGGUF is editGGUF that can also change tensors: tedit gets each
+// tensor and returns its new type and data.
+func rewriteGGUF(t *testing.T, dir, name string, edit func(key string, v any) (any, bool), extra map[string]any,
+	tedit func(name string, typ quant.Type, dims []uint64, data []byte) (quant.Type, []byte)) string {
 	t.Helper()
 	f, err := gguf.Open(fixtures.Path(t, "models", name))
 	if err != nil {
@@ -41,7 +53,11 @@ func editGGUF(t *testing.T, dir, name string, edit func(key string, v any) (any,
 	}
 	for i := range f.Tensors {
 		ti := &f.Tensors[i]
-		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, f.TensorData(ti)); err != nil {
+		typ, data := ti.Type, f.TensorData(ti)
+		if tedit != nil {
+			typ, data = tedit(ti.Name, typ, ti.Dims, data)
+		}
+		if err := w.AddTensor(ti.Name, typ, ti.Dims, data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -320,4 +336,94 @@ func TestFlagBounds(t *testing.T) {
 	defer l.Close()
 	_, err = exec.New(l.Graph, l.Memory, l, exec.Config{Threads: exec.MaxThreads + 1})
 	expectErr(t, "exec.New", err, "threads: at most")
+}
+
+// setKey returns an edit that sets key to v.
+func setKey(key string, val any) func(string, any) (any, bool) {
+	return func(k string, v any) (any, bool) {
+		if k == key {
+			return val, false
+		}
+		return v, false
+	}
+}
+
+// TestNonFiniteHyperParams (issue 13 item 13): an infinite or NaN epsilon
+// or rope base is refused by run and compile naming the key; inspect --json
+// prints such values as strings instead of failing.
+func TestNonFiniteHyperParams(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		key string
+		val any
+	}{
+		{"qwen2.attention.layer_norm_rms_epsilon", float32(math.Inf(1))},
+		{"qwen2.attention.layer_norm_rms_epsilon", float32(math.NaN())},
+		{"qwen2.rope.freq_base", float32(math.Inf(-1))},
+		{"qwen2.rope.freq_base", float64(1e300)}, // beyond float32
+	} {
+		sub := t.TempDir()
+		model := editGGUF(t, sub, "qwen2-synth-q8_0.gguf", setKey(c.key, c.val), nil)
+		rc := RunCmd{Model: model, KVType: "f32", GenFlags: GenFlags{Prompt: "hi", NPredict: 1}}
+		expectErr(t, fmt.Sprintf("run %s=%v", c.key, c.val), rc.Run(), c.key, "finite")
+		cc := CompileCmd{Model: model, Out: filepath.Join(sub, "x.plan"), MaxBatch: 512, KVType: "f32", Weights: "embed", Quiet: true}
+		expectErr(t, fmt.Sprintf("compile %s=%v", c.key, c.val), cc.Run(), c.key, "finite")
+	}
+	model := editGGUF(t, dir, "qwen2-synth-q8_0.gguf", setKey("qwen2.rope.freq_base", float32(math.Inf(1))),
+		map[string]any{"test.nan": math.NaN(), "test.floats": []float32{1, float32(math.Inf(-1))}})
+	for _, full := range []bool{false, true} {
+		out := capture(t, (&InspectCmd{Model: model, JSON: true, Full: full}).Run)
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("inspect --json output is not JSON: %v", err)
+		}
+		meta := doc["metadata"].(map[string]any)
+		if meta["qwen2.rope.freq_base"] != "+Inf" || meta["test.nan"] != "NaN" {
+			t.Errorf("inspect --json: freq_base %v, test.nan %v", meta["qwen2.rope.freq_base"], meta["test.nan"])
+		}
+		if fl, _ := meta["test.floats"].([]any); len(fl) != 2 || fl[1] != "-Inf" {
+			t.Errorf("inspect --json: test.floats %v", meta["test.floats"])
+		}
+	}
+}
+
+// TestUnsupportedModelsNamed (issue 13 item 14): head size 1 is blamed on
+// the key, not on the frontend; a file with IQ4_XS / IQ2_XXS / IQ1_M
+// tensors is shown by inspect and refused by compile and run naming the
+// type and the tensor.
+func TestUnsupportedModelsNamed(t *testing.T) {
+	dir := t.TempDir()
+	model := editGGUF(t, dir, "qwen2-synth-q8_0.gguf", nil, map[string]any{
+		"qwen2.attention.key_length": uint32(1), "qwen2.attention.value_length": uint32(1)})
+	rc := RunCmd{Model: model, KVType: "f32", GenFlags: GenFlags{Prompt: "hi", NPredict: 1}}
+	err := rc.Run()
+	expectErr(t, "head_dim 1", err, "qwen2.attention.key_length = 1", "odd")
+	if err != nil && strings.Contains(err.Error(), "frontend bug") {
+		t.Errorf("head_dim 1 blamed on the frontend: %v", err)
+	}
+	for _, c := range []struct {
+		typ  quant.Type
+		name string
+	}{{quant.IQ4_XS, "IQ4_XS"}, {quant.IQ2_XXS, "IQ2_XXS"}, {quant.IQ1_M, "IQ1_M"}, {quant.IQ4_NL, "IQ4_NL"}} {
+		sub := t.TempDir()
+		const victim = "blk.0.ffn_up.weight"
+		model := rewriteGGUF(t, sub, "qwen2-synth-q8_0.gguf", nil, nil, func(name string, typ quant.Type, dims []uint64, data []byte) (quant.Type, []byte) {
+			if name != victim {
+				return typ, data
+			}
+			rs, err := c.typ.RowSize(int(dims[0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c.typ, make([]byte, rs*int(dims[1]))
+		})
+		out := capture(t, (&InspectCmd{Model: model}).Run)
+		if !strings.Contains(out, strings.ToLower(c.name)) {
+			t.Errorf("inspect does not show the %s tensor:\n%s", c.name, out)
+		}
+		cc := CompileCmd{Model: model, Out: filepath.Join(sub, "x.plan"), MaxBatch: 512, KVType: "f32", Weights: "embed", Quiet: true}
+		expectErr(t, "compile "+c.name, cc.Run(), victim, c.name+" is not supported yet")
+		rc := RunCmd{Model: model, KVType: "f32", GenFlags: GenFlags{Prompt: "hi", NPredict: 1}}
+		expectErr(t, "run "+c.name, rc.Run(), victim, c.name+" is not supported yet")
+	}
 }
