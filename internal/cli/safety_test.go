@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"minfer/internal/fixtures"
@@ -85,5 +86,31 @@ func TestExecValidatesBeforeWriting(t *testing.T) {
 	}
 	if e, _ := os.ReadDir(dir); len(e) != 2 {
 		t.Fatalf("left %v", e)
+	}
+}
+
+// TestPlanMode (issue 13 item 17): plans, like the other outputs, get 0666
+// minus the umask (they were 0600).
+func TestPlanMode(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.plan")
+	cc := CompileCmd{Model: fixtures.Path(t, "models", "qwen2-synth-q8_0.gguf"), Out: out, MaxBatch: 512, KVType: "f32", Weights: "ref", Quiet: true}
+	if err := cc.Run(); err != nil {
+		t.Fatal(err)
+	}
+	synthOut := filepath.Join(dir, "s.gguf")
+	if err := (&SynthCmd{Preset: "qwen2-tiny", Type: "q8_0", Seed: 1, Out: synthOut}).Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{out, synthOut} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v, want 0644 under umask 022", p, st.Mode().Perm())
+		}
 	}
 }
