@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"minfer/frontends/gguf"
+	"minfer/internal/safefile"
 	"minfer/plan"
 	"minfer/sample"
 	"minfer/tokenizer"
@@ -171,7 +172,7 @@ func readText(path string, limit int64, why string) (string, error) {
 		if st, err := os.Stat(path); err != nil {
 			return "", err
 		} else if !st.Mode().IsRegular() {
-			return "", fmt.Errorf("%s is not a regular file (%s): give a file, or - for standard input", path, st.Mode().Type())
+			return "", fmt.Errorf("%s is %s, not a regular file: give a file, or - for standard input", path, safefile.Kind(st.Mode()))
 		}
 		f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 		if err != nil {
@@ -183,7 +184,7 @@ func readText(path string, limit int64, why string) (string, error) {
 			return "", err
 		}
 		if !st.Mode().IsRegular() {
-			return "", fmt.Errorf("%s is not a regular file (%s): give a file, or - for standard input", path, st.Mode().Type())
+			return "", fmt.Errorf("%s is %s, not a regular file: give a file, or - for standard input", path, safefile.Kind(st.Mode()))
 		}
 		if st.Size() > limit {
 			return "", fmt.Errorf("%s has %d bytes, more than %d: %s", path, st.Size(), limit, why)

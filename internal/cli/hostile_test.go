@@ -143,6 +143,7 @@ func TestMalformedVocabSaysWhat(t *testing.T) {
 			}
 			return v, false
 		}, "tokenizer.ggml.eos_token_id"},
+		{"negative bos id", setKey("tokenizer.ggml.bos_token_id", int32(-5)), "tokenizer.ggml.bos_token_id"},
 		{"missing merges", func(k string, v any) (any, bool) { return v, k == "tokenizer.ggml.merges" }, "tokenizer.ggml.merges"},
 		{"model bert", func(k string, v any) (any, bool) {
 			if k == "tokenizer.ggml.model" {
@@ -215,8 +216,8 @@ func TestEndlessInputRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ file, want string }{
-		{"/dev/zero", "/dev/zero is not a regular file"},
-		{fifo, "is not a regular file"},
+		{"/dev/zero", "/dev/zero is a character device, not a regular file"},
+		{fifo, "is a named pipe (FIFO), not a regular file"},
 		{big, "longer than a context of 256 tokens can hold"},
 	} {
 		ec := ExecCmd{Plan: planPath, GenFlags: GenFlags{File: c.file, NPredict: 1}}

@@ -149,7 +149,29 @@ func CheckTarget(path string, inputs ...string) error {
 	case m.IsDir():
 		return fmt.Errorf("output %s is a directory", path)
 	}
-	return fmt.Errorf("output %s is not a regular file (%s): refusing to replace it", path, m.Type())
+	return fmt.Errorf("output %s is %s, not a regular file: refusing to replace it", path, Kind(m))
+}
+
+// Kind names the kind of file a mode describes, for messages: "a regular
+// file", "a directory", "a character device", ...
+func Kind(m os.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	}
+	return "of unknown kind " + m.Type().String()
 }
 
 // File is an output being written. It is an io.Writer (and io.WriterAt
