@@ -15,6 +15,7 @@ import (
 	"minfer/plan"
 	"minfer/quant"
 	"minfer/sample"
+	"minfer/tokenizer"
 )
 
 // Options are the compile settings.
@@ -131,10 +132,12 @@ func Compile(f *gguf.File, o Options) (*plan.Plan, error) {
 	pre := mem["prefill"]
 	logf("memory: arena %d bytes (%.1f%% of %d unshared), KV %d bytes for %d positions (%s)",
 		pre.ArenaBytes, 100*float64(pre.ArenaBytes)/float64(max(1, pre.SumBytes)), pre.SumBytes, pre.KVBytes, g.Params.NCtx, kv)
-	vocab, err := gguf.LoadVocab(f)
+	vocab, err := Vocab(f, g)
 	if err != nil {
-		vocab = nil
-		logf("tokenizer: none (%v)", err)
+		return nil, err
+	}
+	if vocab == nil {
+		logf("tokenizer: none (no %s key): the plan runs with --tokens only", keyTokModel)
 	}
 	src, err := plan.HashSource(f.Path)
 	if err != nil {
@@ -156,6 +159,31 @@ func Compile(f *gguf.File, o Options) (*plan.Plan, error) {
 		Source: src,
 		Mode:   o.Weights,
 	}, nil
+}
+
+const keyTokModel = "tokenizer.ggml.model"
+
+// Vocab loads the tokenizer of f for the graph g built from it, checked as
+// the plan loader and the executor check it: nil (and no error) when the
+// file has no tokenizer.ggml.model key at all, an error saying what is
+// wrong when the tokenizer metadata is there but unusable, or when its
+// token count is not the row count of the embedding (the logits would not
+// match the sampler's vocabulary).
+func Vocab(f *gguf.File, g *ir.Graph) (*tokenizer.Vocab, error) {
+	if !f.Has(keyTokModel) {
+		return nil, nil
+	}
+	v, err := gguf.LoadVocab(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the tokenizer metadata is unusable: %w", f.Path, err)
+	}
+	if _, err := tokenizer.New(v); err != nil {
+		return nil, fmt.Errorf("%s: the tokenizer metadata is unusable: %w", f.Path, err)
+	}
+	if g != nil && len(v.Tokens) != g.Params.NVocab {
+		return nil, fmt.Errorf("%s: tokenizer.ggml.tokens has %d entries, but token_embd.weight has %d rows: the vocabulary does not match the model", f.Path, len(v.Tokens), g.Params.NVocab)
+	}
+	return v, nil
 }
 
 // Tool names this build of the compiler.

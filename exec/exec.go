@@ -7,6 +7,8 @@ package exec
 
 import (
 	"fmt"
+	"runtime/debug"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -25,6 +27,9 @@ type WeightSource interface {
 type Config struct {
 	// Threads is the number of workers (≥ 1).
 	Threads int
+	// WeightFiles names the file(s) the weights are mapped from, for the
+	// error a memory fault while reading them becomes (see Eval).
+	WeightFiles string
 }
 
 // Stats accumulates counters over Eval calls.
@@ -52,6 +57,9 @@ type Model struct {
 	out     []float32 // Eval's result buffer
 	prog    *program  // the schedule being run
 	job     func(w int)
+	files   string                // Config.WeightFiles
+	fault   atomic.Pointer[error] // a worker faulted in the current call
+	broken  error                 // set after a fault: the model state is undefined
 
 	// The current call.
 	T, R                int
@@ -93,6 +101,10 @@ type step struct {
 	run  func(wk *worker, lo, hi int)
 }
 
+// MaxThreads bounds Config.Threads: far more workers than any machine has
+// cores only multiply the per-worker scratch and the barrier cost.
+const MaxThreads = 1024
+
 // New binds a compiled graph (with both schedules) to its memory plans and
 // weights and starts the worker pool.
 func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (*Model, error) {
@@ -127,10 +139,20 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 	if dec.Options.MaxTokens < 1 || m.maxTokens < 1 || m.maxOut < 1 {
 		return nil, fmt.Errorf("memory plans hold no tokens")
 	}
-	need := arena + kvBytes + int64(cfg.Threads)*(priv+quantB+4*attn)
+	if cfg.Threads > MaxThreads {
+		return nil, fmt.Errorf("%d threads: at most %d are supported", cfg.Threads, MaxThreads)
+	}
+	perWorker := priv + quantB + 4*attn
+	workers := int64(cfg.Threads) * perWorker
+	need := arena + kvBytes + workers
 	if avail := physicalMemory(); avail > 0 && need > avail {
-		return nil, fmt.Errorf("the plan needs %.1f GiB of memory (arena %.1f, KV cache %.1f for %d positions) but this machine has %.1f GiB: compile with a smaller --n-ctx or --max-batch",
-			gib(need), gib(arena), gib(kvBytes), g.Params.NCtx, gib(avail))
+		// Name the largest part as the cause.
+		fix := "compile with a smaller --n-ctx or --max-batch"
+		if workers > arena+kvBytes {
+			fix = fmt.Sprintf("use fewer threads (each needs %.1f MiB of scratch)", float64(perWorker)/(1<<20))
+		}
+		return nil, fmt.Errorf("the plan needs %.1f GiB of memory (arena %.1f, KV cache %.1f for %d positions, scratch %.1f for %d threads) but this machine has %.1f GiB: %s",
+			gib(need), gib(arena), gib(kvBytes), g.Params.NCtx, gib(workers), cfg.Threads, gib(avail), fix)
 	}
 	m.arena = alignedBytes(arena)
 	m.kv = alignedBytes(kvBytes)
@@ -190,6 +212,10 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 			return nil, fmt.Errorf("%s schedule: %w", s.Name, err)
 		}
 		m.progs[s.Name] = p
+	}
+	m.files = cfg.WeightFiles
+	if m.files == "" {
+		m.files = "the weight source"
 	}
 	m.pool = NewPool(cfg.Threads)
 	m.job = func(w int) { m.runWorker(m.prog, m.workers[w]) } // bound once: no allocation per call
@@ -252,6 +278,9 @@ func (m *Model) Reset() {
 // the next call (decoding allocates nothing per token). A single token runs the decode schedule, more run
 // the prefill schedule, in chunks of the planned maximum batch.
 func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
+	if m.broken != nil {
+		return nil, m.broken
+	}
 	p := m.g.Params
 	T := len(tokens)
 	if err := p.CheckBatch(m.filled, tokens, positions, outIDs); err != nil {
@@ -312,6 +341,11 @@ func (m *Model) evalChunk(tokens, positions, outIDs []int32) ([]float32, error) 
 	before := m.pool.Barriers()
 	m.prog = prog
 	m.pool.Run(m.job)
+	if e := m.fault.Load(); e != nil {
+		err := *e
+		m.broken = fmt.Errorf("%w (the model cannot be used after this)", err)
+		return nil, err
+	}
 	bars := m.pool.Barriers() - before
 	el := time.Since(start)
 	if name == "decode" {
@@ -334,9 +368,44 @@ func part(n, w, k int) (int, int) {
 	return n * w / k, n * (w + 1) / k
 }
 
+// runWorker runs worker wk's share of every group of p, meeting the others
+// at a barrier after each. The weights are memory-mapped files: if one is
+// truncated while the model runs, reading it faults. The fault becomes a
+// panic (debug.SetPanicOnFault), recovered per group: the worker records
+// it, skips the remaining groups but still meets every barrier, so no
+// worker is left waiting, and Eval returns the error naming the file.
 func (m *Model) runWorker(p *program, wk *worker) {
-	W := len(m.workers)
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
 	for gi := range p.groups {
+		if m.fault.Load() == nil {
+			m.runGroup(p, gi, wk)
+		}
+		if gi < len(p.groups)-1 {
+			m.pool.Barrier()
+		}
+	}
+}
+
+// recoverFault turns a panic in a worker into the call's error.
+func (m *Model) recoverFault(grp int) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	var err error
+	if f, ok := r.(interface{ Addr() uintptr }); ok {
+		err = fmt.Errorf("memory fault at address %#x in group %d reading the weights mapped from %s: was the file truncated or changed while running? (%v)", f.Addr(), grp, m.files, r)
+	} else {
+		err = fmt.Errorf("internal error in group %d: %v\n%s", grp, r, debug.Stack())
+	}
+	m.fault.CompareAndSwap(nil, &err)
+}
+
+func (m *Model) runGroup(p *program, gi int, wk *worker) {
+	defer m.recoverFault(gi)
+	W := len(m.workers)
+	{
 		grp := &p.groups[gi]
 		wk.stamp++
 		for si := range grp.steps {
@@ -357,9 +426,6 @@ func (m *Model) runWorker(p *program, wk *worker) {
 					st.run(wk, 0, st.rows())
 				}
 			}
-		}
-		if gi < len(p.groups)-1 {
-			m.pool.Barrier()
 		}
 	}
 }

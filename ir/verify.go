@@ -71,6 +71,9 @@ func Verify(g *Graph) error {
 	if g.Logits != nil && produced[g.Logits] == nil {
 		bad("logits %s are never produced", g.Logits)
 	}
+	if g.Tokens != nil && g.Positions != nil && g.OutIDs != nil && g.Logits != nil {
+		errs = append(errs, verifyIndices(g)...)
+	}
 	if _, err := TopoOrder(g); err != nil {
 		errs = append(errs, err)
 	}
@@ -82,6 +85,88 @@ func Verify(g *Graph) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// verifyIndices checks what the executor's bounds rest on: the executor
+// checks every call's token ids against Params.NVocab, positions against
+// Params.NCtx and output rows against the batch (Params.CheckBatch), so
+// every value a kernel indexes with them must have exactly that many rows.
+// The graph inputs are i32 vectors of the batch (tokens, positions) and of
+// the requested rows (out_ids); no other i32 value may exist; get_rows by
+// token ids reads a table of n_vocab rows, by output rows a table of the
+// batch's rows, never by positions; KV writes and attention index the
+// caches, of n_ctx rows, with the positions; the logits are n_vocab wide.
+// A plan file whose graph was edited (checksums recomputed) fails here
+// instead of reaching a kernel with an index past its buffer.
+func verifyIndices(g *Graph) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	p := g.Params
+	if p.NVocab <= 0 || p.NCtx <= 0 {
+		bad("params: n_vocab %d and n_ctx %d must be positive", p.NVocab, p.NCtx)
+		return errs
+	}
+	if g.Tokens == g.Positions || g.Tokens == g.OutIDs || g.Positions == g.OutIDs {
+		bad("tokens, positions and out_ids must be three distinct values")
+		return errs
+	}
+	for _, in := range []struct {
+		v *Value
+		n Dim
+	}{{g.Tokens, DimT}, {g.Positions, DimT}, {g.OutIDs, DimR}} {
+		if in.v.Kind != Input || in.v.DType != quant.I32 || !in.v.Shape.Equal(Shape{in.n}) {
+			bad("input %s must be an i32 input of shape [%s]", in.v, in.n)
+		}
+	}
+	if !g.Logits.Shape.Equal(Shape{DimR, Dim(p.NVocab)}) {
+		bad("logits %s must be [R, n_vocab %d]", g.Logits, p.NVocab)
+	}
+	for _, v := range g.Values {
+		if v.DType == quant.I32 && v != g.Tokens && v != g.Positions && v != g.OutIDs {
+			bad("value %s is i32 but not one of the graph's index inputs", v)
+		}
+		if v.Kind == Input && v != g.Tokens && v != g.Positions && v != g.OutIDs {
+			bad("value %s is an input the executor does not fill", v)
+		}
+		if v.Kind == State && (len(v.Shape) != 2 || v.Shape[0] != Dim(p.NCtx)) {
+			bad("cache %s must have n_ctx = %d rows", v, p.NCtx)
+		}
+	}
+	for _, n := range g.Nodes {
+		in := n.Inputs
+		switch n.Op {
+		case OpGetRows:
+			if len(in) < 2 || len(in[0].Shape) == 0 {
+				continue // checkNode reports it
+			}
+			switch in[1] {
+			case g.Tokens:
+				if in[0].Shape[0] != Dim(p.NVocab) {
+					bad("node #%d get_rows %q: table %s indexed by token ids must have n_vocab = %d rows", n.ID, n.Name, in[0], p.NVocab)
+				}
+			case g.OutIDs:
+				if in[0].Shape[0] != DimT {
+					bad("node #%d get_rows %q: table %s indexed by output rows must have the batch's rows", n.ID, n.Name, in[0])
+				}
+			default:
+				bad("node #%d get_rows %q indexes %s by %s: only token ids and output rows may index a table", n.ID, n.Name, in[0], in[1])
+			}
+		case OpKVWrite, OpRope:
+			if len(in) >= 2 && in[1] != g.Positions {
+				bad("node #%d %s %q: its positions operand is %s, not the positions input", n.ID, n.Op, n.Name, in[1])
+			}
+		case OpAttention:
+			if len(in) >= 4 && in[3] != g.Positions {
+				bad("node #%d %s %q: its positions operand is %s, not the positions input", n.ID, n.Op, n.Name, in[3])
+			}
+		}
+		for _, e := range n.Epilogues {
+			if e.Op == OpRope && e.Arg != g.Positions {
+				bad("node #%d %s %q: rope epilogue operand %s is not the positions input", n.ID, n.Op, n.Name, e.Arg)
+			}
+		}
+	}
+	return errs
 }
 
 func checkNode(n *Node) error {

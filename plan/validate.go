@@ -10,6 +10,7 @@ import (
 	"minfer/alloc"
 	"minfer/ir"
 	"minfer/quant"
+	"minfer/tokenizer"
 )
 
 // weightSpec is a tensor the graph reads: its name, type and exact size.
@@ -92,8 +93,12 @@ func validate(p *Plan) error {
 		if err := checkVocab(p.Vocab); err != nil {
 			return fmt.Errorf("section %s: %w", secTokenizer, err)
 		}
-		if n := len(p.Vocab.Tokens); n > p.Graph.Params.NVocab {
-			return fmt.Errorf("section %s: %d tokens, but the model's vocabulary has %d", secTokenizer, n, p.Graph.Params.NVocab)
+		if n := len(p.Vocab.Tokens); n != p.Graph.Params.NVocab {
+			return fmt.Errorf("section %s: %d tokens, but the model's vocabulary (logit rows) has %d", secTokenizer, n, p.Graph.Params.NVocab)
+		}
+		// What the executor builds from it: a plan that passes here loads.
+		if _, err := tokenizer.New(p.Vocab); err != nil {
+			return fmt.Errorf("section %s: %w", secTokenizer, err)
 		}
 	}
 	if err := p.Sampling.Validate(); err != nil {

@@ -5,14 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 	"unsafe"
+
+	"minfer/internal/safefile"
 )
 
 // indexJSON is the weights.index section.
@@ -54,8 +54,9 @@ func HashSource(path string) (SourceRef, error) {
 //
 // p is validated as Open would validate it, so the compiler cannot write a
 // plan the executor refuses. The file is written under a temporary name in
-// the same directory, synced and renamed into place: a crash never leaves a
-// partial plan.bin. progress, if not nil, is called as weight bytes are
+// the same directory, synced and renamed into place (internal/safefile): a
+// crash or an interrupt never leaves a partial plan.bin, and the path may
+// not be the source GGUF. progress, if not nil, is called as weight bytes are
 // written (done, total).
 func Write(path string, p *Plan, src WeightSource, progress func(done, total int64)) (err error) {
 	if p.Mode == Ref && (p.Source.Size == 0 || p.Source.SHA256 == "") && p.Source.Path != "" {
@@ -161,17 +162,11 @@ func Write(path string, p *Plan, src WeightSource, progress func(done, total int
 	}
 	fileSize := off
 
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	tmp, err := safefile.Create(path, p.Source.Path)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
+	defer tmp.Abort()
 	w := &offsetWriter{w: bufio.NewWriterSize(tmp, 1<<20)}
 	if err := w.pad(uint64(headerSize + nsec*entrySize)); err != nil {
 		return fmt.Errorf("plan: %w", err)
@@ -232,14 +227,8 @@ func Write(path string, p *Plan, src WeightSource, progress func(done, total int
 	if _, err := tmp.WriteAt(head, 0); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := tmp.Commit(); err != nil {
 		return fmt.Errorf("plan: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("plan: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("plan: %w", errors.Join(err, os.Remove(tmp.Name())))
 	}
 	return nil
 }

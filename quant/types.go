@@ -3,7 +3,10 @@
 // scalar code here is the reference every SIMD kernel is tested against.
 package quant
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Type is a GGML tensor element type, numbered as in ggml.h (and in GGUF files).
 type Type uint32
@@ -37,31 +40,90 @@ const (
 
 type traits struct {
 	name      string
-	blockSize int // elements per block
-	typeSize  int // bytes per block
+	blockSize int  // elements per block
+	typeSize  int  // bytes per block
+	layout    bool // layout only: minfer reads past it but does not compute on it
 }
+
+// GGML types whose block layout is known (so a file holding them can be
+// read and shown) but that minfer does not compute on.
+const (
+	IQ2_XXS Type = 16
+	IQ2_XS  Type = 17
+	IQ3_XXS Type = 18
+	IQ1_S   Type = 19
+	IQ4_NL  Type = 20
+	IQ3_S   Type = 21
+	IQ2_S   Type = 22
+	IQ4_XS  Type = 23
+	I8      Type = 24
+	I16     Type = 25
+	I64     Type = 27
+	F64     Type = 28
+	IQ1_M   Type = 29
+	TQ1_0   Type = 34
+	TQ2_0   Type = 35
+	MXFP4   Type = 39
+)
 
 var table = map[Type]traits{
-	F32:  {"f32", 1, 4},
-	F16:  {"f16", 1, 2},
-	BF16: {"bf16", 1, 2},
-	I32:  {"i32", 1, 4},
-	Q4_0: {"q4_0", QK, 18},
-	Q4_1: {"q4_1", QK, 20},
-	Q5_0: {"q5_0", QK, 22},
-	Q5_1: {"q5_1", QK, 24},
-	Q8_0: {"q8_0", QK, 34},
-	Q8_1: {"q8_1", QK, 36},
-	Q2_K: {"q2_K", QKK, 84},
-	Q3_K: {"q3_K", QKK, 110},
-	Q4_K: {"q4_K", QKK, 144},
-	Q5_K: {"q5_K", QKK, 176},
-	Q6_K: {"q6_K", QKK, 210},
-	Q8_K: {"q8_K", QKK, 292},
+	F32:  {"f32", 1, 4, false},
+	F16:  {"f16", 1, 2, false},
+	BF16: {"bf16", 1, 2, false},
+	I32:  {"i32", 1, 4, false},
+	Q4_0: {"q4_0", QK, 18, false},
+	Q4_1: {"q4_1", QK, 20, false},
+	Q5_0: {"q5_0", QK, 22, false},
+	Q5_1: {"q5_1", QK, 24, false},
+	Q8_0: {"q8_0", QK, 34, false},
+	Q8_1: {"q8_1", QK, 36, false},
+	Q2_K: {"q2_K", QKK, 84, false},
+	Q3_K: {"q3_K", QKK, 110, false},
+	Q4_K: {"q4_K", QKK, 144, false},
+	Q5_K: {"q5_K", QKK, 176, false},
+	Q6_K: {"q6_K", QKK, 210, false},
+	Q8_K: {"q8_K", QKK, 292, false},
+
+	// Block sizes from ggml-common.h's static_asserts.
+	IQ2_XXS: {"iq2_xxs", QKK, 2 + QKK/8*2, true},
+	IQ2_XS:  {"iq2_xs", QKK, 2 + QKK/8*2 + QKK/32, true},
+	IQ3_XXS: {"iq3_xxs", QKK, 2 + 3*(QKK/8), true},
+	IQ1_S:   {"iq1_s", QKK, 2 + QKK/8 + QKK/16, true},
+	IQ4_NL:  {"iq4_nl", QK, 2 + QK/2, true},
+	IQ3_S:   {"iq3_s", QKK, 2 + 13*(QKK/32) + QKK/64, true},
+	IQ2_S:   {"iq2_s", QKK, 2 + QKK/4 + QKK/16, true},
+	IQ4_XS:  {"iq4_xs", QKK, 2 + 2 + QKK/64 + QKK/2, true},
+	I8:      {"i8", 1, 1, true},
+	I16:     {"i16", 1, 2, true},
+	I64:     {"i64", 1, 8, true},
+	F64:     {"f64", 1, 8, true},
+	IQ1_M:   {"iq1_m", QKK, QKK/8 + QKK/16 + QKK/32, true},
+	TQ1_0:   {"tq1_0", QKK, 2 + QKK/64 + (QKK-4*QKK/64)/5, true},
+	TQ2_0:   {"tq2_0", QKK, 2 + QKK/4, true},
+	MXFP4:   {"mxfp4", QK, 1 + QK/2, true},
 }
 
-// Known reports whether t has a block layout minfer understands.
-func (t Type) Known() bool { _, ok := table[t]; return ok }
+// Known reports whether t is a type minfer computes on (has its block
+// layout and at least a dequantizer or conversion).
+func (t Type) Known() bool { tr, ok := table[t]; return ok && !tr.layout }
+
+// HasLayout reports whether minfer knows t's block size and bytes per block
+// (every Known type, and the IQ, TQ, MXFP4 and wide integer/float types it
+// can read past and name but not compute on).
+func (t Type) HasLayout() bool { _, ok := table[t]; return ok }
+
+// Unsupported returns an error naming t when minfer cannot compute on it,
+// and nil when it can.
+func (t Type) Unsupported() error {
+	tr, ok := table[t]
+	switch {
+	case !ok:
+		return fmt.Errorf("ggml type %d is unknown", uint32(t))
+	case tr.layout:
+		return fmt.Errorf("%s is not supported yet", strings.ToUpper(tr.name))
+	}
+	return nil
+}
 
 // String is ggml's type name ("q4_K", "f16", ...) or "type(N)" when unknown.
 func (t Type) String() string {
@@ -93,7 +155,7 @@ func (t Type) RowSize(n int) (int, error) {
 // ParseType maps a ggml type name (case-insensitive: "q4_k", "Q4_K", "f16") to a Type.
 func ParseType(s string) (Type, bool) {
 	for t, tr := range table {
-		if equalFold(tr.name, s) {
+		if !tr.layout && equalFold(tr.name, s) {
 			return t, true
 		}
 	}

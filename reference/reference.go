@@ -9,6 +9,7 @@ package reference
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
 
 	"minfer/internal/ggmlf32"
 	"minfer/ir"
@@ -85,7 +86,22 @@ func (m *Model) Reset() {
 // the logits of the rows outIDs (indices into the batch), row-major
 // [len(outIDs)][n_vocab]. Positions must continue the sequence already in the
 // cache: positions[0] equals the number of positions evaluated so far.
-func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
+//
+// The weights may be a mapped file: if it is truncated while the model
+// runs, the memory fault is returned as an error instead of killing the
+// process.
+func (m *Model) Eval(tokens, positions, outIDs []int32) (_ []float32, err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			f, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("memory fault at address %#x reading the mapped weights: was the file truncated or changed while running? (%v)", f.Addr(), r)
+		}
+	}()
 	T := len(tokens)
 	if err := m.g.Params.CheckBatch(m.filled, tokens, positions, outIDs); err != nil {
 		return nil, err

@@ -1,13 +1,12 @@
 package synth
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 
 	"minfer/frontends/gguf"
+	"minfer/internal/safefile"
 )
 
 // Options selects the model Write makes.
@@ -132,21 +131,12 @@ func Write(w io.Writer, o Options) error {
 	return err
 }
 
-// WriteFile writes the model selected by o to path (created or truncated).
-// On error the partial file is removed.
+// WriteFile writes the model selected by o to path. The file is written
+// under a temporary name and renamed into place only when complete
+// (internal/safefile): an error or an interrupt leaves an existing file
+// untouched, and path may not be the vocab source.
 func WriteFile(path string, o Options) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = Write(f, o)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return errors.Join(err, os.Remove(path))
-	}
-	return nil
+	return safefile.Write(path, func(w io.Writer) error { return Write(w, o) }, o.VocabPath)
 }
 
 // FileSize returns the exact size in bytes of the file Write would produce

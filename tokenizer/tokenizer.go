@@ -390,6 +390,17 @@ func decodeByteLevel(text string) string {
 	return string(out)
 }
 
+// MaxTokenBytes returns the length in bytes of the longest token text. No
+// token covers more input bytes than its text has, so a text longer than
+// n*MaxTokenBytes() encodes to more than n tokens.
+func (t *Tokenizer) MaxTokenBytes() int {
+	n := 1
+	for _, s := range t.tokens {
+		n = max(n, len(s))
+	}
+	return n
+}
+
 // NVocab returns the number of tokens.
 func (t *Tokenizer) NVocab() int { return len(t.tokens) }
 

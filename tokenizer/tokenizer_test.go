@@ -2,6 +2,9 @@ package tokenizer_test
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -388,5 +391,31 @@ func TestModelVocabs(t *testing.T) {
 				t.Errorf("round trip %q -> %q", text, got)
 			}
 		})
+	}
+}
+
+// TestFuzzEncodeFailsWithoutFixtures (issue 13 item 15): the README's fuzz
+// command, run where the vocab fixtures are missing, fails saying so
+// instead of printing PASS.
+func TestFuzzEncodeFailsWithoutFixtures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test -fuzz; skipped with -short")
+	}
+	// The test binary run as go test -fuzz runs it (without the coverage
+	// instrumentation, which only the fuzzing engine needs and which takes
+	// minutes to build).
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	bin := filepath.Join(t.TempDir(), "tokenizer.test")
+	if out, err := exec.Command(goBin, "test", "-c", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-test.run", "^$", "-test.fuzz", "^FuzzEncode$", "-test.fuzztime", "1x", "-test.fuzzcachedir", t.TempDir())
+	cmd.Env = append(os.Environ(), "MINFER_FIXTURES="+t.TempDir(), "CI=")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("fuzzing without fixtures passed:\n%s", out)
+	}
+	if !strings.Contains(string(out), "set MINFER_FIXTURES") {
+		t.Fatalf("fuzzing without fixtures failed without naming the cause:\n%s", out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"minfer/internal/cli"
+	"minfer/internal/safefile"
 )
 
 var app struct {
@@ -28,6 +29,7 @@ func main() {
 		kong.Description("minfer: run compiled LLM plans on the CPU."),
 		kong.UsageOnError(),
 	)
+	safefile.HandleInterrupts("minfer")
 	if err := ctx.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "minfer:", err)
 		os.Exit(1)

@@ -9,6 +9,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"minfer/internal/cli"
+	"minfer/internal/safefile"
 )
 
 var app struct {
@@ -24,6 +25,7 @@ func main() {
 		kong.Description("minfer's compiler: GGUF model → scheduled plan file."),
 		kong.UsageOnError(),
 	)
+	safefile.HandleInterrupts("minferc")
 	if err := ctx.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "minferc:", err)
 		os.Exit(1)

@@ -86,6 +86,13 @@ func ReadParams(f *File) (ir.Params, string, error) {
 			return p, arch, fmt.Errorf("%s: %s = %d differs from key_length %d (unsupported)", f.Path, f.ArchKey("attention.value_length"), vl, p.HeadDim)
 		}
 	}
+	if p.HeadDim%2 != 0 {
+		src := fmt.Sprintf("%s / %s = %d / %d", f.ArchKey("embedding_length"), f.ArchKey("attention.head_count"), p.NEmbd, p.NHead)
+		if f.Has(f.ArchKey("attention.key_length")) {
+			src = fmt.Sprintf("%s = %d", f.ArchKey("attention.key_length"), p.HeadDim)
+		}
+		return p, arch, fmt.Errorf("%s: head size %s is odd: rotary embeddings rotate pairs of dimensions", f.Path, src)
+	}
 	if p.RMSEps, err = f.Float32(f.ArchKey("attention.layer_norm_rms_epsilon")); err != nil {
 		return p, arch, err
 	}
@@ -173,6 +180,9 @@ func BuildGraph(f *File) (*ir.Graph, error) {
 		}
 		if len(ti.Dims) != len(want) || ti.Dims[0] != want[0] || (rows > 0 && ti.Dims[1] != want[1]) {
 			return nil, fmt.Errorf("%s: tensor %q has dims %v, want %v", f.Path, name, ti.Dims, want)
+		}
+		if err := ti.Type.Unsupported(); err != nil {
+			return nil, fmt.Errorf("%s: tensor %q: %v", f.Path, name, err)
 		}
 		if rows <= 0 && ti.Type != quant.F32 {
 			return nil, fmt.Errorf("%s: tensor %q is %s, want f32", f.Path, name, ti.Type)

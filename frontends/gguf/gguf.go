@@ -339,19 +339,27 @@ func (f *File) Int(key string) (int, error) {
 	return int(i), err
 }
 
-// Float32 returns the value of key, which may be a float32 or a float64.
+// Float32 returns the value of key, which may be a float32 or a float64; a
+// NaN, an infinity or a float64 beyond float32's range is an error naming
+// the key.
 func (f *File) Float32(key string) (float32, error) {
 	v, err := f.lookup(key)
 	if err != nil {
 		return 0, err
 	}
-	switch x := v.(type) {
+	var x float32
+	switch y := v.(type) {
 	case float32:
-		return x, nil
+		x = y
 	case float64:
-		return float32(x), nil
+		x = float32(y)
+	default:
+		return 0, f.keyErr(key, "is %s, want float32", typeName(v))
 	}
-	return 0, f.keyErr(key, "is %s, want float32", typeName(v))
+	if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+		return 0, f.keyErr(key, "is %v: a hyper-parameter must be a finite float32", v)
+	}
+	return x, nil
 }
 
 func (f *File) array(key string) (Array, error) {

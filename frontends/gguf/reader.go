@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 
 	"minfer/quant"
 )
@@ -74,7 +76,53 @@ type decoder struct {
 	section string
 	key     string
 	tensor  string
+	mem     uint64 // estimated Go memory held by the decoded metadata
 }
+
+// Metadata memory bound: the decoded keys and values may hold at most
+// metaSlack bytes plus metaPerByte bytes per file byte parsed so far. Every
+// value type a real file uses costs less (a string 16 bytes of header plus
+// its bytes for at least 8 file bytes plus its bytes, a nested array 24
+// bytes for at least 12), so only hostile files — millions of tiny keys,
+// of nested non-empty arrays — reach it, and they are refused naming the
+// key instead of taking several times the file's size in memory.
+var (
+	metaSlack   uint64 = 16 << 20
+	metaPerByte uint64 = 2
+)
+
+// preallocMax bounds the capacity reserved from a claimed count.
+const preallocMax = 4096
+
+// charge accounts n bytes of decoded metadata at the key being read.
+func (d *decoder) charge(n uint64) error { return d.chargeAhead(n, 0) }
+
+// chargeAhead is charge for a value whose ahead bytes (checked present) are
+// about to be read.
+func (d *decoder) chargeAhead(n, ahead uint64) error {
+	d.mem += n
+	if d.mem > metaSlack+metaPerByte*(d.pos+ahead) {
+		return d.errAt(d.pos, "metadata would need more than %d MiB of memory by here (%d bytes of file read): refusing a file built to exhaust memory", d.mem>>20, d.pos)
+	}
+	return nil
+}
+
+// emptyArrays are the decoded values of zero-length arrays, one per element
+// type, shared so that an array of empty arrays allocates nothing per
+// element.
+var emptyArrays = func() map[ValueType]any {
+	m := map[ValueType]any{}
+	for _, v := range []struct {
+		t ValueType
+		v any
+	}{{TypeUint8, []uint8{}}, {TypeInt8, []int8{}}, {TypeUint16, []uint16{}}, {TypeInt16, []int16{}},
+		{TypeUint32, []uint32{}}, {TypeInt32, []int32{}}, {TypeFloat32, []float32{}}, {TypeBool, []bool{}},
+		{TypeString, []string{}}, {TypeUint64, []uint64{}}, {TypeInt64, []int64{}}, {TypeFloat64, []float64{}},
+		{TypeArray, []Array{}}} {
+		m[v.t] = v.v
+	}
+	return m
+}()
 
 func (d *decoder) errAt(off uint64, format string, args ...any) error {
 	o := int64(-1)
@@ -130,13 +178,32 @@ func (d *decoder) u64(what string) (uint64, error) {
 	return v, nil
 }
 
-func (d *decoder) str(what string) (string, error) {
-	at := d.pos
-	n, err := d.u64(what + " length")
-	if err != nil {
-		return "", err
+func (d *decoder) str(what string) (string, error) { return d.strAt(what, -1) }
+
+// withIndex is "key #3" for ("key #", 3), "element 3" for ("element", 3).
+func withIndex(what string, i int) string {
+	if strings.HasSuffix(what, "#") {
+		return what + strconv.Itoa(i)
 	}
+	return what + " " + strconv.Itoa(i)
+}
+
+// strAt reads a string; idx >= 0 is appended to what in an error (formatted
+// only then: a vocabulary has hundreds of thousands of strings).
+func (d *decoder) strAt(what string, idx int) (string, error) {
+	at := d.pos
+	if d.remaining() < 8 {
+		if idx >= 0 {
+			what = withIndex(what, idx)
+		}
+		return "", d.need(8, what+" length")
+	}
+	n := binary.LittleEndian.Uint64(d.data[d.pos:])
+	d.pos += 8
 	if n > d.remaining() {
+		if idx >= 0 {
+			what = withIndex(what, idx)
+		}
 		return "", d.errAt(at, "%s length %d exceeds the %d bytes left in file", what, n, d.remaining())
 	}
 	s := string(d.data[d.pos : d.pos+n])
@@ -199,17 +266,23 @@ func (d *decoder) parse() (*File, error) {
 	}
 
 	d.section = SectionMetadata
-	f.KV = make([]KV, 0, nKV)
-	f.kvIndex = make(map[string]int, nKV)
-	f.kvOff = make([]int64, 0, nKV)
+	// Counts are claims: preallocate for a real file's, grow past that as
+	// the entries are actually read (and charged).
+	f.KV = make([]KV, 0, min(nKV, preallocMax))
+	f.kvIndex = make(map[string]int, min(nKV, preallocMax))
+	f.kvOff = make([]int64, 0, min(nKV, preallocMax))
 	for i := 0; i < nKV; i++ {
 		d.key = ""
 		at := d.pos
-		key, err := d.str(fmt.Sprintf("key #%d", i))
+		key, err := d.strAt("key #", i)
 		if err != nil {
 			return nil, err
 		}
 		d.key = key
+		// The KV, its index entry and offset, and the key's bytes.
+		if err := d.charge(96 + uint64(len(key))); err != nil {
+			return nil, err
+		}
 		if _, dup := f.kvIndex[key]; dup {
 			return nil, d.errAt(at, "duplicate key")
 		}
@@ -240,13 +313,17 @@ func (d *decoder) parse() (*File, error) {
 	}
 
 	d.section = SectionTensorInfo
-	f.Tensors = make([]TensorInfo, 0, nTensors)
-	f.tIndex = make(map[string]int, nTensors)
+	f.Tensors = make([]TensorInfo, 0, min(nTensors, preallocMax))
+	f.tIndex = make(map[string]int, min(nTensors, preallocMax))
 	for i := 0; i < nTensors; i++ {
 		d.tensor = ""
 		at := d.pos
 		name, err := d.str(fmt.Sprintf("tensor #%d name", i))
 		if err != nil {
+			return nil, err
+		}
+		// The TensorInfo, its dimensions, index entry and name.
+		if err := d.charge(160 + uint64(len(name))); err != nil {
 			return nil, err
 		}
 		d.tensor = name
@@ -308,12 +385,12 @@ func (d *decoder) tensorInfo(name string) (TensorInfo, error) {
 		if v == 0 {
 			return t, d.errAt(dimAt, "dimension %d is zero", j)
 		}
+		t.Dims[j] = v
 		var hi uint64
 		hi, elems = bits.Mul64(elems, v)
 		if hi != 0 || elems > math.MaxInt64 {
-			return t, d.errAt(dimAt, "element count overflows (dims %v)", t.Dims[:j+1])
+			return t, d.errAt(dimAt, "element count overflows int64 at dimension %d = %d (dims %v)", j, v, t.Dims[:j+1])
 		}
-		t.Dims[j] = v
 	}
 	typAt := d.pos
 	typ, err := d.u32("type")
@@ -321,7 +398,7 @@ func (d *decoder) tensorInfo(name string) (TensorInfo, error) {
 		return t, err
 	}
 	t.Type = quant.Type(typ)
-	if !t.Type.Known() {
+	if !t.Type.HasLayout() {
 		return t, d.errAt(typAt, "unknown ggml type %d", typ)
 	}
 	bs, ts := uint64(t.Type.BlockSize()), uint64(t.Type.TypeSize())
@@ -400,7 +477,11 @@ func (d *decoder) value(t ValueType, typAt uint64, depth int) (any, error) {
 		}
 		return v == 1, nil
 	case TypeString:
-		return d.str("string value")
+		v, err := d.str("string value")
+		if err == nil {
+			err = d.charge(16 + uint64(len(v)))
+		}
+		return v, err
 	case TypeUint64:
 		return d.u64("uint64 value")
 	case TypeInt64:
@@ -410,29 +491,49 @@ func (d *decoder) value(t ValueType, typAt uint64, depth int) (any, error) {
 		v, err := d.u64("float64 value")
 		return math.Float64frombits(v), err
 	case TypeArray:
-		return d.array(typAt, depth+1)
+		a, err := d.array(typAt, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		return a, nil
 	}
 	return nil, d.errAt(typAt, "unknown value type %d", uint32(t))
 }
 
-func (d *decoder) array(typAt uint64, depth int) (any, error) {
+func (d *decoder) array(typAt uint64, depth int) (Array, error) {
 	if depth > MaxArrayDepth {
-		return nil, d.errAt(typAt, "arrays nested deeper than %d", MaxArrayDepth)
+		return Array{}, d.errAt(typAt, "arrays nested deeper than %d", MaxArrayDepth)
 	}
 	etAt := d.pos
 	et32, err := d.u32("array element type")
 	if err != nil {
-		return nil, err
+		return Array{}, err
 	}
 	et := ValueType(et32)
 	if !et.Valid() {
-		return nil, d.errAt(etAt, "unknown array element type %d", et32)
+		return Array{}, d.errAt(etAt, "unknown array element type %d", et32)
 	}
 	n, err := d.count("array length", et.minSize())
 	if err != nil {
-		return nil, err
+		return Array{}, err
 	}
 	a := Array{Elem: et}
+	if n == 0 {
+		a.Values = emptyArrays[et]
+		return a, nil
+	}
+	// The boxed slice header and the elements (strings and nested arrays
+	// are charged as they are read).
+	elem := et.minSize()
+	switch et {
+	case TypeString:
+		elem = 16
+	case TypeArray:
+		elem = 24
+	}
+	if err := d.chargeAhead(24+uint64(n)*elem, uint64(n)*et.minSize()); err != nil {
+		return Array{}, err
+	}
 	p := d.data[d.pos:]
 	// Fixed-size element bytes are known to be present (count checked n*size).
 	switch et {
@@ -450,7 +551,7 @@ func (d *decoder) array(typAt uint64, depth int) (any, error) {
 		v := make([]bool, n)
 		for i := range v {
 			if p[i] > 1 {
-				return nil, d.errAt(d.pos+uint64(i), "bool array element %d has value %d, not 0 or 1", i, p[i])
+				return Array{}, d.errAt(d.pos+uint64(i), "bool array element %d has value %d, not 0 or 1", i, p[i])
 			}
 			v[i] = p[i] == 1
 		}
@@ -506,9 +607,14 @@ func (d *decoder) array(typAt uint64, depth int) (any, error) {
 	case TypeString:
 		v := make([]string, n)
 		for i := range v {
-			s, err := d.str(fmt.Sprintf("string array element %d", i))
+			s, err := d.strAt("string array element", i)
 			if err != nil {
-				return nil, err
+				return Array{}, err
+			}
+			if len(s) > 0 {
+				if err := d.charge(uint64(len(s))); err != nil {
+					return Array{}, err
+				}
 			}
 			v[i] = s
 		}
@@ -520,9 +626,9 @@ func (d *decoder) array(typAt uint64, depth int) (any, error) {
 			at := d.pos
 			x, err := d.array(at, depth+1)
 			if err != nil {
-				return nil, err
+				return Array{}, err
 			}
-			v[i] = x.(Array)
+			v[i] = x
 		}
 		a.Values = v
 		return a, nil

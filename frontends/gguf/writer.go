@@ -3,12 +3,11 @@ package gguf
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 
+	"minfer/internal/safefile"
 	"minfer/quant"
 )
 
@@ -136,7 +135,7 @@ func (w *Writer) AddTensor(name string, typ quant.Type, dims []uint64, data []by
 	if w.tIdx[name] {
 		return fail("duplicate tensor name")
 	}
-	if !typ.Known() {
+	if !typ.HasLayout() {
 		return fail("unknown ggml type %d", uint32(typ))
 	}
 	if len(dims) == 0 || len(dims) > MaxDims {
@@ -336,12 +335,12 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	return c.n, c.err
 }
 
-// WriteFile writes the GGUF image to path (created or truncated).
+// WriteFile writes the GGUF image to path through internal/safefile: a
+// temporary file renamed into place when complete, so an error or an
+// interrupt leaves an existing file as it was.
 func (w *Writer) WriteFile(path string) error {
-	fd, err := os.Create(path)
-	if err != nil {
+	return safefile.Write(path, func(out io.Writer) error {
+		_, err := w.WriteTo(out)
 		return err
-	}
-	_, err = w.WriteTo(fd)
-	return errors.Join(err, fd.Close())
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"minfer/frontends/gguf"
+	"minfer/internal/safefile"
 	"minfer/plan"
 	"minfer/sample"
 	"minfer/tokenizer"
@@ -151,4 +152,51 @@ func parseIDs(s string) ([]int32, error) {
 		ids = append(ids, int32(v))
 	}
 	return ids, nil
+}
+
+// maxTextBytes bounds a text file read without a context to bound it
+// (tokenize --file).
+const maxTextBytes = 64 << 20
+
+// readText reads a text input: "-" is standard input, anything else must be
+// a regular file (a device such as /dev/zero or a FIFO would never end).
+// At most limit bytes are read; a longer input is an error naming the file
+// and why (what names the limit).
+func readText(path string, limit int64, why string) (string, error) {
+	var r io.Reader
+	name := path
+	if path == "-" {
+		r, name = os.Stdin, "standard input"
+	} else {
+		// Stat before opening: opening a FIFO blocks until a writer comes.
+		if st, err := os.Stat(path); err != nil {
+			return "", err
+		} else if !st.Mode().IsRegular() {
+			return "", fmt.Errorf("%s is %s, not a regular file: give a file, or - for standard input", path, safefile.Kind(st.Mode()))
+		}
+		f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return "", err
+		}
+		if !st.Mode().IsRegular() {
+			return "", fmt.Errorf("%s is %s, not a regular file: give a file, or - for standard input", path, safefile.Kind(st.Mode()))
+		}
+		if st.Size() > limit {
+			return "", fmt.Errorf("%s has %d bytes, more than %d: %s", path, st.Size(), limit, why)
+		}
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", name, err)
+	}
+	if int64(len(b)) > limit {
+		return "", fmt.Errorf("%s has more than %d bytes: %s", name, limit, why)
+	}
+	return string(b), nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"minfer/compiler"
 	"minfer/frontends/gguf"
+	"minfer/internal/safefile"
 	"minfer/passes"
 	"minfer/plan"
 )
@@ -25,6 +26,9 @@ type CompileCmd struct {
 
 // Run compiles and writes the plan.
 func (c *CompileCmd) Run() error {
+	if err := safefile.CheckTarget(c.Out, c.Model); err != nil {
+		return err
+	}
 	f, err := gguf.Open(c.Model)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"minfer/exec"
 	"minfer/frontends/gguf"
 	"minfer/generate"
+	"minfer/internal/safefile"
 	"minfer/ir"
 	"minfer/plan"
 	"minfer/reference"
@@ -26,7 +27,7 @@ import (
 // GenFlags are the generation options of exec, run and demo.
 type GenFlags struct {
 	Prompt       string `short:"p" help:"Prompt text." default:"Once upon a time"`
-	File         string `short:"f" help:"Read the prompt from a file." type:"existingfile"`
+	File         string `short:"f" help:"Read the prompt from a file (- for standard input)."`
 	NPredict     int    `short:"n" help:"Tokens to generate (-1: until end of text or a full context)." default:"64" name:"n-predict"`
 	Threads      int    `short:"t" help:"Worker threads (0: all CPUs this process may use)."`
 	Batch        int    `help:"Prompt chunk per evaluation (0: as compiled); with --tokens, tokens per call (1: decode path)."`
@@ -37,7 +38,30 @@ type GenFlags struct {
 	LogitsOut    string `help:"Write float32 little-endian logits [n_tokens][n_vocab] for --tokens." name:"logits-out"`
 	CPUProfile   string `help:"Write a Go CPU profile of the run to this file." name:"cpuprofile"`
 	SamplingFlags
+
+	inputs []string // the files this command reads: never an output
 }
+
+// checkIDs refuses token ids outside the vocabulary and more tokens than
+// the context holds.
+func checkIDs(ids []int32, nvocab, nctx int) error {
+	if len(ids) == 0 {
+		return fmt.Errorf("no token ids")
+	}
+	if len(ids) > nctx {
+		return fmt.Errorf("%d tokens, but the context holds %d", len(ids), nctx)
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= nvocab {
+			return fmt.Errorf("token %d: id %d is outside the vocabulary (0..%d)", i, id, nvocab-1)
+		}
+	}
+	return nil
+}
+
+// maxThreadsPerCPU bounds -t: more workers than a few per CPU the process
+// may use never help (they share the cores and wait at every barrier).
+const maxThreadsPerCPU = 4
 
 func (g *GenFlags) threads() int {
 	if g.Threads > 0 {
@@ -46,10 +70,29 @@ func (g *GenFlags) threads() int {
 	return runtime.GOMAXPROCS(0)
 }
 
-func (g *GenFlags) prompt() (string, error) {
+// check refuses flag values that make no sense, before anything is loaded.
+func (g *GenFlags) check() error {
+	if g.Threads < 0 {
+		return fmt.Errorf("-t %d: the thread count must be positive (0: all CPUs)", g.Threads)
+	}
+	if limit := min(exec.MaxThreads, maxThreadsPerCPU*runtime.GOMAXPROCS(0)); g.Threads > limit {
+		return fmt.Errorf("-t %d: at most %d threads (%d per CPU this process may use, %d CPUs)", g.Threads, limit, maxThreadsPerCPU, runtime.GOMAXPROCS(0))
+	}
+	if g.Batch < 0 {
+		return fmt.Errorf("--batch %d must be positive (0: as compiled)", g.Batch)
+	}
+	if g.NPredict < -1 {
+		return fmt.Errorf("-n %d: give a token count, or -1 for until end of text", g.NPredict)
+	}
+	return nil
+}
+
+// prompt returns the prompt text: --file (at most what a context of nctx
+// tokens can hold) or -p.
+func (g *GenFlags) prompt(tok *tokenizer.Tokenizer, nctx int) (string, error) {
 	if g.File != "" {
-		b, err := os.ReadFile(g.File)
-		return string(b), err
+		limit := int64(nctx) * int64(tok.MaxTokenBytes())
+		return readText(g.File, limit, fmt.Sprintf("longer than a context of %d tokens can hold", nctx))
 	}
 	return g.Prompt, nil
 }
@@ -66,42 +109,60 @@ type session struct {
 	compute *exec.Model // nil for the reference executor
 }
 
-func (s *session) run(g *GenFlags, out io.Writer) error {
-	if g.CPUProfile != "" {
-		f, err := os.Create(g.CPUProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
+func (s *session) run(g *GenFlags, out io.Writer) (err error) {
+	// Everything the flags name is checked before any output is opened, so
+	// a refused run leaves existing files as they were.
+	var ids []int32
 	if g.Tokens != "" || g.LogitsOut != "" {
 		if g.Tokens == "" || g.LogitsOut == "" {
 			return fmt.Errorf("--tokens and --logits-out go together")
 		}
-		ids, err := parseIDs(g.Tokens)
-		if err != nil {
+		if ids, err = parseIDs(g.Tokens); err != nil {
 			return err
 		}
-		f, err := os.Create(g.LogitsOut)
+		if err := checkIDs(ids, s.nvocab, s.nctx); err != nil {
+			return fmt.Errorf("--tokens: %w", err)
+		}
+		if err := safefile.CheckTarget(g.LogitsOut, g.inputs...); err != nil {
+			return fmt.Errorf("--logits-out: %w", err)
+		}
+	}
+	if g.CPUProfile != "" {
+		f, err := safefile.Create(g.CPUProfile, g.inputs...)
 		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Abort()
+		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := f.Commit(); err == nil {
+				err = cerr
+			}
+		}()
+	}
+	if ids != nil {
+		f, err := safefile.Create(g.LogitsOut, g.inputs...)
+		if err != nil {
+			return fmt.Errorf("--logits-out: %w", err)
+		}
+		defer f.Abort()
 		if err := generate.DumpLogits(s.model, ids, g.Batch, s.nctx, f); err != nil {
-			f.Close()
+			return err
+		}
+		if err := f.Commit(); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "wrote %d×%d logits to %s\n", len(ids), s.nvocab, g.LogitsOut)
 		s.printStats(g, nil)
-		return f.Close()
+		return nil
 	}
 	if s.tok == nil {
-		return fmt.Errorf("the model has no tokenizer: use --tokens")
+		return fmt.Errorf("the model has no tokenizer (no tokenizer.ggml.model key): use --tokens")
 	}
-	text, err := g.prompt()
+	text, err := g.prompt(s.tok, s.nctx)
 	if err != nil {
 		return err
 	}
@@ -159,17 +220,28 @@ type ExecCmd struct {
 
 // Run loads the plan and generates.
 func (c *ExecCmd) Run() error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	l, err := plan.OpenWith(c.Plan, plan.OpenOptions{SkipWeightChecksum: c.NoVerify, SkipSourceHash: c.NoVerify})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	m, err := exec.New(l.Graph, l.Memory, l, exec.Config{Threads: c.threads()})
+	files := c.Plan
+	if l.Mode == plan.Ref {
+		files = l.Source.Path
+	}
+	m, err := exec.New(l.Graph, l.Memory, l, exec.Config{Threads: c.threads(), WeightFiles: files})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	c.inputs = []string{c.Plan, c.File}
+	if l.Mode == plan.Ref {
+		c.inputs = append(c.inputs, l.Source.Path)
+	}
 	s := &session{model: m, nctx: l.Graph.Params.NCtx, nvocab: l.Graph.Params.NVocab, samp: l.Sampling, graph: l.Graph, mem: l.Memory, compute: m}
 	if l.Vocab != nil {
 		if s.tok, err = tokenizer.New(l.Vocab); err != nil {
@@ -193,6 +265,9 @@ type RunCmd struct {
 
 // Run generates from the GGUF model.
 func (c *RunCmd) Run() error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	f, err := gguf.Open(c.Model)
 	if err != nil {
 		return err
@@ -203,19 +278,26 @@ func (c *RunCmd) Run() error {
 		return err
 	}
 	defer closeFn()
+	c.inputs = []string{c.Model, c.File}
 	return s.run(&c.GenFlags, os.Stdout)
 }
 
 func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*session, func(), error) {
 	s := &session{samp: sample.DefaultParams()}
-	if v, err := gguf.LoadVocab(f); err == nil {
-		if s.tok, err = tokenizer.New(v); err != nil {
-			return nil, nil, err
+	setTok := func(g *ir.Graph) error {
+		v, err := compiler.Vocab(f, g)
+		if err != nil || v == nil {
+			return err
 		}
+		s.tok, err = tokenizer.New(v)
+		return err
 	}
 	if ref {
 		g, err := gguf.BuildGraph(f)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := setTok(g); err != nil {
 			return nil, nil, err
 		}
 		if nctx <= 0 {
@@ -233,11 +315,14 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*ses
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := setTok(g); err != nil {
+		return nil, nil, err
+	}
 	mem, err := compiler.Memory(g, kvt, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := exec.New(g, mem, f, exec.Config{Threads: threads})
+	m, err := exec.New(g, mem, f, exec.Config{Threads: threads, WeightFiles: f.Path})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -255,13 +340,16 @@ type DemoCmd struct {
 
 // Run synthesizes, compiles, executes.
 func (c *DemoCmd) Run() error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	dir := c.Dir
 	if dir == "" {
-		d, err := os.MkdirTemp("", "minfer-demo-")
+		d, err := safefile.TempDir("", "minfer-demo-")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(d)
+		defer safefile.RemoveDir(d)
 		dir = d
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

@@ -3,8 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -38,6 +40,44 @@ func summarize(v any, full bool) any {
 	return fmt.Sprintf("[%d × %s]", a.Len(), a.Elem)
 }
 
+// jsonSafe replaces the values JSON cannot encode — NaN and infinities,
+// which a GGUF may hold — by the strings "NaN", "+Inf" and "-Inf", in
+// scalars, float arrays and nested arrays.
+func jsonSafe(v any) any {
+	num := func(f float64) any {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return strconv.FormatFloat(f, 'g', -1, 64)
+		}
+		return f
+	}
+	floats := func(n int, at func(int) float64) any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = num(at(i))
+		}
+		return out
+	}
+	switch x := v.(type) {
+	case float32:
+		return num(float64(x))
+	case float64:
+		return num(x)
+	case []float32:
+		return floats(len(x), func(i int) float64 { return float64(x[i]) })
+	case []float64:
+		return floats(len(x), func(i int) float64 { return x[i] })
+	case gguf.Array:
+		return jsonSafe(x.Values)
+	case []gguf.Array:
+		out := make([]any, len(x))
+		for i, a := range x {
+			out[i] = jsonSafe(a.Values)
+		}
+		return out
+	}
+	return v
+}
+
 // Run prints the file.
 func (c *InspectCmd) Run() error {
 	f, err := gguf.Open(c.Model)
@@ -48,7 +88,7 @@ func (c *InspectCmd) Run() error {
 	if c.JSON {
 		meta := map[string]any{}
 		for _, kv := range f.KV {
-			meta[kv.Key] = summarize(kv.Value, c.Full)
+			meta[kv.Key] = jsonSafe(summarize(kv.Value, c.Full))
 		}
 		var ts []tensorJSON
 		for _, t := range f.Tensors {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"text/tabwriter"
 
+	"minfer/internal/safefile"
 	"minfer/quant"
 	"minfer/synth"
 )
@@ -36,6 +37,11 @@ func (c *SynthCmd) Run() error {
 		}
 		fmt.Println()
 		return nil
+	}
+	if !c.DryRun {
+		if err := safefile.CheckTarget(c.Out, c.Vocab); err != nil {
+			return err
+		}
 	}
 	o := synth.Options{Preset: c.Preset, Type: c.Type, Seed: c.Seed, VocabPath: c.Vocab}
 	size, err := synth.FileSize(o)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -10,7 +9,7 @@ import (
 type TokenizeCmd struct {
 	Model        string `arg:"" help:"GGUF model (or vocab-only GGUF) or plan file." type:"existingfile"`
 	Text         string `arg:"" optional:"" help:"Text to tokenize (or --file)."`
-	File         string `help:"Read the text from this file, byte for byte." type:"existingfile"`
+	File         string `help:"Read the text from this file, byte for byte (- for standard input)."`
 	AddSpecial   bool   `help:"Add BOS/EOS as the vocabulary asks." name:"add-special"`
 	ParseSpecial bool   `help:"Recognize control tokens written as text." name:"parse-special"`
 }
@@ -19,11 +18,10 @@ type TokenizeCmd struct {
 func (c *TokenizeCmd) Run() error {
 	text := c.Text
 	if c.File != "" {
-		b, err := os.ReadFile(c.File)
-		if err != nil {
+		var err error
+		if text, err = readText(c.File, maxTextBytes, "tokenize reads at most 64 MiB"); err != nil {
 			return err
 		}
-		text = string(b)
 	}
 	tok, err := loadTokenizer(c.Model)
 	if err != nil {
