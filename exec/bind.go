@@ -53,6 +53,7 @@ func (m *Model) bind(s *ir.Schedule, plan *alloc.Plan, weights map[*ir.Value][]b
 			bs.split = st.Split
 			grp.steps = append(grp.steps, bs)
 		}
+		grp.phases, grp.dynamic = planPhases(&grp)
 		p.groups = append(p.groups, grp)
 	}
 	lb, err := b.buf(m.g.Logits)

@@ -92,6 +92,10 @@ type program struct {
 type group struct {
 	units int
 	steps []step
+	// phases, when dynamic, hand the group's split work out in chunks
+	// (chunks.go); otherwise every worker takes its fixed share.
+	phases  []phase
+	dynamic bool
 }
 
 type step struct {
@@ -340,6 +344,7 @@ func (m *Model) evalChunk(tokens, positions, outIDs []int32) ([]float32, error) 
 	start := time.Now()
 	before := m.pool.Barriers()
 	m.prog = prog
+	prog.resetChunks()
 	m.pool.Run(m.job)
 	if e := m.fault.Load(); e != nil {
 		err := *e
@@ -408,6 +413,10 @@ func (m *Model) runGroup(p *program, gi int, wk *worker) {
 	{
 		grp := &p.groups[gi]
 		wk.stamp++
+		if grp.dynamic && W > 1 {
+			m.runPhases(grp, wk)
+			return
+		}
 		for si := range grp.steps {
 			st := &grp.steps[si]
 			switch st.split {

@@ -19,30 +19,7 @@ import (
 func TestResetNeedsNoClear(t *testing.T) {
 	for _, kv := range []quant.Type{quant.F32, quant.F16, quant.Q8_0} {
 		t.Run(kv.String(), func(t *testing.T) {
-			f, err := gguf.Open(fixtures.Path(t, "models", "qwen2-synth-q8_0.gguf"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			g, err := gguf.BuildGraph(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := passes.Run(g, passes.Options{KVType: kv}); err != nil {
-				t.Fatal(err)
-			}
-			mem := map[string]*alloc.Plan{}
-			for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
-				mt := 16
-				if s.Name == "decode" {
-					mt = 1
-				}
-				p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mt, NCtx: g.Params.NCtx, KVType: kv})
-				if err != nil {
-					t.Fatal(err)
-				}
-				mem[s.Name] = p
-			}
+			g, mem, f := compileFixture(t, "qwen2-synth-q8_0", kv)
 			evalAll := func(m *Model) []float32 {
 				var out []float32
 				toks := []int32{620, 894, 134, 864, 856, 848, 924, 819, 69, 813}
@@ -85,4 +62,35 @@ func TestResetNeedsNoClear(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compileFixture builds, optimizes and plans a fixture model for batches of
+// up to 16 tokens.
+func compileFixture(t *testing.T, name string, kv quant.Type) (*ir.Graph, map[string]*alloc.Plan, *gguf.File) {
+	t.Helper()
+	f, err := gguf.Open(fixtures.Path(t, "models", name+".gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	g, err := gguf.BuildGraph(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.Run(g, passes.Options{KVType: kv}); err != nil {
+		t.Fatal(err)
+	}
+	mem := map[string]*alloc.Plan{}
+	for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
+		mt := 16
+		if s.Name == "decode" {
+			mt = 1
+		}
+		p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mt, NCtx: g.Params.NCtx, KVType: kv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem[s.Name] = p
+	}
+	return g, mem, f
 }
