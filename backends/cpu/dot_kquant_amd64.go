@@ -72,3 +72,30 @@ func init() {
 	registerRows(quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84))
 	registerRows(quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110))
 }
+
+// rowKernel is one SIMD row kernel of one tier, for the tests and
+// benchmarks that call every tier directly.
+type rowKernel struct {
+	typ  quant.Type
+	tier string // "avx2", "avx512" (F/BW/VL/DQ) or "avx512vnni"
+	f    RowsFunc
+}
+
+// rowKernelTable lists every row kernel of every tier, whether or not the
+// CPU has the tier (callers check hasAVX2 / hasAVX512 / hasVNNI).
+func rowKernelTable() []rowKernel {
+	return []rowKernel{
+		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
+		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
+		{quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210)},
+		{quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84)},
+		{quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110)},
+		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},
+		{quant.Q8_0, "avx512vnni", legacyRows(rowsQ8_0VNNI, 34, 34)},
+		{quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34)},
+		{quant.Q5_0, "avx512vnni", legacyRows(rowsQ5_0VNNI, 22, 34)},
+		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
+		{quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36)},
+		{quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36)},
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"minfer/quant"
 )
@@ -94,5 +95,93 @@ func BenchmarkStreamRows(b *testing.B) {
 				b.Log(s)
 			}
 		})
+	}
+}
+
+// decodeBytes is the size of the weight matrix BenchmarkDecode streams:
+// twice the 32 MiB L3 of the machine this was tuned on.
+const decodeBytes = 64 << 20
+
+// decodeKernel is one row kernel of one SIMD tier as BenchmarkDecode and
+// TestDecodeKernels see it: the asm called directly (not through the
+// start-up dispatch), so the AVX2 tier is measured and tested on an
+// AVX-512 machine too.
+type decodeKernel struct {
+	typ  quant.Type
+	tier string // "avx2" or "avx512"
+	ok   bool   // the CPU has the tier
+	f    RowsFunc
+}
+
+// decodeKernels lists every row kernel of every tier (dot_*_amd64.go).
+func decodeKernels() []decodeKernel {
+	var ks []decodeKernel
+	for _, k := range rowKernelTable() {
+		ks = append(ks, decodeKernel{k.typ, k.tier, k.tier == "avx2" && hasAVX2 ||
+			k.tier == "avx512" && hasAVX512 || k.tier == "avx512vnni" && hasVNNI, k.f})
+	}
+	return ks
+}
+
+// BenchmarkDecode streams a 64 MiB weight matrix (rows of K elements, out
+// of cache) through each row kernel of each tier against one activation
+// row, as a decode step does, and after every kernel pass times a plain
+// streaming read of the same bytes with the same tier's vector width
+// (streamSumAVX2 / streamSumAVX512). It reports the kernel's weight bytes
+// per second (GB/s), the read's (readGB/s) and their ratio; the ratio is
+// the figure to compare across runs, as both sides share the machine's
+// noise. Kernels of tiers the CPU lacks are skipped.
+func BenchmarkDecode(b *testing.B) {
+	r := rand.New(rand.NewPCG(51, 52))
+	buf := make([]byte, decodeBytes+(1<<20))
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	for _, k := range decodeKernels() {
+		for _, K := range []int{1024, 3072} {
+			b.Run(fmt.Sprintf("%s/K%d/%s", k.typ, K, k.tier), func(b *testing.B) {
+				if !k.ok {
+					b.Skipf("the CPU lacks the %s tier", k.tier)
+				}
+				read := streamSumAVX2
+				if k.tier != "avx2" {
+					read = streamSumAVX512
+				}
+				mm, err := NewMatMul(k.typ)
+				if err != nil {
+					b.Fatal(err)
+				}
+				wrb := mm.WeightRowBytes(K)
+				const tileRows = 64
+				tile := quantWeights(b, r, k.typ, tileRows, K)
+				N := decodeBytes / wrb
+				w := buf[:N*wrb]
+				for off := 0; off < len(w); off += len(tile) {
+					copy(w[off:], tile)
+				}
+				act := make([]byte, mm.ActRowBytes(K))
+				mm.QuantizeRows(randVec(r, K, 1), K, 0, 1, act)
+				y := make([]float32, N)
+				nr := len(w) &^ 255
+				var readNs int64
+				var s uint64
+				for b.Loop() {
+					k.f(K, w, wrb, act, y, 0, N)
+					b.StopTimer()
+					t0 := time.Now()
+					s += read(&w[0], nr)
+					readNs += time.Since(t0).Nanoseconds()
+					b.StartTimer()
+				}
+				if s == 1 {
+					b.Log(s)
+				}
+				gbs := float64(len(w)) * float64(b.N) / float64(b.Elapsed().Nanoseconds())
+				rgbs := float64(nr) * float64(b.N) / float64(readNs)
+				b.ReportMetric(gbs, "GB/s")
+				b.ReportMetric(rgbs, "readGB/s")
+				b.ReportMetric(gbs/rgbs, "ratio")
+			})
+		}
 	}
 }
