@@ -161,10 +161,119 @@ GLOBL kqSplitShuf<>(SB), RODATA|NOPTR, $128
 // KQPFDIST past its start; a prefetch never faults.
 #define KQPFDIST 1024
 
+// 32-byte forms of the K4SCALES constants, for two rows' headers at once
+// (row A in the low 128-bit lane, row B in the high one).
+DATA kqK4Shift2<>+0(SB)/8, $0
+DATA kqK4Shift2<>+8(SB)/8, $0x0000000400000000
+DATA kqK4Shift2<>+16(SB)/8, $0
+DATA kqK4Shift2<>+24(SB)/8, $0x0000000400000000
+GLOBL kqK4Shift2<>(SB), RODATA|NOPTR, $32
+DATA kqK4MaskA2<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA2<>+8(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA2<>+16(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA2<>+24(SB)/8, $0x0f0f0f0f3f3f3f3f
+GLOBL kqK4MaskA2<>(SB), RODATA|NOPTR, $32
+DATA kqK4MaskB2<>+0(SB)/8, $0x3030303000000000
+DATA kqK4MaskB2<>+8(SB)/8, $0x3030303000000000
+DATA kqK4MaskB2<>+16(SB)/8, $0x3030303000000000
+DATA kqK4MaskB2<>+24(SB)/8, $0x3030303000000000
+GLOBL kqK4MaskB2<>(SB), RODATA|NOPTR, $32
+
+// kqMinsZX: bytes 8..15 of each lane (the mins) to zero-extended words.
+DATA kqMinsZX<>+0(SB)/8, $0x800b800a80098008
+DATA kqMinsZX<>+8(SB)/8, $0x800f800e800d800c
+DATA kqMinsZX<>+16(SB)/8, $0x800b800a80098008
+DATA kqMinsZX<>+24(SB)/8, $0x800f800e800d800c
+GLOBL kqMinsZX<>(SB), RODATA|NOPTR, $32
+
+// kqScaleW: bytes 0..7 of each lane (the scales) to zero-extended words:
+// dword j = s_2j | s_2j+1<<16, chunk j's VPMADDWD multiplier.
+DATA kqScaleW<>+0(SB)/8, $0x8003800280018000
+DATA kqScaleW<>+8(SB)/8, $0x8007800680058004
+DATA kqScaleW<>+16(SB)/8, $0x8003800280018000
+DATA kqScaleW<>+24(SB)/8, $0x8007800680058004
+GLOBL kqScaleW<>(SB), RODATA|NOPTR, $32
+
+// kqLane4: VPERMPS index broadcasting lane 4.
+DATA kqLane4<>+0(SB)/8, $0x0000000400000004
+DATA kqLane4<>+8(SB)/8, $0x0000000400000004
+DATA kqLane4<>+16(SB)/8, $0x0000000400000004
+DATA kqLane4<>+24(SB)/8, $0x0000000400000004
+GLOBL kqLane4<>(SB), RODATA|NOPTR, $32
+
+// The pair step's header work for rows A (at AX) and B (at DX) against
+// the activation block at BX, both rows in one register:
+//   Y4  = [dA·d8, dmA·d8, -, -, dB·d8, dmB·d8, -, -]
+//   Y2 -= (dm·d8) × mins·(bsum pairs)   (lanes 0..3 row A, 4..7 row B;
+//         one FNMADD = the oracle's FMA with -dmin·d8)
+//   0(SP)..31(SP): the scales as VPMADDWD dwords s_2j | s_2j+1<<16,
+//         row A's at 4j, row B's at 16+4j.
+// Uses Y3, Y5..Y8; Y13 = the bsum pairs of the block in both lanes.
+#define Q4KHDR2 \
+	VMOVDQU      260(BX), X13             \
+	VPHADDW      276(BX), X13, X13        \
+	VPERMQ       $0x44, Y13, Y13          \
+	VMOVDQU      (AX), X3                 \
+	VINSERTI128  $1, (DX), Y3, Y3         \
+	VPERMQ       $0x08, Y3, Y4            \
+	VCVTPH2PS    X4, Y4                   \
+	VBROADCASTSS (BX), Y5                 \
+	VMULPS       Y5, Y4, Y4               \
+	VPERMILPS    $0x55, Y4, Y5            \
+	VPSHUFD      $0xED, Y3, Y6            \
+	VPSRLVD      kqK4Shift2<>(SB), Y6, Y6 \
+	VPAND        kqK4MaskA2<>(SB), Y6, Y6 \
+	VPSHUFD      $0xA5, Y3, Y7            \
+	VPSRLD       $2, Y7, Y7               \
+	VPAND        kqK4MaskB2<>(SB), Y7, Y7 \
+	VPOR         Y7, Y6, Y6               \
+	VPSHUFB      kqMinsZX<>(SB), Y6, Y7   \
+	VPMADDWD     Y13, Y7, Y7              \
+	VCVTDQ2PS    Y7, Y7                   \
+	VFNMADD231PS Y7, Y5, Y2               \
+	VPSHUFB      kqScaleW<>(SB), Y6, Y7   \
+	VMOVDQU      Y7, 0(SP)
+
+// Q4_K chunk j of both rows: the activations q8[64j..64j+63] loaded once
+// (Y12, Y13); for each row, the VPMADDUBSW word pairs of the low (L) and
+// high (H) nibbles are added in pairs without a multiply (dword k low word
+// L2k+L2k+1, high word H2k+H2k+1: shift, add, blend; |sum| ≤ 4·15·128), so
+// one VPMADDWD by the dword s_2j | s_2j+1<<16 gives lane k = s_2j·(bytes
+// 4k..4k+3 of the low-nibble dot) + s_2j+1·(same of the high), exactly the
+// oracle's lane. Row A (AX) into Y15, row B (DX) into Y9; S: row A's scale
+// dword on the stack (row B's is 16 bytes on). OPA/OPB set or add.
+#define Q4KCH1(W, WOFF, S, OP, SUM) \
+	VMOVDQU      WOFF(W), Y10            \
+	VPAND        Y14, Y10, Y11           \
+	VPSRLW       $4, Y10, Y10            \
+	VPAND        Y14, Y10, Y10           \
+	VPMADDUBSW   Y12, Y11, Y11           \
+	VPMADDUBSW   Y13, Y10, Y10           \
+	VPSRLD       $16, Y11, Y3            \
+	VPADDW       Y3, Y11, Y11            \
+	VPSLLD       $16, Y10, Y3            \
+	VPADDW       Y3, Y10, Y10            \
+	VPBLENDW     $0xAA, Y10, Y11, Y11    \
+	VPBROADCASTD S(SP), Y3               \
+	VPMADDWD     Y3, Y11, Y11            \
+	OP(Y11, SUM)
+
+#define Q4KCH2(WOFF, AOFF, S, OPA, OPB) \
+	VMOVDQU      AOFF(BX), Y12           \
+	VMOVDQU      AOFF+32(BX), Y13        \
+	Q4KCH1(AX, WOFF, S, OPA, Y15)              \
+	Q4KCH1(DX, WOFF, S+16, OPB, Y9)
+
+#define KQSET(X, SUM) VMOVDQA X, SUM
+#define KQADD(X, SUM) VPADDD X, SUM, SUM
+
 // func kqRowsQ4KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
-// Rows go two at a time (row A: Y0/X1, row B: Y11/X12, sharing the
-// activation walk); each row's float steps are those of the one-row order.
-TEXT ·kqRowsQ4KAVX2(SB), NOSPLIT, $0-48
+// Rows go two at a time (row A: Y0, row B: Y1, their mins Y2 lanes 0..3 /
+// 4..7), sharing the activation walk and the header work (Q4KHDR2); each
+// row's float steps are those of the one-row order. The next row pair is
+// prefetched linearly, KQPFDIST past its start. A last odd row goes
+// through Q4KBLOCK.
+TEXT ·kqRowsQ4KAVX2(SB), NOSPLIT, $32-48
 	MOVQ w+0(FP), SI
 	MOVQ wrb+8(FP), R8
 	MOVQ a+16(FP), DI
@@ -173,15 +282,13 @@ TEXT ·kqRowsQ4KAVX2(SB), NOSPLIT, $0-48
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
-	VMOVDQU kqNegLane1<>(SB), X15
 
 q4kpair:
 	CMPQ R10, $2
 	JLT  q4kone
 	VXORPS Y0, Y0, Y0
-	VXORPS X1, X1, X1
-	VXORPS Y11, Y11, Y11
-	VXORPS X12, X12, X12
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
 	MOVQ SI, AX
 	LEAQ (SI)(R8*1), DX
 	LEAQ KQPFDIST(SI)(R8*2), R13
@@ -195,16 +302,28 @@ q4kblock2:
 	PREFETCHT0 192(R13)
 	PREFETCHT0 256(R13)
 	ADDQ $288, R13
-	Q4KBLOCK(AX, Y0, X1)
-	Q4KBLOCK(DX, Y11, X12)
+	Q4KHDR2
+	Q4KCH2(16, 4, 0, KQSET, KQSET)
+	Q4KCH2(48, 68, 4, KQADD, KQADD)
+	Q4KCH2(80, 132, 8, KQADD, KQADD)
+	Q4KCH2(112, 196, 12, KQADD, KQADD)
+	VCVTDQ2PS    Y15, Y15
+	VBROADCASTSS X4, Y3
+	VFMADD231PS  Y15, Y3, Y0
+	VCVTDQ2PS    Y9, Y9
+	VMOVDQU      kqLane4<>(SB), Y3
+	VPERMPS      Y4, Y3, Y3
+	VFMADD231PS  Y9, Y3, Y1
 	ADDQ $144, AX
 	ADDQ $144, DX
 	ADDQ $292, BX
 	DECQ CX
 	JNZ  q4kblock2
 
-	Q4KSTORE(Y0, X0, X1, 0)
-	Q4KSTORE(Y11, X11, X12, 4)
+	VEXTRACTF128 $1, Y2, X12
+	VMOVAPS      X2, X11
+	Q4KSTORE(Y0, X0, X11, 0)
+	Q4KSTORE(Y1, X1, X12, 4)
 	ADDQ $8, R9
 	LEAQ (SI)(R8*2), SI
 	SUBQ $2, R10
@@ -213,6 +332,7 @@ q4kblock2:
 q4kone:
 	TESTQ R10, R10
 	JZ    q4kdone
+	VMOVDQU kqNegLane1<>(SB), X15
 	VXORPS Y0, Y0, Y0
 	VXORPS X1, X1, X1
 	MOVQ SI, AX
