@@ -35,6 +35,12 @@ func kqRowsQ2KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 //go:noescape
 func kqRowsQ3KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
+// kqRowsQ4KVNNI is the Q4_K kernel of the AVX-512 VNNI tier (ZMM, the
+// row pair in one register; see dot_kquant_amd64.s), same bits.
+//
+//go:noescape
+func kqRowsQ4KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
 type kqRowsAsm func(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
 // kqBlockQ8K is the size of one Q8_K super-block (d, 256 int8, 16 bsums).
@@ -66,7 +72,11 @@ func init() {
 	if !hasAVX2 {
 		return
 	}
-	registerRows(quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144))
+	if hasVNNI {
+		registerRows(quant.Q4_K, "avx512vnni", kqRows(kqRowsQ4KVNNI, 144))
+	} else {
+		registerRows(quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144))
+	}
 	registerRows(quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210))
 	registerRows(quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176))
 	registerRows(quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84))
@@ -86,6 +96,7 @@ type rowKernel struct {
 func rowKernelTable() []rowKernel {
 	return []rowKernel{
 		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
+		{quant.Q4_K, "avx512vnni", kqRows(kqRowsQ4KVNNI, 144)},
 		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
 		{quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210)},
 		{quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84)},

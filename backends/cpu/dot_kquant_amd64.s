@@ -759,3 +759,242 @@ q3kblock:
 	JNZ  q3krow
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------- AVX-512 VNNI
+// (Q4KHDR2V: Q4KHDR2 with the 8+8 scales to dwords in Z7 instead of the stack.)
+#define Q4KHDR2V \
+	VMOVDQU      260(BX), X13             \
+	VPHADDW      276(BX), X13, X13        \
+	VPERMQ       $0x44, Y13, Y13          \
+	VMOVDQU      (AX), X3                 \
+	VINSERTI128  $1, (DX), Y3, Y3         \
+	VPERMQ       $0x08, Y3, Y4            \
+	VCVTPH2PS    X4, Y4                   \
+	VBROADCASTSS (BX), Y5                 \
+	VMULPS       Y5, Y4, Y4               \
+	VPERMILPS    $0x55, Y4, Y5            \
+	VPSHUFD      $0xED, Y3, Y6            \
+	VPSRLVD      kqK4Shift2<>(SB), Y6, Y6 \
+	VPAND        kqK4MaskA2<>(SB), Y6, Y6 \
+	VPSHUFD      $0xA5, Y3, Y7            \
+	VPSRLD       $2, Y7, Y7               \
+	VPAND        kqK4MaskB2<>(SB), Y7, Y7 \
+	VPOR         Y7, Y6, Y6               \
+	VPSHUFB      kqMinsZX<>(SB), Y6, Y7   \
+	VPMADDWD     Y13, Y7, Y7              \
+	VCVTDQ2PS    Y7, Y7                   \
+	VFNMADD231PS Y7, Y5, Y2               \
+	VPERMQ       $0x08, Y6, Y7            \
+	VPMOVZXBD    X7, Z7
+
+// kqRowsQ4KVNNI: the Q4_K row pair on ZMM registers, row A in the low 256
+// bits and row B in the high 256 of each. Per chunk j the low (high)
+// nibbles of both rows go through one VPDPBUSD against the 32 activations
+// q8[64j..] (q8[64j+32..]) broadcast to both halves: dword k of a half =
+// Σ bytes 4k..4k+3 (nibble·q8, |Σ| ≤ 4·15·128, a sign-extended int16), so
+// VPDPWSSD by the dword s (scale in the low word, 0 in the high one) adds
+// s·Σ exactly, the oracle's lane term, to the int32 sums and then one VCVTDQ2PS and one FMA by [dA·d8 ×8 | dB·d8 ×8]
+// per super-block, the same float steps per lane as the AVX2 kernel. The
+// header (d, dmin, scales, mins for both rows) is the AVX2 pair's.
+// Registers: Z0 the pair's 8+8 float accumulators, Y2 the mins (lanes
+// 0..3 A, 4..7 B), Z14 nibble mask, Z16..Z23 the VPERMD indices taking
+// scale 2j+h of each row to its half (kqVScale), Z24 kqVLane04; Y13 bsum
+// pairs; Y3..Y12, Z15 temporaries. A last odd row goes through Q4KBLOCK.
+
+DATA kqVScale0<>+0(SB)/8, $0x0000000000000000
+DATA kqVScale0<>+8(SB)/8, $0x0000000000000000
+DATA kqVScale0<>+16(SB)/8, $0x0000000000000000
+DATA kqVScale0<>+24(SB)/8, $0x0000000000000000
+DATA kqVScale0<>+32(SB)/8, $0x0000000800000008
+DATA kqVScale0<>+40(SB)/8, $0x0000000800000008
+DATA kqVScale0<>+48(SB)/8, $0x0000000800000008
+DATA kqVScale0<>+56(SB)/8, $0x0000000800000008
+GLOBL kqVScale0<>(SB), RODATA|NOPTR, $64
+DATA kqVScale1<>+0(SB)/8, $0x0000000100000001
+DATA kqVScale1<>+8(SB)/8, $0x0000000100000001
+DATA kqVScale1<>+16(SB)/8, $0x0000000100000001
+DATA kqVScale1<>+24(SB)/8, $0x0000000100000001
+DATA kqVScale1<>+32(SB)/8, $0x0000000900000009
+DATA kqVScale1<>+40(SB)/8, $0x0000000900000009
+DATA kqVScale1<>+48(SB)/8, $0x0000000900000009
+DATA kqVScale1<>+56(SB)/8, $0x0000000900000009
+GLOBL kqVScale1<>(SB), RODATA|NOPTR, $64
+DATA kqVScale2<>+0(SB)/8, $0x0000000200000002
+DATA kqVScale2<>+8(SB)/8, $0x0000000200000002
+DATA kqVScale2<>+16(SB)/8, $0x0000000200000002
+DATA kqVScale2<>+24(SB)/8, $0x0000000200000002
+DATA kqVScale2<>+32(SB)/8, $0x0000000a0000000a
+DATA kqVScale2<>+40(SB)/8, $0x0000000a0000000a
+DATA kqVScale2<>+48(SB)/8, $0x0000000a0000000a
+DATA kqVScale2<>+56(SB)/8, $0x0000000a0000000a
+GLOBL kqVScale2<>(SB), RODATA|NOPTR, $64
+DATA kqVScale3<>+0(SB)/8, $0x0000000300000003
+DATA kqVScale3<>+8(SB)/8, $0x0000000300000003
+DATA kqVScale3<>+16(SB)/8, $0x0000000300000003
+DATA kqVScale3<>+24(SB)/8, $0x0000000300000003
+DATA kqVScale3<>+32(SB)/8, $0x0000000b0000000b
+DATA kqVScale3<>+40(SB)/8, $0x0000000b0000000b
+DATA kqVScale3<>+48(SB)/8, $0x0000000b0000000b
+DATA kqVScale3<>+56(SB)/8, $0x0000000b0000000b
+GLOBL kqVScale3<>(SB), RODATA|NOPTR, $64
+DATA kqVScale4<>+0(SB)/8, $0x0000000400000004
+DATA kqVScale4<>+8(SB)/8, $0x0000000400000004
+DATA kqVScale4<>+16(SB)/8, $0x0000000400000004
+DATA kqVScale4<>+24(SB)/8, $0x0000000400000004
+DATA kqVScale4<>+32(SB)/8, $0x0000000c0000000c
+DATA kqVScale4<>+40(SB)/8, $0x0000000c0000000c
+DATA kqVScale4<>+48(SB)/8, $0x0000000c0000000c
+DATA kqVScale4<>+56(SB)/8, $0x0000000c0000000c
+GLOBL kqVScale4<>(SB), RODATA|NOPTR, $64
+DATA kqVScale5<>+0(SB)/8, $0x0000000500000005
+DATA kqVScale5<>+8(SB)/8, $0x0000000500000005
+DATA kqVScale5<>+16(SB)/8, $0x0000000500000005
+DATA kqVScale5<>+24(SB)/8, $0x0000000500000005
+DATA kqVScale5<>+32(SB)/8, $0x0000000d0000000d
+DATA kqVScale5<>+40(SB)/8, $0x0000000d0000000d
+DATA kqVScale5<>+48(SB)/8, $0x0000000d0000000d
+DATA kqVScale5<>+56(SB)/8, $0x0000000d0000000d
+GLOBL kqVScale5<>(SB), RODATA|NOPTR, $64
+DATA kqVScale6<>+0(SB)/8, $0x0000000600000006
+DATA kqVScale6<>+8(SB)/8, $0x0000000600000006
+DATA kqVScale6<>+16(SB)/8, $0x0000000600000006
+DATA kqVScale6<>+24(SB)/8, $0x0000000600000006
+DATA kqVScale6<>+32(SB)/8, $0x0000000e0000000e
+DATA kqVScale6<>+40(SB)/8, $0x0000000e0000000e
+DATA kqVScale6<>+48(SB)/8, $0x0000000e0000000e
+DATA kqVScale6<>+56(SB)/8, $0x0000000e0000000e
+GLOBL kqVScale6<>(SB), RODATA|NOPTR, $64
+DATA kqVScale7<>+0(SB)/8, $0x0000000700000007
+DATA kqVScale7<>+8(SB)/8, $0x0000000700000007
+DATA kqVScale7<>+16(SB)/8, $0x0000000700000007
+DATA kqVScale7<>+24(SB)/8, $0x0000000700000007
+DATA kqVScale7<>+32(SB)/8, $0x0000000f0000000f
+DATA kqVScale7<>+40(SB)/8, $0x0000000f0000000f
+DATA kqVScale7<>+48(SB)/8, $0x0000000f0000000f
+DATA kqVScale7<>+56(SB)/8, $0x0000000f0000000f
+GLOBL kqVScale7<>(SB), RODATA|NOPTR, $64
+DATA kqVLane04<>+0(SB)/8, $0x0000000000000000
+DATA kqVLane04<>+8(SB)/8, $0x0000000000000000
+DATA kqVLane04<>+16(SB)/8, $0x0000000000000000
+DATA kqVLane04<>+24(SB)/8, $0x0000000000000000
+DATA kqVLane04<>+32(SB)/8, $0x0000000400000004
+DATA kqVLane04<>+40(SB)/8, $0x0000000400000004
+DATA kqVLane04<>+48(SB)/8, $0x0000000400000004
+DATA kqVLane04<>+56(SB)/8, $0x0000000400000004
+GLOBL kqVLane04<>(SB), RODATA|NOPTR, $64
+DATA kqVNib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+32(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+40(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+48(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+56(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kqVNib<>(SB), RODATA|NOPTR, $64
+
+// Chunk j, nibble half H (0 low, 1 high) of the pair: weights in Z9 (both
+// rows' 32 bytes, already masked to the half's nibbles) against
+// q8 at AOFF; Z15 += s_{2j+H}·Σ in one VPDPWSSD (the dword Σ times the
+// dword s as word pairs: Σ's low word times s plus its sign word times 0;
+// exact int32, no saturation).
+#define Q4KVHALF(NIB, AOFF, IDX) \
+	VBROADCASTI64X4 AOFF(BX), Z11    \
+	VPXORD          Z12, Z12, Z12    \
+	VPDPBUSD        Z11, NIB, Z12    \
+	VPERMD          Z7, IDX, Z11     \
+	VPDPWSSD        Z11, Z12, Z15
+
+#define Q4KVCHUNK(WOFF, AOFF, IDXL, IDXH) \
+	VMOVDQU      WOFF(AX), Y9                   \
+	VINSERTI64X4 $1, WOFF(DX), Z9, Z9          \
+	VPANDD       Z14, Z9, Z10                   \
+	VPSRLW       $4, Z9, Z9                     \
+	VPANDD       Z14, Z9, Z9                    \
+	Q4KVHALF(Z10, AOFF, IDXL)                   \
+	Q4KVHALF(Z9, AOFF+32, IDXH)
+
+// func kqRowsQ4KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+TEXT ·kqRowsQ4KVNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	VMOVDQU64 kqVNib<>(SB), Z14
+	VMOVDQU64 kqVScale0<>(SB), Z16
+	VMOVDQU64 kqVScale1<>(SB), Z17
+	VMOVDQU64 kqVScale2<>(SB), Z18
+	VMOVDQU64 kqVScale3<>(SB), Z19
+	VMOVDQU64 kqVScale4<>(SB), Z20
+	VMOVDQU64 kqVScale5<>(SB), Z21
+	VMOVDQU64 kqVScale6<>(SB), Z22
+	VMOVDQU64 kqVScale7<>(SB), Z23
+	VMOVDQU64 kqVLane04<>(SB), Z24
+
+q4kvpair:
+	CMPQ R10, $2
+	JLT  q4kvone
+	VPXORD Z0, Z0, Z0
+	VXORPS Y2, Y2, Y2
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ KQPFDIST(SI)(R8*2), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q4kvblock:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	ADDQ $288, R13
+	Q4KHDR2V
+	VPXORD       Z15, Z15, Z15
+	Q4KVCHUNK(16, 4, Z16, Z17)
+	Q4KVCHUNK(48, 68, Z18, Z19)
+	Q4KVCHUNK(80, 132, Z20, Z21)
+	Q4KVCHUNK(112, 196, Z22, Z23)
+	VCVTDQ2PS    Z15, Z15
+	VPERMPS      Z4, Z24, Z8
+	VFMADD231PS  Z15, Z8, Z0
+	ADDQ $144, AX
+	ADDQ $144, DX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q4kvblock
+
+	VEXTRACTF64X4 $1, Z0, Y1
+	VEXTRACTF128 $1, Y2, X12
+	VMOVAPS      X2, X11
+	Q4KSTORE(Y0, X0, X11, 0)
+	Q4KSTORE(Y1, X1, X12, 4)
+	ADDQ $8, R9
+	LEAQ (SI)(R8*2), SI
+	SUBQ $2, R10
+	JMP  q4kvpair
+
+q4kvone:
+	TESTQ R10, R10
+	JZ    q4kvdone
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	VMOVDQU kqNegLane1<>(SB), X15
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q4kvblock1:
+	Q4KBLOCK(AX, Y0, X1)
+	ADDQ $144, AX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q4kvblock1
+	Q4KSTORE(Y0, X0, X1, 0)
+
+q4kvdone:
+	VZEROUPPER
+	RET
