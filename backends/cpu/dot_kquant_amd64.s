@@ -159,7 +159,7 @@ GLOBL kqSplitShuf<>(SB), RODATA|NOPTR, $128
 
 // Software prefetch of the next row pair, linear through its bytes,
 // KQPFDIST past its start; a prefetch never faults.
-#define KQPFDIST 1024
+#define KQPFDIST 4096
 
 // 32-byte forms of the K4SCALES constants, for two rows' headers at once
 // (row A in the low 128-bit lane, row B in the high one).
@@ -517,15 +517,149 @@ GLOBL kqQ3M32<>(SB), RODATA|NOPTR, $16
 	VPADDD     Y7, Y8, Y8                 \
 	VPADDD     Y8, Y2, Y2
 
+// Q5KHDR2 is Q4KHDR2 with the Q5_K mins term: each row's four mins
+// products are added in int32 (exact) to one integer, so Y2 lane 0 (row A)
+// and lane 4 (row B) take the oracle's scalar FMA summs += -dmin·d8 × summ.
+#define Q5KHDR2 \
+	VMOVDQU      260(BX), X13             \
+	VPHADDW      276(BX), X13, X13        \
+	VPERMQ       $0x44, Y13, Y13          \
+	VMOVDQU      (AX), X3                 \
+	VINSERTI128  $1, (DX), Y3, Y3         \
+	VPERMQ       $0x08, Y3, Y4            \
+	VCVTPH2PS    X4, Y4                   \
+	VBROADCASTSS (BX), Y5                 \
+	VMULPS       Y5, Y4, Y4               \
+	VPERMILPS    $0x55, Y4, Y5            \
+	VPSHUFD      $0xED, Y3, Y6            \
+	VPSRLVD      kqK4Shift2<>(SB), Y6, Y6 \
+	VPAND        kqK4MaskA2<>(SB), Y6, Y6 \
+	VPSHUFD      $0xA5, Y3, Y7            \
+	VPSRLD       $2, Y7, Y7               \
+	VPAND        kqK4MaskB2<>(SB), Y7, Y7 \
+	VPOR         Y7, Y6, Y6               \
+	VPSHUFB      kqMinsZX<>(SB), Y6, Y7   \
+	VPMADDWD     Y13, Y7, Y7              \
+	VPHADDD      Y7, Y7, Y7               \
+	VPHADDD      Y7, Y7, Y7               \
+	VCVTDQ2PS    Y7, Y7                   \
+	VFNMADD231PS Y7, Y5, Y2               \
+	VPSHUFB      kqScaleW<>(SB), Y6, Y7   \
+	VMOVDQU      Y7, 0(SP)
+
+DATA kq5Bit<>+0(SB)/8, $0x1010101010101010
+DATA kq5Bit<>+8(SB)/8, $0x1010101010101010
+DATA kq5Bit<>+16(SB)/8, $0x1010101010101010
+DATA kq5Bit<>+24(SB)/8, $0x1010101010101010
+GLOBL kq5Bit<>(SB), RODATA|NOPTR, $32
+
+// Q5_K chunk j of one row of the pair: Q4KCH1 with the 5th bits from QH
+// (that row's 32 qh bytes, shifted right by 2 per chunk: bit 0 of each
+// byte for the low nibbles, bit 1 for the high ones); values 0..31, so
+// the VPMADDUBSW pairs (≤ 2·31·128) and their pair sums stay in int16.
+#define Q5KCH1(W, WOFF, S, OP, SUM, QH) \
+	VMOVDQU      WOFF(W), Y10            \
+	VPAND        Y14, Y10, Y11           \
+	VPSRLW       $4, Y10, Y10            \
+	VPAND        Y14, Y10, Y10           \
+	VPSLLW       $4, QH, Y8              \
+	VPAND        kq5Bit<>(SB), Y8, Y8    \
+	VPOR         Y8, Y11, Y11            \
+	VPSLLW       $3, QH, Y8              \
+	VPAND        kq5Bit<>(SB), Y8, Y8    \
+	VPOR         Y8, Y10, Y10            \
+	VPSRLW       $2, QH, QH              \
+	VPMADDUBSW   Y12, Y11, Y11           \
+	VPMADDUBSW   Y13, Y10, Y10           \
+	VPSRLD       $16, Y11, Y3            \
+	VPADDW       Y3, Y11, Y11            \
+	VPSLLD       $16, Y10, Y3            \
+	VPADDW       Y3, Y10, Y10            \
+	VPBLENDW     $0xAA, Y10, Y11, Y11    \
+	VPBROADCASTD S(SP), Y3               \
+	VPMADDWD     Y3, Y11, Y11            \
+	OP(Y11, SUM)
+
+#define Q5KCH2(WOFF, AOFF, S, OPA, OPB) \
+	VMOVDQU      AOFF(BX), Y12           \
+	VMOVDQU      AOFF+32(BX), Y13        \
+	Q5KCH1(AX, WOFF, S, OPA, Y15, Y5)    \
+	Q5KCH1(DX, WOFF, S+16, OPB, Y9, Y6)
+
+// Stores hsum_float_8(ACC) + summs (lane 0 of XS) to OFF(R9). Uses X2.
+#define Q5KSTORE(ACC, XACC, XS, OFF) \
+	HSUM8(ACC, XACC, X2)   \
+	VADDSS XS, XACC, XACC  \
+	VMOVSS XACC, OFF(R9)
+
 // func kqRowsQ5KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 // Per super-block: summs (scalar) = FMA(-d8·dmin, Σ mins·bsums, summs),
 // acc += d8·d × sumi; result hsum_float_8(acc) + summs.
-TEXT ·kqRowsQ5KAVX2(SB), NOSPLIT, $0-48
+TEXT ·kqRowsQ5KAVX2(SB), NOSPLIT, $32-48
 	MOVQ w+0(FP), SI
 	MOVQ wrb+8(FP), R8
 	MOVQ a+16(FP), DI
 	MOVQ y+24(FP), R9
 	MOVQ rows+32(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x10101010, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+
+q5kpair:
+	CMPQ R10, $2
+	JLT  q5kone
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ KQPFDIST(SI)(R8*2), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q5kblock2:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	PREFETCHT0 320(R13)
+	ADDQ $352, R13
+	Q5KHDR2
+	VMOVDQU      16(AX), Y5
+	VMOVDQU      16(DX), Y6
+	Q5KCH2(48, 4, 0, KQSET, KQSET)
+	Q5KCH2(80, 68, 4, KQADD, KQADD)
+	Q5KCH2(112, 132, 8, KQADD, KQADD)
+	Q5KCH2(144, 196, 12, KQADD, KQADD)
+	VCVTDQ2PS    Y15, Y15
+	VBROADCASTSS X4, Y3
+	VFMADD231PS  Y15, Y3, Y0
+	VCVTDQ2PS    Y9, Y9
+	VMOVDQU      kqLane4<>(SB), Y3
+	VPERMPS      Y4, Y3, Y3
+	VFMADD231PS  Y9, Y3, Y1
+	ADDQ $176, AX
+	ADDQ $176, DX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q5kblock2
+
+	VEXTRACTF128 $1, Y2, X12
+	VMOVAPS      X2, X11
+	Q5KSTORE(Y0, X0, X11, 0)
+	Q5KSTORE(Y1, X1, X12, 4)
+	ADDQ $8, R9
+	LEAQ (SI)(R8*2), SI
+	SUBQ $2, R10
+	JMP  q5kpair
+
+q5kone:
+	TESTQ R10, R10
+	JZ    q5kdone
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
@@ -579,10 +713,8 @@ q5kblock:
 	HSUM8(Y0, X0, X2)
 	VADDSS X1, X0, X0
 	VMOVSS X0, (R9)
-	ADDQ $4, R9
-	ADDQ R8, SI
-	DECQ R10
-	JNZ  q5krow
+
+q5kdone:
 	VZEROUPPER
 	RET
 
