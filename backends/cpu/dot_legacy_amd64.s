@@ -90,7 +90,7 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 // them to L1 in time. R13 advances through the next group, PFDIST bytes
 // past its start so its last rows are also early. A prefetch never faults,
 // so running past the matrix is harmless.
-#define PFDIST 1024
+#define PFDIST 4096
 
 #define PREFETCH2(step) \
 	PREFETCHT0 (R13)   \
