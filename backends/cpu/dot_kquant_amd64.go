@@ -18,7 +18,13 @@ import (
 //
 // Every asm kernel loops over rows inside: w points at the first weight
 // row, y at its output; nb is the number of 256-element super-blocks in a
-// row. The Go wrappers check every bound the asm will touch.
+// row. The Go wrappers check every bound the asm will touch. The Q4_K,
+// Q5_K and Q6_K kernels take rows in pairs sharing the activation walk
+// (and for Q4_K/Q5_K one header unpack for both rows) and prefetch the next
+// pair's bytes 4 KiB ahead; Q4_K also has an AVX-512 VNNI kernel (ZMM,
+// VPDPBUSD/VPDPWSSD) with the same bits. Measured (BenchmarkDecode) the
+// AVX2 kernels are bound by vector ALU throughput (their in-L2 speed is
+// close to their streamed speed), not by the memory read.
 
 //go:noescape
 func kqRowsQ4KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)

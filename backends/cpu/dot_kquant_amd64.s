@@ -594,7 +594,11 @@ GLOBL kq5Bit<>(SB), RODATA|NOPTR, $32
 
 // func kqRowsQ5KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 // Per super-block: summs (scalar) = FMA(-d8·dmin, Σ mins·bsums, summs),
-// acc += d8·d × sumi; result hsum_float_8(acc) + summs.
+// acc += d8·d × sumi; result hsum_float_8(acc) + summs. Rows go two at a
+// time as in the Q4_K kernel (accumulators Y0/Y1, summs in Y2 lanes 0 and
+// 4, qh bytes of the rows in Y5/Y6, scale dwords on the stack, the next
+// pair prefetched); a last odd row goes through the one-row loop
+// (Y0/X1 accumulators, Y12 the 5th-bit constant, X15 kqNegLane1).
 TEXT ·kqRowsQ5KAVX2(SB), NOSPLIT, $32-48
 	MOVQ w+0(FP), SI
 	MOVQ wrb+8(FP), R8
