@@ -18,7 +18,13 @@ import (
 //
 // Every asm kernel loops over rows inside: w points at the first weight
 // row, y at its output; nb is the number of 256-element super-blocks in a
-// row. The Go wrappers check every bound the asm will touch.
+// row. The Go wrappers check every bound the asm will touch. The Q4_K,
+// Q5_K and Q6_K kernels take rows in pairs sharing the activation walk
+// (and for Q4_K/Q5_K one header unpack for both rows) and prefetch the next
+// pair's bytes 4 KiB ahead; Q4_K also has an AVX-512 VNNI kernel (ZMM,
+// VPDPBUSD/VPDPWSSD) with the same bits. Measured (BenchmarkDecode) the
+// AVX2 kernels are bound by vector ALU throughput (their in-L2 speed is
+// close to their streamed speed), not by the memory read.
 
 //go:noescape
 func kqRowsQ4KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
@@ -34,6 +40,12 @@ func kqRowsQ2KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
 //go:noescape
 func kqRowsQ3KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+// kqRowsQ4KVNNI is the Q4_K kernel of the AVX-512 VNNI tier (ZMM, the
+// row pair in one register; see dot_kquant_amd64.s), same bits.
+//
+//go:noescape
+func kqRowsQ4KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
 type kqRowsAsm func(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
@@ -66,9 +78,41 @@ func init() {
 	if !hasAVX2 {
 		return
 	}
-	registerRows(quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144))
+	if hasVNNI {
+		registerRows(quant.Q4_K, "avx512vnni", kqRows(kqRowsQ4KVNNI, 144))
+	} else {
+		registerRows(quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144))
+	}
 	registerRows(quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210))
 	registerRows(quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176))
 	registerRows(quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84))
 	registerRows(quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110))
+}
+
+// rowKernel is one SIMD row kernel of one tier, for the tests and
+// benchmarks that call every tier directly.
+type rowKernel struct {
+	typ  quant.Type
+	tier string // "avx2", "avx512" (F/BW/VL/DQ) or "avx512vnni"
+	f    RowsFunc
+}
+
+// rowKernelTable lists every row kernel of every tier, whether or not the
+// CPU has the tier (callers check hasAVX2 / hasAVX512 / hasVNNI).
+func rowKernelTable() []rowKernel {
+	return []rowKernel{
+		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
+		{quant.Q4_K, "avx512vnni", kqRows(kqRowsQ4KVNNI, 144)},
+		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
+		{quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210)},
+		{quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84)},
+		{quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110)},
+		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},
+		{quant.Q8_0, "avx512vnni", legacyRows(rowsQ8_0VNNI, 34, 34)},
+		{quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34)},
+		{quant.Q5_0, "avx512vnni", legacyRows(rowsQ5_0VNNI, 22, 34)},
+		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
+		{quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36)},
+		{quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36)},
+	}
 }

@@ -159,12 +159,121 @@ GLOBL kqSplitShuf<>(SB), RODATA|NOPTR, $128
 
 // Software prefetch of the next row pair, linear through its bytes,
 // KQPFDIST past its start; a prefetch never faults.
-#define KQPFDIST 1024
+#define KQPFDIST 4096
+
+// 32-byte forms of the K4SCALES constants, for two rows' headers at once
+// (row A in the low 128-bit lane, row B in the high one).
+DATA kqK4Shift2<>+0(SB)/8, $0
+DATA kqK4Shift2<>+8(SB)/8, $0x0000000400000000
+DATA kqK4Shift2<>+16(SB)/8, $0
+DATA kqK4Shift2<>+24(SB)/8, $0x0000000400000000
+GLOBL kqK4Shift2<>(SB), RODATA|NOPTR, $32
+DATA kqK4MaskA2<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA2<>+8(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA2<>+16(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA2<>+24(SB)/8, $0x0f0f0f0f3f3f3f3f
+GLOBL kqK4MaskA2<>(SB), RODATA|NOPTR, $32
+DATA kqK4MaskB2<>+0(SB)/8, $0x3030303000000000
+DATA kqK4MaskB2<>+8(SB)/8, $0x3030303000000000
+DATA kqK4MaskB2<>+16(SB)/8, $0x3030303000000000
+DATA kqK4MaskB2<>+24(SB)/8, $0x3030303000000000
+GLOBL kqK4MaskB2<>(SB), RODATA|NOPTR, $32
+
+// kqMinsZX: bytes 8..15 of each lane (the mins) to zero-extended words.
+DATA kqMinsZX<>+0(SB)/8, $0x800b800a80098008
+DATA kqMinsZX<>+8(SB)/8, $0x800f800e800d800c
+DATA kqMinsZX<>+16(SB)/8, $0x800b800a80098008
+DATA kqMinsZX<>+24(SB)/8, $0x800f800e800d800c
+GLOBL kqMinsZX<>(SB), RODATA|NOPTR, $32
+
+// kqScaleW: bytes 0..7 of each lane (the scales) to zero-extended words:
+// dword j = s_2j | s_2j+1<<16, chunk j's VPMADDWD multiplier.
+DATA kqScaleW<>+0(SB)/8, $0x8003800280018000
+DATA kqScaleW<>+8(SB)/8, $0x8007800680058004
+DATA kqScaleW<>+16(SB)/8, $0x8003800280018000
+DATA kqScaleW<>+24(SB)/8, $0x8007800680058004
+GLOBL kqScaleW<>(SB), RODATA|NOPTR, $32
+
+// kqLane4: VPERMPS index broadcasting lane 4.
+DATA kqLane4<>+0(SB)/8, $0x0000000400000004
+DATA kqLane4<>+8(SB)/8, $0x0000000400000004
+DATA kqLane4<>+16(SB)/8, $0x0000000400000004
+DATA kqLane4<>+24(SB)/8, $0x0000000400000004
+GLOBL kqLane4<>(SB), RODATA|NOPTR, $32
+
+// The pair step's header work for rows A (at AX) and B (at DX) against
+// the activation block at BX, both rows in one register:
+//   Y4  = [dA·d8, dmA·d8, -, -, dB·d8, dmB·d8, -, -]
+//   Y2 -= (dm·d8) × mins·(bsum pairs)   (lanes 0..3 row A, 4..7 row B;
+//         one FNMADD = the oracle's FMA with -dmin·d8)
+//   0(SP)..31(SP): the scales as VPMADDWD dwords s_2j | s_2j+1<<16,
+//         row A's at 4j, row B's at 16+4j.
+// Uses Y3, Y5..Y8; Y13 = the bsum pairs of the block in both lanes.
+#define Q4KHDR2 \
+	VMOVDQU      260(BX), X13             \
+	VPHADDW      276(BX), X13, X13        \
+	VPERMQ       $0x44, Y13, Y13          \
+	VMOVDQU      (AX), X3                 \
+	VINSERTI128  $1, (DX), Y3, Y3         \
+	VPERMQ       $0x08, Y3, Y4            \
+	VCVTPH2PS    X4, Y4                   \
+	VBROADCASTSS (BX), Y5                 \
+	VMULPS       Y5, Y4, Y4               \
+	VPERMILPS    $0x55, Y4, Y5            \
+	VPSHUFD      $0xED, Y3, Y6            \
+	VPSRLVD      kqK4Shift2<>(SB), Y6, Y6 \
+	VPAND        kqK4MaskA2<>(SB), Y6, Y6 \
+	VPSHUFD      $0xA5, Y3, Y7            \
+	VPSRLD       $2, Y7, Y7               \
+	VPAND        kqK4MaskB2<>(SB), Y7, Y7 \
+	VPOR         Y7, Y6, Y6               \
+	VPSHUFB      kqMinsZX<>(SB), Y6, Y7   \
+	VPMADDWD     Y13, Y7, Y7              \
+	VCVTDQ2PS    Y7, Y7                   \
+	VFNMADD231PS Y7, Y5, Y2               \
+	VPSHUFB      kqScaleW<>(SB), Y6, Y7   \
+	VMOVDQU      Y7, 0(SP)
+
+// Q4_K chunk j of both rows: the activations q8[64j..64j+63] loaded once
+// (Y12, Y13); for each row, the VPMADDUBSW word pairs of the low (L) and
+// high (H) nibbles are added in pairs without a multiply (dword k low word
+// L2k+L2k+1, high word H2k+H2k+1: shift, add, blend; |sum| ≤ 4·15·128), so
+// one VPMADDWD by the dword s_2j | s_2j+1<<16 gives lane k = s_2j·(bytes
+// 4k..4k+3 of the low-nibble dot) + s_2j+1·(same of the high), exactly the
+// oracle's lane. Row A (AX) into Y15, row B (DX) into Y9; S: row A's scale
+// dword on the stack (row B's is 16 bytes on). OPA/OPB set or add.
+#define Q4KCH1(W, WOFF, S, OP, SUM) \
+	VMOVDQU      WOFF(W), Y10            \
+	VPAND        Y14, Y10, Y11           \
+	VPSRLW       $4, Y10, Y10            \
+	VPAND        Y14, Y10, Y10           \
+	VPMADDUBSW   Y12, Y11, Y11           \
+	VPMADDUBSW   Y13, Y10, Y10           \
+	VPSRLD       $16, Y11, Y3            \
+	VPADDW       Y3, Y11, Y11            \
+	VPSLLD       $16, Y10, Y3            \
+	VPADDW       Y3, Y10, Y10            \
+	VPBLENDW     $0xAA, Y10, Y11, Y11    \
+	VPBROADCASTD S(SP), Y3               \
+	VPMADDWD     Y3, Y11, Y11            \
+	OP(Y11, SUM)
+
+#define Q4KCH2(WOFF, AOFF, S, OPA, OPB) \
+	VMOVDQU      AOFF(BX), Y12           \
+	VMOVDQU      AOFF+32(BX), Y13        \
+	Q4KCH1(AX, WOFF, S, OPA, Y15)              \
+	Q4KCH1(DX, WOFF, S+16, OPB, Y9)
+
+#define KQSET(X, SUM) VMOVDQA X, SUM
+#define KQADD(X, SUM) VPADDD X, SUM, SUM
 
 // func kqRowsQ4KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
-// Rows go two at a time (row A: Y0/X1, row B: Y11/X12, sharing the
-// activation walk); each row's float steps are those of the one-row order.
-TEXT ·kqRowsQ4KAVX2(SB), NOSPLIT, $0-48
+// Rows go two at a time (row A: Y0, row B: Y1, their mins Y2 lanes 0..3 /
+// 4..7), sharing the activation walk and the header work (Q4KHDR2); each
+// row's float steps are those of the one-row order. The next row pair is
+// prefetched linearly, KQPFDIST past its start. A last odd row goes
+// through Q4KBLOCK.
+TEXT ·kqRowsQ4KAVX2(SB), NOSPLIT, $32-48
 	MOVQ w+0(FP), SI
 	MOVQ wrb+8(FP), R8
 	MOVQ a+16(FP), DI
@@ -173,15 +282,13 @@ TEXT ·kqRowsQ4KAVX2(SB), NOSPLIT, $0-48
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
-	VMOVDQU kqNegLane1<>(SB), X15
 
 q4kpair:
 	CMPQ R10, $2
 	JLT  q4kone
 	VXORPS Y0, Y0, Y0
-	VXORPS X1, X1, X1
-	VXORPS Y11, Y11, Y11
-	VXORPS X12, X12, X12
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
 	MOVQ SI, AX
 	LEAQ (SI)(R8*1), DX
 	LEAQ KQPFDIST(SI)(R8*2), R13
@@ -195,16 +302,28 @@ q4kblock2:
 	PREFETCHT0 192(R13)
 	PREFETCHT0 256(R13)
 	ADDQ $288, R13
-	Q4KBLOCK(AX, Y0, X1)
-	Q4KBLOCK(DX, Y11, X12)
+	Q4KHDR2
+	Q4KCH2(16, 4, 0, KQSET, KQSET)
+	Q4KCH2(48, 68, 4, KQADD, KQADD)
+	Q4KCH2(80, 132, 8, KQADD, KQADD)
+	Q4KCH2(112, 196, 12, KQADD, KQADD)
+	VCVTDQ2PS    Y15, Y15
+	VBROADCASTSS X4, Y3
+	VFMADD231PS  Y15, Y3, Y0
+	VCVTDQ2PS    Y9, Y9
+	VMOVDQU      kqLane4<>(SB), Y3
+	VPERMPS      Y4, Y3, Y3
+	VFMADD231PS  Y9, Y3, Y1
 	ADDQ $144, AX
 	ADDQ $144, DX
 	ADDQ $292, BX
 	DECQ CX
 	JNZ  q4kblock2
 
-	Q4KSTORE(Y0, X0, X1, 0)
-	Q4KSTORE(Y11, X11, X12, 4)
+	VEXTRACTF128 $1, Y2, X12
+	VMOVAPS      X2, X11
+	Q4KSTORE(Y0, X0, X11, 0)
+	Q4KSTORE(Y1, X1, X12, 4)
 	ADDQ $8, R9
 	LEAQ (SI)(R8*2), SI
 	SUBQ $2, R10
@@ -213,6 +332,7 @@ q4kblock2:
 q4kone:
 	TESTQ R10, R10
 	JZ    q4kdone
+	VMOVDQU kqNegLane1<>(SB), X15
 	VXORPS Y0, Y0, Y0
 	VXORPS X1, X1, X1
 	MOVQ SI, AX
@@ -397,15 +517,153 @@ GLOBL kqQ3M32<>(SB), RODATA|NOPTR, $16
 	VPADDD     Y7, Y8, Y8                 \
 	VPADDD     Y8, Y2, Y2
 
+// Q5KHDR2 is Q4KHDR2 with the Q5_K mins term: each row's four mins
+// products are added in int32 (exact) to one integer, so Y2 lane 0 (row A)
+// and lane 4 (row B) take the oracle's scalar FMA summs += -dmin·d8 × summ.
+#define Q5KHDR2 \
+	VMOVDQU      260(BX), X13             \
+	VPHADDW      276(BX), X13, X13        \
+	VPERMQ       $0x44, Y13, Y13          \
+	VMOVDQU      (AX), X3                 \
+	VINSERTI128  $1, (DX), Y3, Y3         \
+	VPERMQ       $0x08, Y3, Y4            \
+	VCVTPH2PS    X4, Y4                   \
+	VBROADCASTSS (BX), Y5                 \
+	VMULPS       Y5, Y4, Y4               \
+	VPERMILPS    $0x55, Y4, Y5            \
+	VPSHUFD      $0xED, Y3, Y6            \
+	VPSRLVD      kqK4Shift2<>(SB), Y6, Y6 \
+	VPAND        kqK4MaskA2<>(SB), Y6, Y6 \
+	VPSHUFD      $0xA5, Y3, Y7            \
+	VPSRLD       $2, Y7, Y7               \
+	VPAND        kqK4MaskB2<>(SB), Y7, Y7 \
+	VPOR         Y7, Y6, Y6               \
+	VPSHUFB      kqMinsZX<>(SB), Y6, Y7   \
+	VPMADDWD     Y13, Y7, Y7              \
+	VPHADDD      Y7, Y7, Y7               \
+	VPHADDD      Y7, Y7, Y7               \
+	VCVTDQ2PS    Y7, Y7                   \
+	VFNMADD231PS Y7, Y5, Y2               \
+	VPSHUFB      kqScaleW<>(SB), Y6, Y7   \
+	VMOVDQU      Y7, 0(SP)
+
+DATA kq5Bit<>+0(SB)/8, $0x1010101010101010
+DATA kq5Bit<>+8(SB)/8, $0x1010101010101010
+DATA kq5Bit<>+16(SB)/8, $0x1010101010101010
+DATA kq5Bit<>+24(SB)/8, $0x1010101010101010
+GLOBL kq5Bit<>(SB), RODATA|NOPTR, $32
+
+// Q5_K chunk j of one row of the pair: Q4KCH1 with the 5th bits from QH
+// (that row's 32 qh bytes, shifted right by 2 per chunk: bit 0 of each
+// byte for the low nibbles, bit 1 for the high ones); values 0..31, so
+// the VPMADDUBSW pairs (≤ 2·31·128) and their pair sums stay in int16.
+#define Q5KCH1(W, WOFF, S, OP, SUM, QH) \
+	VMOVDQU      WOFF(W), Y10            \
+	VPAND        Y14, Y10, Y11           \
+	VPSRLW       $4, Y10, Y10            \
+	VPAND        Y14, Y10, Y10           \
+	VPSLLW       $4, QH, Y8              \
+	VPAND        kq5Bit<>(SB), Y8, Y8    \
+	VPOR         Y8, Y11, Y11            \
+	VPSLLW       $3, QH, Y8              \
+	VPAND        kq5Bit<>(SB), Y8, Y8    \
+	VPOR         Y8, Y10, Y10            \
+	VPSRLW       $2, QH, QH              \
+	VPMADDUBSW   Y12, Y11, Y11           \
+	VPMADDUBSW   Y13, Y10, Y10           \
+	VPSRLD       $16, Y11, Y3            \
+	VPADDW       Y3, Y11, Y11            \
+	VPSLLD       $16, Y10, Y3            \
+	VPADDW       Y3, Y10, Y10            \
+	VPBLENDW     $0xAA, Y10, Y11, Y11    \
+	VPBROADCASTD S(SP), Y3               \
+	VPMADDWD     Y3, Y11, Y11            \
+	OP(Y11, SUM)
+
+#define Q5KCH2(WOFF, AOFF, S, OPA, OPB) \
+	VMOVDQU      AOFF(BX), Y12           \
+	VMOVDQU      AOFF+32(BX), Y13        \
+	Q5KCH1(AX, WOFF, S, OPA, Y15, Y5)    \
+	Q5KCH1(DX, WOFF, S+16, OPB, Y9, Y6)
+
+// Stores hsum_float_8(ACC) + summs (lane 0 of XS) to OFF(R9). Uses X2.
+#define Q5KSTORE(ACC, XACC, XS, OFF) \
+	HSUM8(ACC, XACC, X2)   \
+	VADDSS XS, XACC, XACC  \
+	VMOVSS XACC, OFF(R9)
+
 // func kqRowsQ5KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 // Per super-block: summs (scalar) = FMA(-d8·dmin, Σ mins·bsums, summs),
-// acc += d8·d × sumi; result hsum_float_8(acc) + summs.
-TEXT ·kqRowsQ5KAVX2(SB), NOSPLIT, $0-48
+// acc += d8·d × sumi; result hsum_float_8(acc) + summs. Rows go two at a
+// time as in the Q4_K kernel (accumulators Y0/Y1, summs in Y2 lanes 0 and
+// 4, qh bytes of the rows in Y5/Y6, scale dwords on the stack, the next
+// pair prefetched); a last odd row goes through the one-row loop
+// (Y0/X1 accumulators, Y12 the 5th-bit constant, X15 kqNegLane1).
+TEXT ·kqRowsQ5KAVX2(SB), NOSPLIT, $32-48
 	MOVQ w+0(FP), SI
 	MOVQ wrb+8(FP), R8
 	MOVQ a+16(FP), DI
 	MOVQ y+24(FP), R9
 	MOVQ rows+32(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x10101010, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+
+q5kpair:
+	CMPQ R10, $2
+	JLT  q5kone
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ KQPFDIST(SI)(R8*2), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q5kblock2:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	PREFETCHT0 320(R13)
+	ADDQ $352, R13
+	Q5KHDR2
+	VMOVDQU      16(AX), Y5
+	VMOVDQU      16(DX), Y6
+	Q5KCH2(48, 4, 0, KQSET, KQSET)
+	Q5KCH2(80, 68, 4, KQADD, KQADD)
+	Q5KCH2(112, 132, 8, KQADD, KQADD)
+	Q5KCH2(144, 196, 12, KQADD, KQADD)
+	VCVTDQ2PS    Y15, Y15
+	VBROADCASTSS X4, Y3
+	VFMADD231PS  Y15, Y3, Y0
+	VCVTDQ2PS    Y9, Y9
+	VMOVDQU      kqLane4<>(SB), Y3
+	VPERMPS      Y4, Y3, Y3
+	VFMADD231PS  Y9, Y3, Y1
+	ADDQ $176, AX
+	ADDQ $176, DX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q5kblock2
+
+	VEXTRACTF128 $1, Y2, X12
+	VMOVAPS      X2, X11
+	Q5KSTORE(Y0, X0, X11, 0)
+	Q5KSTORE(Y1, X1, X12, 4)
+	ADDQ $8, R9
+	LEAQ (SI)(R8*2), SI
+	SUBQ $2, R10
+	JMP  q5kpair
+
+q5kone:
+	TESTQ R10, R10
+	JZ    q5kdone
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14
@@ -459,10 +717,8 @@ q5kblock:
 	HSUM8(Y0, X0, X2)
 	VADDSS X1, X0, X0
 	VMOVSS X0, (R9)
-	ADDQ $4, R9
-	ADDQ R8, SI
-	DECQ R10
-	JNZ  q5krow
+
+q5kdone:
 	VZEROUPPER
 	RET
 
@@ -637,5 +893,244 @@ q3kblock:
 	ADDQ R8, SI
 	DECQ R10
 	JNZ  q3krow
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------- AVX-512 VNNI
+// (Q4KHDR2V: Q4KHDR2 with the 8+8 scales to dwords in Z7 instead of the stack.)
+#define Q4KHDR2V \
+	VMOVDQU      260(BX), X13             \
+	VPHADDW      276(BX), X13, X13        \
+	VPERMQ       $0x44, Y13, Y13          \
+	VMOVDQU      (AX), X3                 \
+	VINSERTI128  $1, (DX), Y3, Y3         \
+	VPERMQ       $0x08, Y3, Y4            \
+	VCVTPH2PS    X4, Y4                   \
+	VBROADCASTSS (BX), Y5                 \
+	VMULPS       Y5, Y4, Y4               \
+	VPERMILPS    $0x55, Y4, Y5            \
+	VPSHUFD      $0xED, Y3, Y6            \
+	VPSRLVD      kqK4Shift2<>(SB), Y6, Y6 \
+	VPAND        kqK4MaskA2<>(SB), Y6, Y6 \
+	VPSHUFD      $0xA5, Y3, Y7            \
+	VPSRLD       $2, Y7, Y7               \
+	VPAND        kqK4MaskB2<>(SB), Y7, Y7 \
+	VPOR         Y7, Y6, Y6               \
+	VPSHUFB      kqMinsZX<>(SB), Y6, Y7   \
+	VPMADDWD     Y13, Y7, Y7              \
+	VCVTDQ2PS    Y7, Y7                   \
+	VFNMADD231PS Y7, Y5, Y2               \
+	VPERMQ       $0x08, Y6, Y7            \
+	VPMOVZXBD    X7, Z7
+
+// kqRowsQ4KVNNI: the Q4_K row pair on ZMM registers, row A in the low 256
+// bits and row B in the high 256 of each. Per chunk j the low (high)
+// nibbles of both rows go through one VPDPBUSD against the 32 activations
+// q8[64j..] (q8[64j+32..]) broadcast to both halves: dword k of a half =
+// Σ bytes 4k..4k+3 (nibble·q8, |Σ| ≤ 4·15·128, a sign-extended int16), so
+// VPDPWSSD by the dword s (scale in the low word, 0 in the high one) adds
+// s·Σ exactly, the oracle's lane term, to the int32 sums and then one VCVTDQ2PS and one FMA by [dA·d8 ×8 | dB·d8 ×8]
+// per super-block, the same float steps per lane as the AVX2 kernel. The
+// header (d, dmin, scales, mins for both rows) is the AVX2 pair's.
+// Registers: Z0 the pair's 8+8 float accumulators, Y2 the mins (lanes
+// 0..3 A, 4..7 B), Z14 nibble mask, Z16..Z23 the VPERMD indices taking
+// scale 2j+h of each row to its half (kqVScale), Z24 kqVLane04; Y13 bsum
+// pairs; Y3..Y12, Z15 temporaries. A last odd row goes through Q4KBLOCK.
+
+DATA kqVScale0<>+0(SB)/8, $0x0000000000000000
+DATA kqVScale0<>+8(SB)/8, $0x0000000000000000
+DATA kqVScale0<>+16(SB)/8, $0x0000000000000000
+DATA kqVScale0<>+24(SB)/8, $0x0000000000000000
+DATA kqVScale0<>+32(SB)/8, $0x0000000800000008
+DATA kqVScale0<>+40(SB)/8, $0x0000000800000008
+DATA kqVScale0<>+48(SB)/8, $0x0000000800000008
+DATA kqVScale0<>+56(SB)/8, $0x0000000800000008
+GLOBL kqVScale0<>(SB), RODATA|NOPTR, $64
+DATA kqVScale1<>+0(SB)/8, $0x0000000100000001
+DATA kqVScale1<>+8(SB)/8, $0x0000000100000001
+DATA kqVScale1<>+16(SB)/8, $0x0000000100000001
+DATA kqVScale1<>+24(SB)/8, $0x0000000100000001
+DATA kqVScale1<>+32(SB)/8, $0x0000000900000009
+DATA kqVScale1<>+40(SB)/8, $0x0000000900000009
+DATA kqVScale1<>+48(SB)/8, $0x0000000900000009
+DATA kqVScale1<>+56(SB)/8, $0x0000000900000009
+GLOBL kqVScale1<>(SB), RODATA|NOPTR, $64
+DATA kqVScale2<>+0(SB)/8, $0x0000000200000002
+DATA kqVScale2<>+8(SB)/8, $0x0000000200000002
+DATA kqVScale2<>+16(SB)/8, $0x0000000200000002
+DATA kqVScale2<>+24(SB)/8, $0x0000000200000002
+DATA kqVScale2<>+32(SB)/8, $0x0000000a0000000a
+DATA kqVScale2<>+40(SB)/8, $0x0000000a0000000a
+DATA kqVScale2<>+48(SB)/8, $0x0000000a0000000a
+DATA kqVScale2<>+56(SB)/8, $0x0000000a0000000a
+GLOBL kqVScale2<>(SB), RODATA|NOPTR, $64
+DATA kqVScale3<>+0(SB)/8, $0x0000000300000003
+DATA kqVScale3<>+8(SB)/8, $0x0000000300000003
+DATA kqVScale3<>+16(SB)/8, $0x0000000300000003
+DATA kqVScale3<>+24(SB)/8, $0x0000000300000003
+DATA kqVScale3<>+32(SB)/8, $0x0000000b0000000b
+DATA kqVScale3<>+40(SB)/8, $0x0000000b0000000b
+DATA kqVScale3<>+48(SB)/8, $0x0000000b0000000b
+DATA kqVScale3<>+56(SB)/8, $0x0000000b0000000b
+GLOBL kqVScale3<>(SB), RODATA|NOPTR, $64
+DATA kqVScale4<>+0(SB)/8, $0x0000000400000004
+DATA kqVScale4<>+8(SB)/8, $0x0000000400000004
+DATA kqVScale4<>+16(SB)/8, $0x0000000400000004
+DATA kqVScale4<>+24(SB)/8, $0x0000000400000004
+DATA kqVScale4<>+32(SB)/8, $0x0000000c0000000c
+DATA kqVScale4<>+40(SB)/8, $0x0000000c0000000c
+DATA kqVScale4<>+48(SB)/8, $0x0000000c0000000c
+DATA kqVScale4<>+56(SB)/8, $0x0000000c0000000c
+GLOBL kqVScale4<>(SB), RODATA|NOPTR, $64
+DATA kqVScale5<>+0(SB)/8, $0x0000000500000005
+DATA kqVScale5<>+8(SB)/8, $0x0000000500000005
+DATA kqVScale5<>+16(SB)/8, $0x0000000500000005
+DATA kqVScale5<>+24(SB)/8, $0x0000000500000005
+DATA kqVScale5<>+32(SB)/8, $0x0000000d0000000d
+DATA kqVScale5<>+40(SB)/8, $0x0000000d0000000d
+DATA kqVScale5<>+48(SB)/8, $0x0000000d0000000d
+DATA kqVScale5<>+56(SB)/8, $0x0000000d0000000d
+GLOBL kqVScale5<>(SB), RODATA|NOPTR, $64
+DATA kqVScale6<>+0(SB)/8, $0x0000000600000006
+DATA kqVScale6<>+8(SB)/8, $0x0000000600000006
+DATA kqVScale6<>+16(SB)/8, $0x0000000600000006
+DATA kqVScale6<>+24(SB)/8, $0x0000000600000006
+DATA kqVScale6<>+32(SB)/8, $0x0000000e0000000e
+DATA kqVScale6<>+40(SB)/8, $0x0000000e0000000e
+DATA kqVScale6<>+48(SB)/8, $0x0000000e0000000e
+DATA kqVScale6<>+56(SB)/8, $0x0000000e0000000e
+GLOBL kqVScale6<>(SB), RODATA|NOPTR, $64
+DATA kqVScale7<>+0(SB)/8, $0x0000000700000007
+DATA kqVScale7<>+8(SB)/8, $0x0000000700000007
+DATA kqVScale7<>+16(SB)/8, $0x0000000700000007
+DATA kqVScale7<>+24(SB)/8, $0x0000000700000007
+DATA kqVScale7<>+32(SB)/8, $0x0000000f0000000f
+DATA kqVScale7<>+40(SB)/8, $0x0000000f0000000f
+DATA kqVScale7<>+48(SB)/8, $0x0000000f0000000f
+DATA kqVScale7<>+56(SB)/8, $0x0000000f0000000f
+GLOBL kqVScale7<>(SB), RODATA|NOPTR, $64
+DATA kqVLane04<>+0(SB)/8, $0x0000000000000000
+DATA kqVLane04<>+8(SB)/8, $0x0000000000000000
+DATA kqVLane04<>+16(SB)/8, $0x0000000000000000
+DATA kqVLane04<>+24(SB)/8, $0x0000000000000000
+DATA kqVLane04<>+32(SB)/8, $0x0000000400000004
+DATA kqVLane04<>+40(SB)/8, $0x0000000400000004
+DATA kqVLane04<>+48(SB)/8, $0x0000000400000004
+DATA kqVLane04<>+56(SB)/8, $0x0000000400000004
+GLOBL kqVLane04<>(SB), RODATA|NOPTR, $64
+DATA kqVNib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+32(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+40(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+48(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kqVNib<>+56(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kqVNib<>(SB), RODATA|NOPTR, $64
+
+// Chunk j, nibble half H (0 low, 1 high) of the pair: weights in Z9 (both
+// rows' 32 bytes, already masked to the half's nibbles) against
+// q8 at AOFF; Z15 += s_{2j+H}·Σ in one VPDPWSSD (the dword Σ times the
+// dword s as word pairs: Σ's low word times s plus its sign word times 0;
+// exact int32, no saturation).
+#define Q4KVHALF(NIB, AOFF, IDX) \
+	VBROADCASTI64X4 AOFF(BX), Z11    \
+	VPXORD          Z12, Z12, Z12    \
+	VPDPBUSD        Z11, NIB, Z12    \
+	VPERMD          Z7, IDX, Z11     \
+	VPDPWSSD        Z11, Z12, Z15
+
+#define Q4KVCHUNK(WOFF, AOFF, IDXL, IDXH) \
+	VMOVDQU      WOFF(AX), Y9                   \
+	VINSERTI64X4 $1, WOFF(DX), Z9, Z9          \
+	VPANDD       Z14, Z9, Z10                   \
+	VPSRLW       $4, Z9, Z9                     \
+	VPANDD       Z14, Z9, Z9                    \
+	Q4KVHALF(Z10, AOFF, IDXL)                   \
+	Q4KVHALF(Z9, AOFF+32, IDXH)
+
+// func kqRowsQ4KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+TEXT ·kqRowsQ4KVNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	VMOVDQU64 kqVNib<>(SB), Z14
+	VMOVDQU64 kqVScale0<>(SB), Z16
+	VMOVDQU64 kqVScale1<>(SB), Z17
+	VMOVDQU64 kqVScale2<>(SB), Z18
+	VMOVDQU64 kqVScale3<>(SB), Z19
+	VMOVDQU64 kqVScale4<>(SB), Z20
+	VMOVDQU64 kqVScale5<>(SB), Z21
+	VMOVDQU64 kqVScale6<>(SB), Z22
+	VMOVDQU64 kqVScale7<>(SB), Z23
+	VMOVDQU64 kqVLane04<>(SB), Z24
+
+q4kvpair:
+	CMPQ R10, $2
+	JLT  q4kvone
+	VPXORD Z0, Z0, Z0
+	VXORPS Y2, Y2, Y2
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ KQPFDIST(SI)(R8*2), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q4kvblock:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	ADDQ $288, R13
+	Q4KHDR2V
+	VPXORD       Z15, Z15, Z15
+	Q4KVCHUNK(16, 4, Z16, Z17)
+	Q4KVCHUNK(48, 68, Z18, Z19)
+	Q4KVCHUNK(80, 132, Z20, Z21)
+	Q4KVCHUNK(112, 196, Z22, Z23)
+	VCVTDQ2PS    Z15, Z15
+	VPERMPS      Z4, Z24, Z8
+	VFMADD231PS  Z15, Z8, Z0
+	ADDQ $144, AX
+	ADDQ $144, DX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q4kvblock
+
+	VEXTRACTF64X4 $1, Z0, Y1
+	VEXTRACTF128 $1, Y2, X12
+	VMOVAPS      X2, X11
+	Q4KSTORE(Y0, X0, X11, 0)
+	Q4KSTORE(Y1, X1, X12, 4)
+	ADDQ $8, R9
+	LEAQ (SI)(R8*2), SI
+	SUBQ $2, R10
+	JMP  q4kvpair
+
+q4kvone:
+	TESTQ R10, R10
+	JZ    q4kvdone
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	VMOVDQU kqNegLane1<>(SB), X15
+	VXORPS Y0, Y0, Y0
+	VXORPS X1, X1, X1
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q4kvblock1:
+	Q4KBLOCK(AX, Y0, X1)
+	ADDQ $144, AX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q4kvblock1
+	Q4KSTORE(Y0, X0, X1, 0)
+
+q4kvdone:
 	VZEROUPPER
 	RET

@@ -69,12 +69,19 @@ func kqAct(r *rand.Rand, K, kind int) []byte {
 
 func TestKQuantRowsBitExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
-	const N = 23
 	for _, typ := range kqTypes {
+		t.Run(typ.String(), func(t *testing.T) {
+			testKQuantRows(t, r, typ)
+		})
+	}
+}
+
+func testKQuantRows(t *testing.T, r *rand.Rand, typ quant.Type) {
+	const N = 23
+	{
 		f := rowKernels[typ]
 		if f == nil {
-			t.Logf("%s: no SIMD row kernel registered", typ)
-			continue
+			t.Skipf("%s: no SIMD row kernel on this CPU / build", typ)
 		}
 		dot := quant.DotFor(typ)
 		for _, K := range []int{256, 768, 1024, 3072, 4864} {
@@ -115,11 +122,19 @@ func TestKQuantRowsBitExact(t *testing.T) {
 // (all 0x00 / 0xff quants and scales) against extreme activations.
 func TestKQuantRowsExtremes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
-	const K, N = 1024, 9
 	for _, typ := range kqTypes {
+		t.Run(typ.String(), func(t *testing.T) {
+			testKQuantExtremes(t, r, typ)
+		})
+	}
+}
+
+func testKQuantExtremes(t *testing.T, r *rand.Rand, typ quant.Type) {
+	const K, N = 1024, 9
+	{
 		f := rowKernels[typ]
 		if f == nil {
-			continue
+			t.Skipf("%s: no SIMD row kernel on this CPU / build", typ)
 		}
 		dot := quant.DotFor(typ)
 		wrb, _ := typ.RowSize(K)
@@ -245,4 +260,54 @@ func BenchmarkKQuantStream(b *testing.B) {
 			}
 		}
 	}
+}
+
+// rowTestWeights returns N weight rows of K elements of type wt in three
+// flavours: quantized from random rows (kind 0), raw random bytes with
+// small finite f16 scales (kind 1: every quant bit pattern), and blocks of
+// extreme bytes, all 0x00 or all 0xff apart from the scales (kind 2).
+func rowTestWeights(t *testing.T, r *rand.Rand, wt quant.Type, N, K, kind int) ([]byte, int) {
+	wrb, err := wt.RowSize(K)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind == 0 {
+		if wt.BlockSize() == 256 {
+			return kqWeights(t, r, wt, N, K)
+		}
+		return legacyWeights(t, r, wt, N, K, false), wrb
+	}
+	w := make([]byte, N*wrb)
+	bs := wt.TypeSize()
+	for b := 0; b < len(w)/bs; b++ {
+		blk := w[b*bs : (b+1)*bs]
+		for i := range blk {
+			switch {
+			case kind == 1:
+				blk[i] = byte(r.Uint32())
+			case b%2 == 0:
+				blk[i] = 0xff
+			}
+		}
+		var offs []int
+		switch wt {
+		case quant.Q4_K, quant.Q5_K:
+			offs = []int{0, 2}
+		case quant.Q6_K:
+			offs = []int{208}
+		case quant.Q2_K:
+			offs = []int{80, 82}
+		case quant.Q3_K:
+			offs = []int{108}
+		case quant.Q4_1, quant.Q5_1:
+			offs = []int{0, 2}
+		default:
+			offs = []int{0}
+		}
+		for _, o := range offs {
+			h := quant.FP32ToFP16(float32(r.NormFloat64() * 0.01))
+			blk[o], blk[o+1] = byte(h), byte(h>>8)
+		}
+	}
+	return w, wrb
 }

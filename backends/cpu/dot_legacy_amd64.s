@@ -90,7 +90,7 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 // them to L1 in time. R13 advances through the next group, PFDIST bytes
 // past its start so its last rows are also early. A prefetch never faults,
 // so running past the matrix is harmless.
-#define PFDIST 1024
+#define PFDIST 4096
 
 #define PREFETCH2(step) \
 	PREFETCHT0 (R13)   \
@@ -135,6 +135,31 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 	VMOVD     (DI), X5 \
 	VCVTPH2PS X5, X5   \
 	VMOVDQU   4(DI), Y4
+
+// SCALE4: the four rows' d_w·d_a of the block step at once, to 0(SP)..
+// 15(SP) (row r at 4r): their f16 d (block offset 0) gathered in AX with
+// scalar loads, one convert, one VMULPS by the activation scale (X5, all
+// lanes; the same float32 product as WSCALE's). WSCALE4(off) then
+// broadcasts row off/4's from the stack: a load, no vector ALU work.
+// Uses AX, R14, X6.
+#define SCALE4 \
+	MOVWLZX   (SI)(R12*1), AX \
+	SHLQ      $16, AX         \
+	MOVWLZX   (SI)(R8*2), R14 \
+	ORQ       R14, AX         \
+	SHLQ      $16, AX         \
+	MOVWLZX   (SI)(R8*1), R14 \
+	ORQ       R14, AX         \
+	SHLQ      $16, AX         \
+	MOVWLZX   (SI), R14       \
+	ORQ       R14, AX         \
+	VMOVQ     AX, X6          \
+	VCVTPH2PS X6, X6          \
+	VMULPS    X5, X6, X6      \
+	VMOVUPS   X6, 0(SP)
+
+#define WSCALE4(off) \
+	VBROADCASTSS off(SP), Y6
 
 // Y6 = d_w·d_a in all lanes (the weight's f16 d at sc).
 #define WSCALE(sc) \
@@ -181,6 +206,14 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 	VPMADDUBSW Y9, Y7, Y7 \
 	FINISH(acc)
 
+#define Q80ROW4(sc, qs, acc) \
+	WSCALE4(sc) \
+	VMOVDQU    qs, Y7 \
+	VPSIGNB    Y7, Y4, Y9 \
+	VPABSB     Y7, Y7 \
+	VPMADDUBSW Y9, Y7, Y7 \
+	FINISH(acc)
+
 // Q4_0: Σ q·y − 8·Σ y, the latter (int16 pairs) in Y13 per block.
 #define Q40ROW(sc, qs, acc) \
 	WSCALE(sc) \
@@ -189,9 +222,26 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 	VPSUBW     Y13, Y7, Y7 \
 	FINISH(acc)
 
+#define Q40ROW4(sc, qs, acc) \
+	WSCALE4(sc) \
+	NIBBLES(qs) \
+	VPMADDUBSW Y4, Y7, Y7 \
+	VPSUBW     Y13, Y7, Y7 \
+	FINISH(acc)
+
 // Q5_0: Σ nib·y − Σ (16 where the 5th bit is clear)·y = Σ (q5−16)·y.
 #define Q50ROW(sc, qh, qs, acc) \
 	WSCALE(sc) \
+	NIBBLES(qs) \
+	BITMASK(qh) \
+	VPANDN     bit16<>(SB), Y9, Y9 \
+	VPMADDUBSW Y4, Y7, Y7 \
+	VPMADDUBSW Y4, Y9, Y9 \
+	VPSUBW     Y9, Y7, Y7 \
+	FINISH(acc)
+
+#define Q50ROW4(sc, qh, qs, acc) \
+	WSCALE4(sc) \
 	NIBBLES(qs) \
 	BITMASK(qh) \
 	VPANDN     bit16<>(SB), Y9, Y9 \
@@ -218,7 +268,7 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 	FINISH(acc)
 
 // func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ8_0AVX2(SB), NOSPLIT, $0-48
+TEXT ·rowsQ8_0AVX2(SB), NOSPLIT, $16-48
 	LOADARGS
 	CONSTS
 	CMPQ CX, $4
@@ -228,10 +278,11 @@ q80row4:
 q80blk4:
 	PREFETCH3(136)
 	ACT80
-	Q80ROW((SI), 2(SI), Y0)
-	Q80ROW((SI)(R8*1), 2(SI)(R8*1), Y1)
-	Q80ROW((SI)(R8*2), 2(SI)(R8*2), Y2)
-	Q80ROW((SI)(R12*1), 2(SI)(R12*1), Y3)
+	SCALE4
+	Q80ROW4(0, 2(SI), Y0)
+	Q80ROW4(4, 2(SI)(R8*1), Y1)
+	Q80ROW4(8, 2(SI)(R8*2), Y2)
+	Q80ROW4(12, 2(SI)(R12*1), Y3)
 	ADDQ $34, SI
 	ADDQ $34, DI
 	DECQ DX
@@ -258,7 +309,7 @@ q80done:
 	RET
 
 // func rowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ4_0AVX2(SB), NOSPLIT, $0-48
+TEXT ·rowsQ4_0AVX2(SB), NOSPLIT, $16-48
 	LOADARGS
 	CONSTS
 	MOVL         $0x08080808, AX
@@ -272,10 +323,11 @@ q40blk4:
 	PREFETCH2(72)
 	ACT80
 	VPMADDUBSW Y4, Y12, Y13
-	Q40ROW((SI), 2(SI), Y0)
-	Q40ROW((SI)(R8*1), 2(SI)(R8*1), Y1)
-	Q40ROW((SI)(R8*2), 2(SI)(R8*2), Y2)
-	Q40ROW((SI)(R12*1), 2(SI)(R12*1), Y3)
+	SCALE4
+	Q40ROW4(0, 2(SI), Y0)
+	Q40ROW4(4, 2(SI)(R8*1), Y1)
+	Q40ROW4(8, 2(SI)(R8*2), Y2)
+	Q40ROW4(12, 2(SI)(R12*1), Y3)
 	ADDQ $18, SI
 	ADDQ $34, DI
 	DECQ DX
@@ -303,7 +355,7 @@ q40done:
 	RET
 
 // func rowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $0-48
+TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $16-48
 	LOADARGS
 	CONSTS
 	BITSEL
@@ -314,10 +366,11 @@ q50row4:
 q50blk4:
 	PREFETCH2(88)
 	ACT80
-	Q50ROW((SI), 2(SI), 6(SI), Y0)
-	Q50ROW((SI)(R8*1), 2(SI)(R8*1), 6(SI)(R8*1), Y1)
-	Q50ROW((SI)(R8*2), 2(SI)(R8*2), 6(SI)(R8*2), Y2)
-	Q50ROW((SI)(R12*1), 2(SI)(R12*1), 6(SI)(R12*1), Y3)
+	SCALE4
+	Q50ROW4(0, 2(SI), 6(SI), Y0)
+	Q50ROW4(4, 2(SI)(R8*1), 6(SI)(R8*1), Y1)
+	Q50ROW4(8, 2(SI)(R8*2), 6(SI)(R8*2), Y2)
+	Q50ROW4(12, 2(SI)(R12*1), 6(SI)(R12*1), Y3)
 	ADDQ $22, SI
 	ADDQ $34, DI
 	DECQ DX
@@ -490,6 +543,11 @@ q51done:
 	VPXOR qs, Y12, Y7 \
 	FINISHVNNI(acc)
 
+#define Q80ROWVNNI4(sc, qs, acc) \
+	WSCALE4(sc) \
+	VPXOR qs, Y12, Y7 \
+	FINISHVNNI(acc)
+
 #define Q50ROWVNNI(sc, qh, qs, acc) \
 	WSCALE(sc) \
 	NIBBLES(qs) \
@@ -497,8 +555,15 @@ q51done:
 	VPADDB Y12, Y7, K1, Y7 \
 	FINISHVNNI(acc)
 
+#define Q50ROWVNNI4(sc, qh, qs, acc) \
+	WSCALE4(sc) \
+	NIBBLES(qs) \
+	KMOVD  qh, K1 \
+	VPADDB Y12, Y7, K1, Y7 \
+	FINISHVNNI(acc)
+
 // func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ8_0VNNI(SB), NOSPLIT, $0-48
+TEXT ·rowsQ8_0VNNI(SB), NOSPLIT, $16-48
 	LOADARGS
 	MOVL         $0x80808080, AX
 	VMOVD        AX, X12
@@ -511,10 +576,11 @@ v80blk4:
 	PREFETCH3(136)
 	ACT80
 	ACTOFF
-	Q80ROWVNNI((SI), 2(SI), Y0)
-	Q80ROWVNNI((SI)(R8*1), 2(SI)(R8*1), Y1)
-	Q80ROWVNNI((SI)(R8*2), 2(SI)(R8*2), Y2)
-	Q80ROWVNNI((SI)(R12*1), 2(SI)(R12*1), Y3)
+	SCALE4
+	Q80ROWVNNI4(0, 2(SI), Y0)
+	Q80ROWVNNI4(4, 2(SI)(R8*1), Y1)
+	Q80ROWVNNI4(8, 2(SI)(R8*2), Y2)
+	Q80ROWVNNI4(12, 2(SI)(R12*1), Y3)
 	ADDQ $34, SI
 	ADDQ $34, DI
 	DECQ DX
@@ -542,7 +608,7 @@ v80done:
 	RET
 
 // func rowsQ5_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ5_0VNNI(SB), NOSPLIT, $0-48
+TEXT ·rowsQ5_0VNNI(SB), NOSPLIT, $16-48
 	LOADARGS
 	CONSTS
 	VMOVDQU bit16<>(SB), Y12
@@ -554,10 +620,11 @@ v50blk4:
 	PREFETCH2(88)
 	ACT80
 	ACTOFF
-	Q50ROWVNNI((SI), 2(SI), 6(SI), Y0)
-	Q50ROWVNNI((SI)(R8*1), 2(SI)(R8*1), 6(SI)(R8*1), Y1)
-	Q50ROWVNNI((SI)(R8*2), 2(SI)(R8*2), 6(SI)(R8*2), Y2)
-	Q50ROWVNNI((SI)(R12*1), 2(SI)(R12*1), 6(SI)(R12*1), Y3)
+	SCALE4
+	Q50ROWVNNI4(0, 2(SI), 6(SI), Y0)
+	Q50ROWVNNI4(4, 2(SI)(R8*1), 6(SI)(R8*1), Y1)
+	Q50ROWVNNI4(8, 2(SI)(R8*2), 6(SI)(R8*2), Y2)
+	Q50ROWVNNI4(12, 2(SI)(R12*1), 6(SI)(R12*1), Y3)
 	ADDQ $22, SI
 	ADDQ $34, DI
 	DECQ DX

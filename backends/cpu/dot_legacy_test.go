@@ -96,7 +96,9 @@ func TestLegacyRows(t *testing.T) {
 	for _, wt := range legacyTypes {
 		rows := rowKernels[wt]
 		if rows == nil {
-			t.Logf("%s: no SIMD row kernel registered", wt)
+			t.Run(wt.String(), func(t *testing.T) {
+				t.Skipf("%s: no SIMD row kernel on this CPU / build", wt)
+			})
 			continue
 		}
 		vdt := wt.VecDotType()
@@ -148,9 +150,17 @@ func TestLegacyRows(t *testing.T) {
 func TestLegacyRowsStride(t *testing.T) {
 	r := rand.New(rand.NewPCG(73, 74))
 	for _, wt := range legacyTypes {
+		t.Run(wt.String(), func(t *testing.T) {
+			testLegacyRowsStride(t, r, wt)
+		})
+	}
+}
+
+func testLegacyRowsStride(t *testing.T, r *rand.Rand, wt quant.Type) {
+	{
 		rows := rowKernels[wt]
 		if rows == nil {
-			continue
+			t.Skipf("%s: no SIMD row kernel on this CPU / build", wt)
 		}
 		const N, K, KW = 11, 256, 320
 		wb := legacyWeights(t, r, wt, N, KW, true)
@@ -175,7 +185,9 @@ func TestLegacyActQuant(t *testing.T) {
 	for _, vdt := range []quant.Type{quant.Q8_0, quant.Q8_1} {
 		f := actKernels[vdt]
 		if f == nil {
-			t.Logf("%s: no SIMD activation quantizer registered", vdt)
+			t.Run(vdt.String(), func(t *testing.T) {
+				t.Skipf("%s: no SIMD activation quantizer on this CPU / build", vdt)
+			})
 			continue
 		}
 		oracle := quant.ActQuantFor(vdt)

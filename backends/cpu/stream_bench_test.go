@@ -5,7 +5,10 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"minfer/quant"
 )
@@ -94,5 +97,113 @@ func BenchmarkStreamRows(b *testing.B) {
 				b.Log(s)
 			}
 		})
+	}
+}
+
+// decodeBytes is the size of the weight matrix BenchmarkDecode streams:
+// twice the 32 MiB L3 of the machine this was tuned on.
+const decodeBytes = 64 << 20
+
+// decodeKernel is one row kernel of one SIMD tier as BenchmarkDecode and
+// TestDecodeKernels see it: the asm called directly (not through the
+// start-up dispatch), so the AVX2 tier is measured and tested on an
+// AVX-512 machine too.
+type decodeKernel struct {
+	typ  quant.Type
+	tier string // "avx2" or "avx512"
+	ok   bool   // the CPU has the tier
+	f    RowsFunc
+}
+
+// decodeKernels lists every row kernel of every tier (dot_*_amd64.go).
+func decodeKernels() []decodeKernel {
+	var ks []decodeKernel
+	for _, k := range rowKernelTable() {
+		ks = append(ks, decodeKernel{k.typ, k.tier, k.tier == "avx2" && hasAVX2 ||
+			k.tier == "avx512" && hasAVX512 || k.tier == "avx512vnni" && hasVNNI, k.f})
+	}
+	return ks
+}
+
+// threadCPU is the CPU time the calling OS thread has used: timings from
+// it leave out the time other processes take on a shared machine.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		panic(err)
+	}
+	return ts.Nano()
+}
+
+// BenchmarkDecode streams a 64 MiB weight matrix (rows of K elements, out
+// of cache) through each row kernel of each tier against one activation
+// row, as a decode step does, and after every kernel pass times a plain
+// streaming read of the same bytes with the same tier's vector width
+// (streamSumAVX2 / streamSumAVX512). It reports the kernel's weight bytes
+// per second of the thread's CPU time (GB/s; ns/op is wall time), the
+// read's (readGB/s) and their ratio; the ratio is the figure to compare
+// across runs, as both sides share the machine's memory traffic. The
+// "hot" cases run a 512 KiB matrix that stays in L2: the kernel's
+// compute ceiling. Kernels of tiers the CPU lacks are skipped.
+func BenchmarkDecode(b *testing.B) {
+	r := rand.New(rand.NewPCG(51, 52))
+	buf := make([]byte, decodeBytes+(1<<20))
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	for _, k := range decodeKernels() {
+		for _, K := range []int{1024, 3072, -1024} {
+			name, size := fmt.Sprintf("%s/K%d/%s", k.typ, K, k.tier), decodeBytes
+			if K < 0 {
+				K, size = -K, 512<<10
+				name = fmt.Sprintf("%s/K%d/hot/%s", k.typ, K, k.tier)
+			}
+			b.Run(name, func(b *testing.B) {
+				if !k.ok {
+					b.Skipf("the CPU lacks the %s tier", k.tier)
+				}
+				read := streamSumAVX2
+				if k.tier != "avx2" {
+					read = streamSumAVX512
+				}
+				mm, err := NewMatMul(k.typ)
+				if err != nil {
+					b.Fatal(err)
+				}
+				wrb := mm.WeightRowBytes(K)
+				const tileRows = 64
+				tile := quantWeights(b, r, k.typ, tileRows, K)
+				N := size / wrb
+				w := buf[:N*wrb]
+				for off := 0; off < len(w); off += len(tile) {
+					copy(w[off:], tile)
+				}
+				act := make([]byte, mm.ActRowBytes(K))
+				mm.QuantizeRows(randVec(r, K, 1), K, 0, 1, act)
+				y := make([]float32, N)
+				nr := len(w) &^ 255
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				var kernNs, readNs int64
+				var s uint64
+				for b.Loop() {
+					t0 := threadCPU()
+					k.f(K, w, wrb, act, y, 0, N)
+					t1 := threadCPU()
+					s += read(&w[0], nr)
+					t2 := threadCPU()
+					kernNs += t1 - t0
+					readNs += t2 - t1
+				}
+				if s == 1 {
+					b.Log(s)
+				}
+				gbs := float64(len(w)) * float64(b.N) / float64(kernNs)
+				rgbs := float64(nr) * float64(b.N) / float64(readNs)
+				b.ReportMetric(gbs, "GB/s")
+				b.ReportMetric(rgbs, "readGB/s")
+				b.ReportMetric(gbs/rgbs, "ratio")
+			})
+		}
 	}
 }

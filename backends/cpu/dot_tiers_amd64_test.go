@@ -1,0 +1,89 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"minfer/quant"
+)
+
+// tierOK reports whether the CPU has a row kernel tier (rowKernelTable).
+func tierOK(tier string) bool {
+	switch tier {
+	case "avx2":
+		return hasAVX2
+	case "avx512":
+		return hasAVX512
+	case "avx512vnni":
+		return hasVNNI
+	}
+	return false
+}
+
+// TestRowKernelTiers calls every row kernel of every SIMD tier directly
+// (not through the start-up dispatch, so the AVX2 kernels are tested on an
+// AVX-512 machine too) and checks each output's bits against the pure-Go
+// dot: K of one block up to qwen-sized rows, row ranges of every remainder
+// of the kernels' 2- and 4-row steps, random, raw-byte and extreme weight
+// blocks against random and extreme (±127/-128-heavy) activations.
+func TestRowKernelTiers(t *testing.T) {
+	r := rand.New(rand.NewPCG(91, 92))
+	for _, k := range rowKernelTable() {
+		t.Run(k.typ.String()+"/"+k.tier, func(t *testing.T) {
+			if !tierOK(k.tier) {
+				t.Skipf("the CPU lacks the %s tier", k.tier)
+			}
+			dot := quant.DotFor(k.typ)
+			vdt := k.typ.VecDotType()
+			bsz := k.typ.BlockSize()
+			const N = 13
+			for _, nb := range []int{1, 2, 3, 4, 12, 19} {
+				K := nb * bsz
+				arb, _ := vdt.RowSize(K)
+				for kind := 0; kind < 3; kind++ {
+					w, wrb := rowTestWeights(t, r, k.typ, N, K, kind)
+					for ak := 0; ak < 2; ak++ {
+						x := kqRandRow(r, K, kind+ak)
+						if ak == 1 {
+							for i := range x {
+								if i%3 == 0 {
+									x[i] = 1000 * float32(1-2*(i%2))
+								}
+							}
+						}
+						act := make([]byte, arb)
+						if err := quant.QuantizeAct(vdt, x, act); err != nil {
+							t.Fatal(err)
+						}
+						want := make([]float32, N)
+						for n := range want {
+							want[n] = dot(K, w[n*wrb:(n+1)*wrb], act)
+						}
+						for _, rg := range [][2]int{{0, N}, {0, 1}, {0, 2}, {0, 3}, {1, 6}, {2, 9}, {3, 10}, {5, 5}, {N - 1, N}} {
+							y := make([]float32, N)
+							for i := range y {
+								y[i] = float32(math.NaN())
+							}
+							k.f(K, w[:rg[1]*wrb], wrb, act, y, rg[0], rg[1])
+							for n := range y {
+								if n < rg[0] || n >= rg[1] {
+									if !math.IsNaN(float64(y[n])) {
+										t.Fatalf("K=%d rows %v: wrote y[%d]", K, rg, n)
+									}
+									continue
+								}
+								if math.Float32bits(y[n]) != math.Float32bits(want[n]) {
+									t.Fatalf("K=%d weights %d act %d rows %v: y[%d] = %v (%#08x), oracle %v (%#08x)",
+										K, kind, ak, rg, n, y[n], math.Float32bits(y[n]), want[n], math.Float32bits(want[n]))
+								}
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
