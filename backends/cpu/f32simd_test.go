@@ -323,6 +323,26 @@ func BenchmarkSIMDF32(b *testing.B) {
 			})
 		}
 	}
+	// A prefill chunk: 16 tokens at positions 496..511 (sgemm lane order).
+	{
+		c := attnCase{14, 2, 64, 16, 496, 512}
+		q, k, v, pos := attnSetup(r, c)
+		ctx, kvw := c.start+c.T, c.Hkv*c.hd
+		kv, _ := NewKV(quant.F32)
+		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+		y := make([]float32, len(q))
+		for _, on := range modes {
+			b.Run("AttentionPrefill16/f32/"+name(on), func(b *testing.B) {
+				withF32(on, func() {
+					for b.Loop() {
+						kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.125, 0, c.Hkv, 0, c.T, s)
+					}
+				})
+			})
+		}
+	}
 	g, u, y := randVec(r, 4864, 1), randVec(r, 4864, 1), make([]float32, 4864)
 	for _, on := range modes {
 		b.Run("SwiGLU/4864/"+name(on), func(b *testing.B) {
