@@ -289,7 +289,11 @@ func testSIMDAttentionPaths(t *testing.T, tier *f32Tier) {
 
 // BenchmarkSIMDF32 compares the pure-Go path ("go") and each SIMD tier
 // the CPU has ("avx512", "avx2") of the float32 kernels on qwen2-0.5b
-// decode shapes (take the ratios).
+// decode shapes (take the ratios). Measured on the 2-core EPYC (loaded,
+// medians of -count 5): f32 decode attention go 6.8 ms, avx512 0.11 ms,
+// avx2 0.12 ms; the 16-token prefill chunk go 136 ms, avx512 2.4 ms, avx2
+// 2.2 ms; softmax/512 go 37 µs, avx512 0.70 µs, avx2 0.95 µs; swiglu/4864
+// go 368 µs, avx512 2.8 µs, avx2 5.6 µs.
 func BenchmarkSIMDF32(b *testing.B) {
 	modes := []*f32Tier{nil}
 	for _, k := range f32Tiers {
