@@ -71,16 +71,16 @@ func newAttnLayout(cacheLen int, pos []int32, nHead, nHeadKV, headDim int) attnL
 // j ≡ l in increasing j, and the lane reduction is done vector-wise over d.
 func (l *attnLayout) vSumF32(yt, sc []float32, stride, n int, acc, v []float32, vstride int) {
 	hd, G := l.hd, l.G
-	if simdF32 && hd%lanes == 0 {
+	if k := f32k; k != nil && hd%lanes == 0 {
 		if l.batched {
 			for g := 0; g < G; g++ {
-				simdVSum(yt[g*hd:(g+1)*hd], acc, v, vstride, sc[g*stride:], n, lanes, hd)
+				k.vSum(yt[g*hd:(g+1)*hd], acc, v, vstride, sc[g*stride:], n, lanes, hd)
 			}
 			return
 		}
 		jv := min(n, l.np)
 		for g := 0; g < G; g++ {
-			simdVSum(yt[g*hd:(g+1)*hd], acc, v, vstride, sc[g*stride:], jv, 4*lanes, hd)
+			k.vSum(yt[g*hd:(g+1)*hd], acc, v, vstride, sc[g*stride:], jv, 4*lanes, hd)
 		}
 		l.vSumTail(yt, sc, stride, jv, n, v, vstride)
 		return
@@ -150,25 +150,26 @@ func (l *attnLayout) vSumTail(yt, sc []float32, stride, j0, n int, v []float32, 
 }
 
 // softmaxMasked is ggmlf32.SoftmaxMasked (x·scale, masked from n on, in
-// place), with the AVX-512 kernels when available.
+// place), with the float32 SIMD kernels when there are.
 func softmaxMasked(x []float32, n int, scale float32) {
 	x = x[:len(x)&^(lanes-1)]
-	if !simdF32 || n <= 0 {
+	k := f32k
+	if k == nil || n <= 0 {
 		ggmlf32.SoftmaxMasked(x, n, scale)
 		return
 	}
-	maxv := simdScaleMax(x[:n], x[:n], scale)
+	maxv := k.scaleMaxRow(x[:n], x[:n], scale)
 	n16 := roundUp16(n)
 	clear(x[n16:])
-	sum := simdExpSum(x[:n16], n, maxv)
-	simdMul(x, float32(1/sum))
+	sum := k.expSumRow(x[:n16], n, maxv)
+	k.mulRow(x, float32(1/sum))
 }
 
 // scoresF32 sets sc[j] = ggmlf32.VecDotF32(k_j, q) for j < n, k_j =
 // k[j*kstride:][:len(q)].
 func scoresF32(sc, k []float32, kstride, n int, q []float32) {
-	if simdF32 {
-		simdScores(sc, k, kstride, n, q, len(q))
+	if t := f32k; t != nil {
+		t.scores(sc, k, kstride, n, q, len(q))
 		return
 	}
 	hd := len(q)

@@ -61,8 +61,8 @@ func SwiGLUCols(y, gate, up []float32, rows, cols, c0, c1 int) {
 	for r := 0; r < rows; r++ {
 		o := r * cols
 		ya, ga, ua := y[o+c0:o+ve], gate[o+c0:o+ve], up[o+c0:o+ve]
-		if simdF32 {
-			simdSwiGLU(ya, ga, ua)
+		if k := f32k; k != nil {
+			k.swigluRow(ya, ga, ua)
 		} else {
 			for i := range ya {
 				ya[i] = ggmlf32.SiLUVec(ga[i]) * ua[i]
@@ -82,8 +82,8 @@ func SiLUCols(y, x []float32, rows, cols, c0, c1 int) {
 	for r := 0; r < rows; r++ {
 		o := r * cols
 		ya, xa := y[o+c0:o+ve], x[o+c0:o+ve]
-		if simdF32 {
-			simdSiLU(ya, xa)
+		if k := f32k; k != nil {
+			k.siluRow(ya, xa)
 		} else {
 			for i := range ya {
 				ya[i] = ggmlf32.SiLUVec(xa[i])
@@ -100,25 +100,25 @@ func SiLUCols(y, x []float32, rows, cols, c0, c1 int) {
 // into the same rows of y (y may alias x).
 func Softmax(y, x []float32, cols int, scale float32, r0, r1 int) {
 	for r := r0; r < r1; r++ {
-		if simdF32 {
-			softmaxRow(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], scale)
+		if k := f32k; k != nil {
+			k.softmaxRow(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], scale)
 			continue
 		}
 		ggmlf32.Softmax(y[r*cols:(r+1)*cols], x[r*cols:(r+1)*cols], scale)
 	}
 }
 
-// softmaxRow is ggmlf32.Softmax with the AVX-512 kernels: the scaled row
-// and its max, ggml_v_expf on the 16-wide chunks summed chunk by chunk into
-// a float64, libm expf on the tail, then the multiply by 1/sum.
-func softmaxRow(y, x []float32, scale float32) {
+// softmaxRow is ggmlf32.Softmax with the SIMD kernels of tier k: the
+// scaled row and its max, ggml_v_expf on the 16-wide chunks summed chunk by
+// chunk into a float64, libm expf on the tail, then the multiply by 1/sum.
+func (k *f32Tier) softmaxRow(y, x []float32, scale float32) {
 	y = y[:len(x)]
-	maxv := simdScaleMax(y, x, scale)
+	maxv := k.scaleMaxRow(y, x, scale)
 	ve := ggmlf32.VecEnd(len(y))
-	sum := simdExpSum(y[:ve], ve, maxv)
+	sum := k.expSumRow(y[:ve], ve, maxv)
 	for i := ve; i < len(y); i++ {
 		y[i] = ggmlf32.ExpFLibm(y[i] - maxv)
 		sum += float64(y[i])
 	}
-	simdMul(y, float32(1/sum))
+	k.mulRow(y, float32(1/sum))
 }

@@ -10,17 +10,27 @@ import (
 	"minfer/quant"
 )
 
-func needSIMD(t testing.TB) {
-	if !simdF32 {
-		t.Skip("no AVX-512 float32 kernels on this build/CPU")
+// forF32Tiers runs f as a subtest (named after the tier) for every
+// float32 SIMD tier, calling the tier's kernels directly (not through the
+// start-up choice); a tier this CPU or build lacks is skipped with the
+// reason.
+func forF32Tiers(t *testing.T, f func(t *testing.T, k *f32Tier)) {
+	for _, k := range f32Tiers {
+		t.Run(k.name, func(t *testing.T) {
+			if !k.ok {
+				t.Skip(k.name + " float32 kernels unavailable: " + k.why)
+			}
+			f(t, k)
+		})
 	}
 }
 
-// withSIMD runs f with the float32 SIMD kernels on and off.
-func withSIMD(on bool, f func()) {
-	old := simdF32
-	simdF32 = on
-	defer func() { simdF32 = old }()
+// withF32 runs f with tier k (nil: the pure-Go paths) as the float32
+// kernel choice of the dispatching code (attention, softmax, silu).
+func withF32(k *f32Tier, f func()) {
+	old := f32k
+	f32k = k
+	defer func() { f32k = old }()
 	f()
 }
 
@@ -44,8 +54,9 @@ func specials() []float32 {
 	return xs
 }
 
-func TestSIMDExpF(t *testing.T) {
-	needSIMD(t)
+func TestSIMDExpF(t *testing.T) { forF32Tiers(t, testSIMDExpF) }
+
+func testSIMDExpF(t *testing.T, k *f32Tier) {
 	xs := specials()
 	// A stride through every float32 bit pattern.
 	for b := uint64(0); b < 1<<32; b += 9973 {
@@ -57,7 +68,7 @@ func TestSIMDExpF(t *testing.T) {
 	}
 	for _, n := range []int{len(xs), len(xs) - 1, 15, 1, 17} {
 		got := make([]float32, n)
-		simdExp(got, xs[:n])
+		k.expRow(got, xs[:n])
 		bad := 0
 		for i, x := range xs[:n] {
 			if want := ggmlf32.ExpF(x); !bitsEq(got[i], want) {
@@ -73,8 +84,39 @@ func TestSIMDExpF(t *testing.T) {
 	}
 }
 
-func TestSIMDSiLUSwiGLU(t *testing.T) {
-	needSIMD(t)
+// TestSIMDExpFEdges checks every float32 argument where ggml_v_expf's
+// scalef rounds to a subnormal or to zero (x in [-104, -87.3]), overflows
+// (x in [88.3, 88.8]) or meets the |n| = 192 blend (|x| near 133.08):
+// the two-multiply scalef of the AVX2 tier must round exactly as
+// VSCALEFPS does.
+func TestSIMDExpFEdges(t *testing.T) { forF32Tiers(t, testSIMDExpFEdges) }
+
+func testSIMDExpFEdges(t *testing.T, k *f32Tier) {
+	var xs []float32
+	for _, r := range [][2]float32{{-104, -87.3}, {88.3, 88.8}, {-133.2, -132.9}, {132.9, 133.2}} {
+		for x := r[0]; x <= r[1]; x = math.Nextafter32(x, 200) {
+			xs = append(xs, x)
+		}
+	}
+	got := make([]float32, len(xs))
+	k.expRow(got, xs)
+	bad := 0
+	for i, x := range xs {
+		if want := ggmlf32.ExpF(x); !bitsEq(got[i], want) {
+			if bad++; bad < 10 {
+				t.Errorf("ExpF(%g [%08x]) = %g [%08x], want %g [%08x]", x, math.Float32bits(x),
+					got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d mismatches in %d arguments", bad, len(xs))
+	}
+}
+
+func TestSIMDSiLUSwiGLU(t *testing.T) { forF32Tiers(t, testSIMDSiLUSwiGLU) }
+
+func testSIMDSiLUSwiGLU(t *testing.T, k *f32Tier) {
 	xs := specials()
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 20000 {
@@ -87,13 +129,13 @@ func TestSIMDSiLUSwiGLU(t *testing.T) {
 	us[0], us[1] = float32(math.Inf(1)), float32(math.NaN())
 	for _, n := range []int{len(xs), len(xs) - 3, 5, 16, 31} {
 		y := make([]float32, n)
-		simdSiLU(y, xs[:n])
+		k.siluRow(y, xs[:n])
 		for i, x := range xs[:n] {
 			if want := ggmlf32.SiLUVec(x); !bitsEq(y[i], want) {
 				t.Fatalf("silu(%g) = %g [%08x], want %g [%08x]", x, y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
 			}
 		}
-		simdSwiGLU(y, xs[:n], us[:n])
+		k.swigluRow(y, xs[:n], us[:n])
 		for i, x := range xs[:n] {
 			if want := ggmlf32.SiLUVec(x) * us[i]; !bitsEq(y[i], want) {
 				t.Fatalf("swiglu(%g, %g) = %g [%08x], want %g [%08x]", x, us[i], y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
@@ -121,13 +163,14 @@ func randDotVec(r *rand.Rand, n int) []float32 {
 	return x
 }
 
-func TestSIMDVecDot(t *testing.T) {
-	needSIMD(t)
+func TestSIMDVecDot(t *testing.T) { forF32Tiers(t, testSIMDVecDot) }
+
+func testSIMDVecDot(t *testing.T, k *f32Tier) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for n := 0; n <= 520; n++ {
 		for rep := 0; rep < 4; rep++ {
 			x, y := randDotVec(r, n), randDotVec(r, n)
-			got, want := simdVecDot(x, y), ggmlf32.VecDotF32(x, y)
+			got, want := k.vecDot(x, y), ggmlf32.VecDotF32(x, y)
 			if !bitsEq(got, want) {
 				t.Fatalf("n=%d: VecDotF32 %g [%08x], want %g [%08x]", n, got, math.Float32bits(got), want, math.Float32bits(want))
 			}
@@ -136,19 +179,20 @@ func TestSIMDVecDot(t *testing.T) {
 	// Strided rows (the attention scores).
 	for _, hd := range []int{16, 64, 80, 128, 100} {
 		const n, stride = 37, 300
-		k, q := randDotVec(r, n*stride), randDotVec(r, hd)
+		kc, q := randDotVec(r, n*stride), randDotVec(r, hd)
 		sc := make([]float32, n)
-		simdScores(sc, k, stride, n, q, hd)
+		k.scores(sc, kc, stride, n, q, hd)
 		for j := range sc {
-			if want := ggmlf32.VecDotF32(k[j*stride:j*stride+hd], q); !bitsEq(sc[j], want) {
+			if want := ggmlf32.VecDotF32(kc[j*stride:j*stride+hd], q); !bitsEq(sc[j], want) {
 				t.Fatalf("hd=%d j=%d: %g, want %g", hd, j, sc[j], want)
 			}
 		}
 	}
 }
 
-func TestSIMDVSum(t *testing.T) {
-	needSIMD(t)
+func TestSIMDVSum(t *testing.T) { forF32Tiers(t, testSIMDVSum) }
+
+func testSIMDVSum(t *testing.T, k *f32Tier) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, hd := range []int{16, 64, 80, 128} {
 		for _, n := range []int{0, 1, 2, 15, 16, 17, 63, 64, 65, 100, 128, 200, 512} {
@@ -158,7 +202,7 @@ func TestSIMDVSum(t *testing.T) {
 			for _, L := range []int{16, 64} {
 				out := make([]float32, hd)
 				acc := make([]float32, L*hd)
-				simdVSum(out, acc, v, vstride, p, n, L, hd)
+				k.vSum(out, acc, v, vstride, p, n, L, hd)
 				m := (n + L - 1) / L * L // zero padding adds exact zeros
 				col, pp := make([]float32, m), make([]float32, m)
 				copy(pp, p)
@@ -181,8 +225,9 @@ func TestSIMDVSum(t *testing.T) {
 	}
 }
 
-func TestSIMDSoftmax(t *testing.T) {
-	needSIMD(t)
+func TestSIMDSoftmax(t *testing.T) { forF32Tiers(t, testSIMDSoftmax) }
+
+func testSIMDSoftmax(t *testing.T, k *f32Tier) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, cols := range []int{1, 5, 16, 17, 31, 32, 100, 512, 513, 4864} {
 		for _, amp := range []float32{1, 10, 100} {
@@ -190,7 +235,7 @@ func TestSIMDSoftmax(t *testing.T) {
 			x[r.IntN(cols)] = float32(math.Inf(-1))
 			want, got := make([]float32, cols), make([]float32, cols)
 			ggmlf32.Softmax(want, x, 0.7)
-			softmaxRow(got, x, 0.7)
+			k.softmaxRow(got, x, 0.7)
 			sameBits(t, fmt.Sprintf("softmax/%d", cols), got, want)
 			for _, n := range []int{1, 2, cols / 3, cols - 1, cols} {
 				if n < 1 {
@@ -203,7 +248,7 @@ func TestSIMDSoftmax(t *testing.T) {
 				}
 				w, g := append([]float32(nil), x16...), append([]float32(nil), x16...)
 				ggmlf32.SoftmaxMasked(w, n, 0.125)
-				softmaxMasked(g, n, 0.125)
+				withF32(k, func() { softmaxMasked(g, n, 0.125) })
 				sameBits(t, fmt.Sprintf("masked/%d/%d", cols, n), g, w)
 			}
 		}
@@ -213,8 +258,9 @@ func TestSIMDSoftmax(t *testing.T) {
 // TestSIMDAttentionPaths: every attention kernel gives the same bits with
 // the SIMD float32 kernels as without, for decode and batches, f32, f16
 // and q8_0 caches.
-func TestSIMDAttentionPaths(t *testing.T) {
-	needSIMD(t)
+func TestSIMDAttentionPaths(t *testing.T) { forF32Tiers(t, testSIMDAttentionPaths) }
+
+func testSIMDAttentionPaths(t *testing.T, tier *f32Tier) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, hd := range []int{32, 64, 128} {
 		for _, T := range []int{1, 3, 17} {
@@ -227,8 +273,8 @@ func TestSIMDAttentionPaths(t *testing.T) {
 					kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
 					vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
 					var ys [2][]float32
-					for i, on := range []bool{false, true} {
-						withSIMD(on, func() {
+					for i, k := range []*f32Tier{nil, tier} {
+						withF32(k, func() {
 							s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
 							ys[i] = make([]float32, len(q))
 							kv.Attend(ys[i], q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.125, 0, c.Hkv, 0, T, s)
@@ -241,14 +287,26 @@ func TestSIMDAttentionPaths(t *testing.T) {
 	}
 }
 
-// BenchmarkSIMDF32 compares the pure-Go and AVX-512 paths of the float32
-// kernels on qwen2-0.5b decode shapes (run both and take the ratio).
+// BenchmarkSIMDF32 compares the pure-Go path ("go") and each SIMD tier
+// the CPU has ("avx512", "avx2") of the float32 kernels on qwen2-0.5b
+// decode shapes (take the ratios). Measured on the 2-core EPYC (loaded,
+// medians of -count 5): f32 decode attention go 6.8 ms, avx512 0.11 ms,
+// avx2 0.12 ms; the 16-token prefill chunk go 136 ms, avx512 2.4 ms, avx2
+// 2.2 ms; softmax/512 go 37 µs, avx512 0.70 µs, avx2 0.95 µs; swiglu/4864
+// go 368 µs, avx512 2.8 µs, avx2 5.6 µs.
 func BenchmarkSIMDF32(b *testing.B) {
-	modes := []bool{false}
-	if simdF32 {
-		modes = append(modes, true)
+	modes := []*f32Tier{nil}
+	for _, k := range f32Tiers {
+		if k.ok {
+			modes = append(modes, k)
+		}
 	}
-	name := map[bool]string{false: "go", true: "simd"}
+	name := func(k *f32Tier) string {
+		if k == nil {
+			return "go"
+		}
+		return k.name
+	}
 	r := rand.New(rand.NewPCG(33, 34))
 	c := attnCase{14, 2, 64, 1, 511, 512}
 	q, k, v, pos := attnSetup(r, c)
@@ -260,8 +318,8 @@ func BenchmarkSIMDF32(b *testing.B) {
 		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
 		y := make([]float32, len(q))
 		for _, on := range modes {
-			b.Run("Attention/"+kt.String()+"/"+name[on], func(b *testing.B) {
-				withSIMD(on, func() {
+			b.Run("Attention/"+kt.String()+"/"+name(on), func(b *testing.B) {
+				withF32(on, func() {
 					for b.Loop() {
 						kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.125, 0, c.Hkv, 0, 1, s)
 					}
@@ -269,10 +327,30 @@ func BenchmarkSIMDF32(b *testing.B) {
 			})
 		}
 	}
+	// A prefill chunk: 16 tokens at positions 496..511 (sgemm lane order).
+	{
+		c := attnCase{14, 2, 64, 16, 496, 512}
+		q, k, v, pos := attnSetup(r, c)
+		ctx, kvw := c.start+c.T, c.Hkv*c.hd
+		kv, _ := NewKV(quant.F32)
+		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+		y := make([]float32, len(q))
+		for _, on := range modes {
+			b.Run("AttentionPrefill16/f32/"+name(on), func(b *testing.B) {
+				withF32(on, func() {
+					for b.Loop() {
+						kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.125, 0, c.Hkv, 0, c.T, s)
+					}
+				})
+			})
+		}
+	}
 	g, u, y := randVec(r, 4864, 1), randVec(r, 4864, 1), make([]float32, 4864)
 	for _, on := range modes {
-		b.Run("SwiGLU/4864/"+name[on], func(b *testing.B) {
-			withSIMD(on, func() {
+		b.Run("SwiGLU/4864/"+name(on), func(b *testing.B) {
+			withF32(on, func() {
 				for b.Loop() {
 					SwiGLUCols(y, g, u, 1, 4864, 0, 4864)
 				}
@@ -281,15 +359,15 @@ func BenchmarkSIMDF32(b *testing.B) {
 	}
 	x := randVec(r, 512, 4)
 	for _, on := range modes {
-		b.Run("Softmax/512/"+name[on], func(b *testing.B) {
-			withSIMD(on, func() {
+		b.Run("Softmax/512/"+name(on), func(b *testing.B) {
+			withF32(on, func() {
 				for b.Loop() {
 					Softmax(y, x, 512, 0.125, 0, 1)
 				}
 			})
 		})
-		b.Run("SoftmaxMasked/512/"+name[on], func(b *testing.B) {
-			withSIMD(on, func() {
+		b.Run("SoftmaxMasked/512/"+name(on), func(b *testing.B) {
+			withF32(on, func() {
 				for b.Loop() {
 					copy(y, x)
 					softmaxMasked(y[:512], 500, 0.125)

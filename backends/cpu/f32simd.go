@@ -1,0 +1,149 @@
+package cpu
+
+// f32Tier is one instruction-set tier of the float32 SIMD kernels (the
+// attention scores, v sums and softmax, silu and swiglu). Every tier gives
+// the same bits as the internal/ggmlf32 scalar functions for every input
+// that is not NaN (NaN inputs give NaN at the same places; their payloads,
+// and which NaN wins a max, are not part of the contract). The methods
+// below check bounds and call the tier's assembly kernels.
+type f32Tier struct {
+	name string
+	ok   bool   // this build and CPU can run it
+	why  string // why not, when !ok
+
+	dots     func(sc, k *float32, kstride, n int, q *float32, hd int)
+	vsum     func(acc, v *float32, vstride int, p *float32, n, L, hd int)
+	reduce   func(out, acc *float32, hd, L int)
+	scaleMax func(dst, src *float32, n int, scale float32) float32
+	mul      func(x *float32, n int, s float32)
+	expSum   func(x *float32, n, nvalid int, maxv float32) float64
+	silu     func(y, x *float32, n int)
+	swiglu   func(y, gate, u *float32, n int)
+	exp      func(y, x *float32, n int)
+}
+
+// f32k is the float32 kernel tier in use, the best one f32Tiers has
+// (picked once at start-up); nil means the pure-Go paths (internal/ggmlf32).
+var f32k = bestF32Tier()
+
+func bestF32Tier() *f32Tier {
+	for _, k := range f32Tiers {
+		if k.ok {
+			return k
+		}
+	}
+	return nil
+}
+
+func init() {
+	if f32k != nil {
+		tiers = append(tiers, "f32:"+f32k.name)
+	}
+}
+
+// scores sets sc[j] = ggmlf32.VecDotF32(k[j*kstride:][:hd], q[:hd]) for
+// j < n.
+func (t *f32Tier) scores(sc, k []float32, kstride, n int, q []float32, hd int) {
+	if n <= 0 {
+		return
+	}
+	_ = sc[n-1]
+	_ = q[:hd]
+	_ = k[:(n-1)*kstride+hd]
+	if hd == 0 {
+		clear(sc[:n])
+		return
+	}
+	t.dots(&sc[0], &k[0], kstride, n, &q[0], hd)
+}
+
+// vecDot is ggmlf32.VecDotF32.
+func (t *f32Tier) vecDot(x, y []float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	var s [1]float32
+	t.scores(s[:], x, 0, 1, y, len(x))
+	return s[0]
+}
+
+// vSum sets out[d] (d < hd, hd a multiple of 16) to the L-lane FMA
+// accumulation of v[j*vstride+d]·p[j] over j < n — lane l taking the j ≡ l
+// (mod L) in increasing j — reduced as ggmlf32.Reduce16 (L == 16, tinyBLAS)
+// or ggmlf32.VecDotCombine (L == 64, ggml_vec_dot_f32's vector part). acc
+// is scratch of L·hd floats.
+func (t *f32Tier) vSum(out, acc, v []float32, vstride int, p []float32, n, L, hd int) {
+	if hd%lanes != 0 || (L != 16 && L != 64) {
+		panic("cpu: vSum shape")
+	}
+	if hd == 0 {
+		return
+	}
+	_ = out[:hd]
+	_ = acc[:L*hd]
+	if n > 0 {
+		_ = p[:n]
+		_ = v[:(n-1)*vstride+hd]
+	} else {
+		clear(acc[:L*hd])
+		t.reduce(&out[0], &acc[0], hd, L)
+		return
+	}
+	t.vsum(&acc[0], &v[0], vstride, &p[0], n, L, hd)
+	t.reduce(&out[0], &acc[0], hd, L)
+}
+
+// scaleMaxRow sets dst[i] = src[i]·scale and returns the max of dst
+// (-Inf for an empty row).
+func (t *f32Tier) scaleMaxRow(dst, src []float32, scale float32) float32 {
+	if len(src) == 0 {
+		return t.scaleMax(nil, nil, 0, scale)
+	}
+	_ = dst[:len(src)]
+	return t.scaleMax(&dst[0], &src[0], len(src), scale)
+}
+
+// mulRow sets x[i] *= s.
+func (t *f32Tier) mulRow(x []float32, s float32) {
+	if len(x) > 0 {
+		t.mul(&x[0], len(x), s)
+	}
+}
+
+// expSumRow sets x[i] = ggmlf32.ExpF(x[i]-maxv) for i < nvalid and 0
+// from there on (len(x) a multiple of 16) and returns the float64 sum of
+// the 16-wide chunks' Reduce16.
+func (t *f32Tier) expSumRow(x []float32, nvalid int, maxv float32) float64 {
+	if len(x)%lanes != 0 {
+		panic("cpu: expSumRow length")
+	}
+	if len(x) == 0 {
+		return 0
+	}
+	return t.expSum(&x[0], len(x), nvalid, maxv)
+}
+
+// siluRow sets y[i] = ggmlf32.SiLUVec(x[i]).
+func (t *f32Tier) siluRow(y, x []float32) {
+	if len(x) > 0 {
+		_ = y[:len(x)]
+		t.silu(&y[0], &x[0], len(x))
+	}
+}
+
+// swigluRow sets y[i] = ggmlf32.SiLUVec(g[i])·u[i].
+func (t *f32Tier) swigluRow(y, g, u []float32) {
+	if len(g) > 0 {
+		_ = y[:len(g)]
+		_ = u[:len(g)]
+		t.swiglu(&y[0], &g[0], &u[0], len(g))
+	}
+}
+
+// expRow sets y[i] = ggmlf32.ExpF(x[i]).
+func (t *f32Tier) expRow(y, x []float32) {
+	if len(x) > 0 {
+		_ = y[:len(x)]
+		t.exp(&y[0], &x[0], len(x))
+	}
+}
