@@ -37,9 +37,15 @@ func legacyAdversarialWeights(t testing.TB, r *rand.Rand, wt quant.Type, N, K in
 	wb := legacyWeights(t, r, wt, N, K, true)
 	ts := wt.TypeSize()
 	scales := []uint16{0, 0x7BFF, 0xFBFF, 0x0001, 0x3C00, 0x8000}
+	nh := 1 // f16 fields at the start of each block: d, and m for _1
+	if wt == quant.Q4_1 || wt == quant.Q5_1 {
+		nh = 2
+	}
 	for o := 0; o < len(wb); o += ts {
-		v := scales[r.IntN(len(scales))]
-		wb[o], wb[o+1] = byte(v), byte(v>>8)
+		for h := 0; h < nh; h++ {
+			v := scales[r.IntN(len(scales))]
+			wb[o+2*h], wb[o+2*h+1] = byte(v), byte(v>>8)
+		}
 		var fill byte
 		switch r.IntN(5) {
 		case 0:
@@ -53,26 +59,32 @@ func legacyAdversarialWeights(t testing.TB, r *rand.Rand, wt quant.Type, N, K in
 		default:
 			continue
 		}
-		for i := 2; i < ts; i++ {
+		for i := 2 * nh; i < ts; i++ {
 			wb[o+i] = fill
 		}
 	}
 	return wb
 }
 
-// legacyAdversarialActs returns M Q8_0 activation rows of K elements with
-// extreme blocks: zero, largest and subnormal scales; quants ±127 or
-// random, never -128 (which the activation quantizer cannot produce; the
-// Q8_0 sign trick needs it) unless allow128.
-func legacyAdversarialActs(r *rand.Rand, M, K int, allow128 bool) []byte {
+// legacyAdversarialActs returns M activation rows of K elements of vdt
+// (Q8_0 or Q8_1) with extreme blocks: zero, largest and subnormal scales
+// (and sums); quants ±127 or random, never -128 (which the activation
+// quantizer cannot produce; the Q8_0 sign trick needs it) unless allow128.
+func legacyAdversarialActs(r *rand.Rand, vdt quant.Type, M, K int, allow128 bool) []byte {
 	nb := K / 32
-	act := make([]byte, M*nb*34)
+	ats, nh := 34, 1
+	if vdt == quant.Q8_1 {
+		ats, nh = 36, 2
+	}
+	act := make([]byte, M*nb*ats)
 	scales := []uint16{0, 0x7BFF, 0xFBFF, 0x0001, 0x3C00, 0x2E66}
-	for o := 0; o < len(act); o += 34 {
-		v := scales[r.IntN(len(scales))]
-		act[o], act[o+1] = byte(v), byte(v>>8)
+	for o := 0; o < len(act); o += ats {
+		for h := 0; h < nh; h++ {
+			v := scales[r.IntN(len(scales))]
+			act[o+2*h], act[o+2*h+1] = byte(v), byte(v>>8)
+		}
 		mode := r.IntN(4)
-		for i := 2; i < 34; i++ {
+		for i := 2 * nh; i < ats; i++ {
 			var q int
 			switch mode {
 			case 0:
@@ -99,7 +111,7 @@ func TestGemmLegacyAVX2(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(91, 92))
 	defer func(rb int) { gemmAVX2RowBlock = rb }(gemmAVX2RowBlock)
-	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
+	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_1, quant.Q5_1} {
 		dot := quant.DotFor(wt)
 		for _, tile := range legacyAVX2Tiles[wt] {
 			gemm := legacyGemmAVX2(wt, tile)
@@ -124,11 +136,12 @@ func TestGemmLegacyAVX2(t *testing.T) {
 						}
 						for _, M := range Ms {
 							var act []byte
-							arb := K / 32 * 34
+							vdt := wt.VecDotType()
+							arb := K / 32 * vdt.TypeSize()
 							if mode == "quantized" {
-								act, arb = gemmActs(t, r, quant.Q8_0, M, K)
+								act, arb = gemmActs(t, r, vdt, M, K)
 							} else {
-								act = legacyAdversarialActs(r, M, K, wt != quant.Q8_0)
+								act = legacyAdversarialActs(r, vdt, M, K, wt != quant.Q8_0)
 							}
 							want := make([]float32, M*N)
 							for m := 0; m < M; m++ {
@@ -191,7 +204,7 @@ func TestGemmLegacyAVX2Stride(t *testing.T) {
 		t.Skip("the CPU has no AVX2+FMA+F16C (or MINFER_NO_AVX2 is set): no AVX2 GEMM to test")
 	}
 	r := rand.New(rand.NewPCG(93, 94))
-	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
+	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_1, quant.Q5_1} {
 		if !hasVNNI && gemmKernels[wt] == nil {
 			t.Errorf("%s: no GEMM installed on an AVX2 CPU without AVX-512 VNNI", wt)
 		}
@@ -199,7 +212,7 @@ func TestGemmLegacyAVX2Stride(t *testing.T) {
 		dot := quant.DotFor(wt)
 		wb := legacyWeights(t, r, wt, N, K, false)
 		wrb := len(wb) / N
-		packed, parb := gemmActs(t, r, quant.Q8_0, M, K)
+		packed, parb := gemmActs(t, r, wt.VecDotType(), M, K)
 		arb := parb + 6
 		act := make([]byte, M*arb)
 		for m := 0; m < M; m++ {
@@ -225,12 +238,12 @@ func BenchmarkGemmLegacyAVX2(b *testing.B) {
 	}
 	r := rand.New(rand.NewPCG(95, 96))
 	shapes := [][3]int{{128, 896, 896}, {128, 4864, 896}, {128, 896, 4864}, {512, 896, 896}, {512, 4864, 896}, {512, 896, 4864}}
-	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
+	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_1, quant.Q5_1} {
 		for _, sh := range shapes {
 			M, N, K := sh[0], sh[1], sh[2]
 			wb := legacyWeights(b, r, wt, N, K, false)
 			wrb := len(wb) / N
-			act, arb := gemmActs(b, r, quant.Q8_0, M, K)
+			act, arb := gemmActs(b, r, wt.VecDotType(), M, K)
 			y := make([]float32, M*N)
 			run := func(name string, f func()) {
 				b.Run(fmt.Sprintf("%s/M=%d,N=%d,K=%d/%s", wt, M, N, K, name), func(b *testing.B) {
@@ -249,7 +262,7 @@ func BenchmarkGemmLegacyAVX2(b *testing.B) {
 				g := legacyGemmAVX2(wt, tile)
 				run(fmt.Sprintf("gemm%dx%d", tile.rw, tile.ra), func() { g(K, wb, wrb, act, arb, M, y, N, 0, N) })
 			}
-			rows := legacyRows(legacyAVX2Rows[wt].rows, legacyAVX2Rows[wt].wts, 34)
+			rows := legacyRows(legacyAVX2Rows[wt].rows, legacyAVX2Rows[wt].wts, wt.VecDotType().TypeSize())
 			run("rows", func() {
 				for nb := 0; nb < N; nb += matMulTile {
 					ne := min(nb+matMulTile, N)
