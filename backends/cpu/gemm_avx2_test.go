@@ -197,8 +197,9 @@ func checkGemmOut(t *testing.T, gemm GemmFunc, K int, wb []byte, wrb int, act []
 }
 
 // TestGemmLegacyAVX2Stride checks activation rows with a stride wider than
-// K (the wrapper repacks them) and the registration: without AVX-512 VNNI
-// the AVX2 GEMM is the installed one.
+// K (the wrapper repacks them), that a call allocates nothing once its
+// pooled buffers exist, and the registration: without AVX-512 VNNI the
+// AVX2 GEMM is the installed one.
 func TestGemmLegacyAVX2Stride(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("the CPU has no AVX2+FMA+F16C (or MINFER_NO_AVX2 is set): no AVX2 GEMM to test")
@@ -224,7 +225,12 @@ func TestGemmLegacyAVX2Stride(t *testing.T) {
 				want[m*N+n] = dot(K, wb[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
 			}
 		}
-		checkGemmOut(t, legacyGemmAVX2(wt, legacyAVX2Tiles[wt][0]), K, wb, wrb, act, arb, M, N, [2]int{0, N}, want)
+		gemm := legacyGemmAVX2(wt, legacyAVX2Tiles[wt][0])
+		checkGemmOut(t, gemm, K, wb, wrb, act, arb, M, N, [2]int{0, N}, want)
+		y := make([]float32, M*N)
+		if n := testing.AllocsPerRun(20, func() { gemm(K, wb, wrb, act, arb, M, y, N, 0, N) }); n != 0 {
+			t.Errorf("%s: %v allocations per call", wt, n)
+		}
 	}
 }
 
