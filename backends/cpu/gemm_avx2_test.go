@@ -280,3 +280,35 @@ func BenchmarkGemmLegacyAVX2(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGemmLegacyAVX2RowBlock measures the installed tile of Q5_0 (the
+// commonest prefill type of qwen2-0.5b) at K=4864 with several activation
+// row blocks (gemmAVX2RowBlock), to tune how many rows stay in L2.
+func BenchmarkGemmLegacyAVX2RowBlock(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("the CPU has no AVX2+FMA+F16C")
+	}
+	defer func(rb int) { gemmAVX2RowBlock = rb }(gemmAVX2RowBlock)
+	r := rand.New(rand.NewPCG(97, 98))
+	const M, N, K = 512, 896, 4864
+	wt := quant.Q5_0
+	wb := legacyWeights(b, r, wt, N, K, false)
+	wrb := len(wb) / N
+	act, arb := gemmActs(b, r, quant.Q8_0, M, K)
+	y := make([]float32, M*N)
+	g := legacyGemmAVX2(wt, legacyAVX2Tiles[wt][0])
+	for _, rb := range []int{24, 48, 72, 120, 240, 512} {
+		b.Run(fmt.Sprintf("rows=%d", rb), func(b *testing.B) {
+			gemmAVX2RowBlock = rb
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c0 := threadCPUSeconds()
+			for b.Loop() {
+				g(K, wb, wrb, act, arb, M, y, N, 0, N)
+			}
+			macs := float64(M) * float64(N) * float64(K) * float64(b.N) / 1e9
+			b.ReportMetric(macs/b.Elapsed().Seconds(), "GMAC/s")
+			b.ReportMetric(macs/(threadCPUSeconds()-c0), "GMAC/cpu-s")
+		})
+	}
+}
