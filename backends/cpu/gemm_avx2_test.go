@@ -243,7 +243,8 @@ func BenchmarkGemmLegacyAVX2(b *testing.B) {
 		b.Skip("the CPU has no AVX2+FMA+F16C")
 	}
 	r := rand.New(rand.NewPCG(95, 96))
-	shapes := [][3]int{{128, 896, 896}, {128, 4864, 896}, {128, 896, 4864}, {512, 896, 896}, {512, 4864, 896}, {512, 896, 4864}}
+	shapes := [][3]int{{128, 896, 896}, {128, 4864, 896}, {128, 896, 4864}, {512, 896, 896}, {512, 4864, 896}, {512, 896, 4864},
+		{2, 896, 896}, {4, 896, 896}, {8, 896, 896}, {16, 896, 896}}
 	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_1, quant.Q5_1} {
 		for _, sh := range shapes {
 			M, N, K := sh[0], sh[1], sh[2]

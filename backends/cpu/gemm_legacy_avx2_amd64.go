@@ -129,17 +129,23 @@ var legacyAVX2Tiles = map[quant.Type][]legacyAVX2Tile{
 	quant.Q5_1: {{4, 2, gemmQ5_1AVX2x4x2}, {4, 3, gemmQ5_1AVX2x4x3}, {3, 3, gemmQ5_1AVX2x3x3}, {2, 4, gemmQ5_1AVX2x2x4}, {2, 5, gemmQ5_1AVX2x2x5}},
 }
 
-// legacyAVX2Rows holds the AVX2 row kernels for the remainders and the
-// weight block sizes.
+// legacyAVX2Rows holds the AVX2 row kernels for the remainders, the
+// weight block sizes, and the fewest activation rows for which the GEMM
+// beats the row kernels: unpacking a weight tile costs about what one
+// tile of outputs does, and the row kernels of the simpler formats are
+// fast (measured at N=K=896: Q8_0 GEMM/rows 0.8× at M=2, 0.9× at 4, 1.17×
+// at 8; Q4_0 and Q4_1 0.8-0.9× at 2, 1.1-1.2× at 4; Q5_0 and Q5_1 1.0-1.2×
+// at 2).
 var legacyAVX2Rows = map[quant.Type]struct {
-	rows rowsAsm
-	wts  int
+	rows    rowsAsm
+	wts     int
+	minRows int
 }{
-	quant.Q8_0: {rowsQ8_0AVX2, 34},
-	quant.Q5_0: {rowsQ5_0AVX2, 22},
-	quant.Q4_0: {rowsQ4_0AVX2, 18},
-	quant.Q4_1: {rowsQ4_1AVX2, 20},
-	quant.Q5_1: {rowsQ5_1AVX2, 24},
+	quant.Q8_0: {rowsQ8_0AVX2, 34, 6},
+	quant.Q5_0: {rowsQ5_0AVX2, 22, 2},
+	quant.Q4_0: {rowsQ4_0AVX2, 18, 4},
+	quant.Q4_1: {rowsQ4_1AVX2, 20, 4},
+	quant.Q5_1: {rowsQ5_1AVX2, 24, 2},
 }
 
 // gemmAVX2RowBlock is the number of activation rows (rounded down to a
@@ -171,7 +177,7 @@ func aligned32(b *[]byte, n int) []byte {
 // legacyGemmAVX2 returns the GemmFunc of weight type t with tile k.
 func legacyGemmAVX2(t quant.Type, k legacyAVX2Tile) GemmFunc {
 	rw, ra, kern := k.rw, k.ra, k.kern
-	rows, wts := legacyAVX2Rows[t].rows, legacyAVX2Rows[t].wts
+	rows, wts, minRows := legacyAVX2Rows[t].rows, legacyAVX2Rows[t].wts, legacyAVX2Rows[t].minRows
 	// Q8_0 activations: f16 d, 32 quants; Q8_1: f16 d, f16 s, 32 quants.
 	ats, qo, nsc := 34, 2, 1
 	var bias byte
@@ -205,8 +211,15 @@ func legacyGemmAVX2(t quant.Type, k legacyAVX2Tile) GemmFunc {
 
 		MT := M - M%ra        // activation rows in full tiles
 		NT := n1 - (n1-n0)%rw // weight rows in full tiles end here
-		if NT == n0 {
-			MT = 0
+		if NT == n0 || M < minRows {
+			// all rows by the row kernels, as MatMul.Run sweeps them
+			for c0 := n0; c0 < n1; c0 += matMulTile {
+				c1 := min(c0+matMulTile, n1)
+				for m := 0; m < M; m++ {
+					rows(&w[c0*wrb], wrb, &act[m*arb], nb, &y[m*ldy+c0], c1-c0)
+				}
+			}
+			return
 		}
 		if MT > 0 {
 			buf := gemmAVX2Bufs.Get().(*gemmAVX2Buf)
