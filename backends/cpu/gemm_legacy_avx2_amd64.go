@@ -40,22 +40,13 @@ type gemmLegacyAVX2Asm func(w *byte, wrb int, a *byte, arb int, as *float32, nb 
 func gemmQ8_0AVX2x4x3(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
-func gemmQ8_0AVX2x3x3(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
-
-//go:noescape
 func gemmQ8_0AVX2x4x2(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
 func gemmQ8_0AVX2x2x4(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
-func gemmQ8_0AVX2x2x5(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
-
-//go:noescape
 func gemmQ5_0AVX2x4x3(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
-
-//go:noescape
-func gemmQ5_0AVX2x3x3(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
 func gemmQ5_0AVX2x4x2(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
@@ -64,13 +55,7 @@ func gemmQ5_0AVX2x4x2(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y
 func gemmQ5_0AVX2x2x4(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
-func gemmQ5_0AVX2x2x5(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
-
-//go:noescape
 func gemmQ4_0AVX2x4x3(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
-
-//go:noescape
-func gemmQ4_0AVX2x3x3(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
 func gemmQ4_0AVX2x4x2(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
@@ -79,13 +64,7 @@ func gemmQ4_0AVX2x4x2(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y
 func gemmQ4_0AVX2x2x4(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
-func gemmQ4_0AVX2x2x5(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
-
-//go:noescape
 func gemmQ4_1AVX2x4x3(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
-
-//go:noescape
-func gemmQ4_1AVX2x3x3(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
 func gemmQ4_1AVX2x4x2(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
@@ -94,22 +73,13 @@ func gemmQ4_1AVX2x4x2(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y
 func gemmQ4_1AVX2x2x4(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
-func gemmQ4_1AVX2x2x5(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
-
-//go:noescape
 func gemmQ5_1AVX2x4x3(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
-
-//go:noescape
-func gemmQ5_1AVX2x3x3(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
 func gemmQ5_1AVX2x4x2(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 //go:noescape
 func gemmQ5_1AVX2x2x4(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
-
-//go:noescape
-func gemmQ5_1AVX2x2x5(w *byte, wrb int, a *byte, arb int, as *float32, nb int, y *float32, ldy int, mt int, scr *byte)
 
 // legacyAVX2Tile is one generated kernel with its tile shape.
 type legacyAVX2Tile struct {
@@ -120,13 +90,13 @@ type legacyAVX2Tile struct {
 // legacyAVX2Tiles lists the generated kernels by weight type, the one
 // installed (4×2: 8 accumulators and every operand of the block in
 // registers but the scale products; 4×2 and 2×4 measured fastest, 5-15%
-// ahead of 3×3 and 4×3) first.
+// ahead of 4×3, and of 3×3 and 2×5, no longer generated) first.
 var legacyAVX2Tiles = map[quant.Type][]legacyAVX2Tile{
-	quant.Q8_0: {{4, 2, gemmQ8_0AVX2x4x2}, {4, 3, gemmQ8_0AVX2x4x3}, {3, 3, gemmQ8_0AVX2x3x3}, {2, 4, gemmQ8_0AVX2x2x4}, {2, 5, gemmQ8_0AVX2x2x5}},
-	quant.Q5_0: {{4, 2, gemmQ5_0AVX2x4x2}, {4, 3, gemmQ5_0AVX2x4x3}, {3, 3, gemmQ5_0AVX2x3x3}, {2, 4, gemmQ5_0AVX2x2x4}, {2, 5, gemmQ5_0AVX2x2x5}},
-	quant.Q4_0: {{4, 2, gemmQ4_0AVX2x4x2}, {4, 3, gemmQ4_0AVX2x4x3}, {3, 3, gemmQ4_0AVX2x3x3}, {2, 4, gemmQ4_0AVX2x2x4}, {2, 5, gemmQ4_0AVX2x2x5}},
-	quant.Q4_1: {{4, 2, gemmQ4_1AVX2x4x2}, {4, 3, gemmQ4_1AVX2x4x3}, {3, 3, gemmQ4_1AVX2x3x3}, {2, 4, gemmQ4_1AVX2x2x4}, {2, 5, gemmQ4_1AVX2x2x5}},
-	quant.Q5_1: {{4, 2, gemmQ5_1AVX2x4x2}, {4, 3, gemmQ5_1AVX2x4x3}, {3, 3, gemmQ5_1AVX2x3x3}, {2, 4, gemmQ5_1AVX2x2x4}, {2, 5, gemmQ5_1AVX2x2x5}},
+	quant.Q8_0: {{4, 2, gemmQ8_0AVX2x4x2}, {4, 3, gemmQ8_0AVX2x4x3}, {2, 4, gemmQ8_0AVX2x2x4}},
+	quant.Q5_0: {{4, 2, gemmQ5_0AVX2x4x2}, {4, 3, gemmQ5_0AVX2x4x3}, {2, 4, gemmQ5_0AVX2x2x4}},
+	quant.Q4_0: {{4, 2, gemmQ4_0AVX2x4x2}, {4, 3, gemmQ4_0AVX2x4x3}, {2, 4, gemmQ4_0AVX2x2x4}},
+	quant.Q4_1: {{4, 2, gemmQ4_1AVX2x4x2}, {4, 3, gemmQ4_1AVX2x4x3}, {2, 4, gemmQ4_1AVX2x2x4}},
+	quant.Q5_1: {{4, 2, gemmQ5_1AVX2x4x2}, {4, 3, gemmQ5_1AVX2x4x3}, {2, 4, gemmQ5_1AVX2x2x4}},
 }
 
 // legacyAVX2Rows holds the AVX2 row kernels for the remainders, the

@@ -72,7 +72,7 @@ var legacyGemmKinds = []legacyGemmKind{
 
 // legacyGemmTiles are the generated tile shapes (weight rows × activation
 // rows); the Go side picks one.
-var legacyGemmTiles = [][2]int{{4, 3}, {3, 3}, {4, 2}, {2, 4}, {2, 5}}
+var legacyGemmTiles = [][2]int{{4, 2}, {2, 4}, {4, 3}}
 
 func init() {
 	register("gemm_legacy_avx2_amd64.s", "amd64 && !purego", genLegacyGemmAVX2)
