@@ -166,8 +166,8 @@ func Main(app any, name, description string, beforeRun func()) {
 // CacheTypeFlags are llama.cpp's -ctk/-ctv (--cache-type-k/v). minfer has
 // one KV cache type for keys and values (--kv-type): both flags map to it.
 type CacheTypeFlags struct {
-	CacheTypeK string `help:"KV cache type, as llama.cpp's -ctk (minfer has one type for K and V: same as --kv-type)." name:"cache-type-k"`
-	CacheTypeV string `help:"KV cache type, as llama.cpp's -ctv (must equal -ctk if both are given)." name:"cache-type-v"`
+	CacheTypeK string `help:"KV cache type, as llama.cpp's -ctk, also accepted (minfer has one type for K and V: same as --kv-type)." name:"cache-type-k"`
+	CacheTypeV string `help:"KV cache type, as llama.cpp's -ctv, also accepted (must equal -ctk if both are given)." name:"cache-type-v"`
 }
 
 // kvTypes are the KV cache types minfer implements.

@@ -16,7 +16,7 @@ import (
 type CompileCmd struct {
 	Model       string   `arg:"" help:"GGUF model." type:"existingfile"`
 	Out         string   `short:"o" help:"Plan file to write." default:"plan.bin"`
-	NCtx        int      `short:"c" help:"KV cache positions (0: the model's context, at most 4096)." name:"n-ctx" aliases:"ctx-size"`
+	NCtx        int      `short:"c" help:"KV cache positions (0: the model's context, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
 	MaxBatch    int      `help:"Largest prompt chunk evaluated at once." default:"512" name:"max-batch"`
 	KVType      string   `help:"KV cache type: f32, f16 or q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
 	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`

@@ -265,7 +265,7 @@ func (c *ExecCmd) Run() error {
 type RunCmd struct {
 	Model     string `arg:"" help:"GGUF model." type:"existingfile"`
 	Reference bool   `help:"Use the scalar reference executor (the oracle) instead of the compiled one."`
-	NCtx      int    `short:"c" help:"KV cache positions (0: the model's, at most 4096)." name:"n-ctx" aliases:"ctx-size"`
+	NCtx      int    `short:"c" help:"KV cache positions (0: the model's, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
 	KVType    string `help:"KV cache type (compiled path): f32, f16, q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
 	CacheTypeFlags
 	GenFlags
