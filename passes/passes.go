@@ -38,16 +38,37 @@ type Pass struct {
 	Required bool
 }
 
-// Pipeline is the ordered pass list.
+// Pipeline is the ordered pass list. Each ordering constraint (After) says
+// why, as the entries of Go's cmd/compile passOrder do.
 var Pipeline = []Pass{
 	{Name: "dce", Doc: "remove nodes whose results nothing reads (KV writes are kept)", Fn: deadCode},
+	// prune-output-rows after dce: it moves the row selection only through a
+	// value with exactly one reader, and a dead reader would stop it.
 	{Name: "prune-output-rows", Doc: "compute the last layer's tail and the output head only for the rows whose logits are requested", Fn: sinkOutputRows, After: []string{"dce"}},
+	// fuse-rmsnorm and fuse-swiglu after prune-output-rows: not for their own
+	// sake (RMSNormMul and SwiGLU are row-local, so the selection passes them
+	// either way) but so that every fusion runs on the pruned graph, and
+	// fuse-epilogues, which must follow pruning, follows them.
 	{Name: "fuse-rmsnorm", Doc: "fuse RMSNorm with the following weight multiply", Fn: fuseRMSNorm, After: []string{"prune-output-rows"}},
 	{Name: "fuse-swiglu", Doc: "fuse SiLU(gate) ⊙ up into one SwiGLU op", Fn: fuseSwiGLU, After: []string{"prune-output-rows"}},
+	// fuse-epilogues after the other fusions and so after prune-output-rows:
+	// isRowLocal refuses a node with epilogues, so a residual add folded into
+	// the last down projection would stop the row selection there (the last
+	// layer's FFN would run on every prompt row).
 	{Name: "fuse-epilogues", Doc: "fold bias adds, residual adds and RoPE into the producing mat-mul as epilogues", Fn: fuseEpilogues, After: []string{"fuse-rmsnorm", "fuse-swiglu"}},
+	// private-embedding after fuse-rmsnorm: it gives the whole-row norm that
+	// reads the embedding its own lookup, and runs after the fusion so it sees
+	// that norm in its final form, RMSNormMul. It accepts an unfused RMSNorm
+	// as well, so this order is a preference, not a correctness need.
 	{Name: "private-embedding", Doc: "give the first norm its own copy of the embedding rows, so the lookup shares a fused group with layer 0's attention", Fn: privateEmbedding, After: []string{"fuse-rmsnorm"}},
 	{Name: "kv-type", Doc: "set the KV cache element type", Fn: setKVType, Required: true},
+	// select-kernels after fuse-epilogues and kv-type: a kernel is named by
+	// the final op (fused ops and epilogues included) and its operand types,
+	// the KV cache type among them (attention/f16, ...).
 	{Name: "select-kernels", Doc: "choose each node's kernel by its operand types", Fn: selectKernels, After: []string{"fuse-epilogues", "kv-type"}, Required: true},
+	// group last, after select-kernels: schedules list nodes, so every pass
+	// that adds, removes or rewrites nodes must come before it (group itself
+	// reads epilogues, e.g. a RoPE epilogue binds a mat-mul to KV heads).
 	{Name: "group", Doc: "partition the nodes into fused groups, one pool barrier each, for prefill and for decode", Fn: group, After: []string{"select-kernels"}, Required: true},
 }
 

@@ -17,7 +17,7 @@
 # LLAMA_BENCH=/path (the older form) adds one entry named llama.cpp.
 #
 # Each cell of the table is the median over the rounds of each run's
-# median (minfer) / mean (llama-bench) of its repetitions; ratios are
+# mean of its repetitions (avg_ts, for both engines); ratios are
 # minfer / engine. Without a model it synthesizes the Qwen2.5-0.5B-shaped
 # Q4_K_M benchmark model. Run on a quiet machine (check `top`):
 # llama.cpp's spinning barrier collapses when another process is busy.
@@ -87,18 +87,22 @@ python3 - "$out" "$rounds" "${names[@]}" <<'PY'
 import json, statistics, sys
 out, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 def med(xs): return statistics.median(xs) if xs else None
-ours = {}
-for r in range(1, rounds + 1):
-    for x in json.load(open(f"{out}/minfer.{r}.json"))["results"]:
-        ours.setdefault((x["test"], x["threads"]), []).append(x["tok_per_s"])
-theirs = []
-for i, _ in enumerate(names):
+# minfer bench -o json and llama-bench -o json print the same fields: a list
+# of tests, each with n_prompt, n_gen, n_threads and avg_ts (mean tok/s).
+def load(path):
     d = {}
-    for r in range(1, rounds + 1):
-        for x in json.load(open(f"{out}/llama{i}.{r}.json")):
-            test = f"pp{x['n_prompt']}" if x["n_prompt"] else f"tg{x['n_gen']}"
-            d.setdefault((test, x["n_threads"]), []).append(x["avg_ts"])
-    theirs.append(d)
+    for x in json.load(open(path)):
+        test = f"pp{x['n_prompt']}" if x["n_prompt"] else f"tg{x['n_gen']}"
+        d.setdefault((test, x["n_threads"]), []).append(x["avg_ts"])
+    return d
+def merge(ds):
+    m = {}
+    for d in ds:
+        for k, v in d.items():
+            m.setdefault(k, []).extend(v)
+    return m
+ours = merge(load(f"{out}/minfer.{r}.json") for r in range(1, rounds + 1))
+theirs = [merge(load(f"{out}/llama{i}.{r}.json") for r in range(1, rounds + 1)) for i, _ in enumerate(names)]
 head = "| test | threads | minfer tok/s |" + "".join(f" {n} tok/s | ratio vs {n} |" for n in names)
 print(head)
 print("|" + "---|" * (3 + 2 * len(names)))
@@ -109,5 +113,5 @@ for k in sorted(ours):
         l = med(d.get(k, []))
         row += f" {l:.1f} | {m / l:.2f}× |" if l else " - | - |"
     print(row)
-print(f"(medians of {rounds} alternating rounds; per round minfer reports the median, llama-bench the mean, of its repetitions)")
+print(f"(medians of {rounds} alternating rounds; per round each engine reports the mean of its repetitions)")
 PY

@@ -1,5 +1,9 @@
-// Package cpu holds the kernels of minfer's CPU executor: scalar pure Go for
-// now, shaped so that SIMD versions can replace them one by one.
+// Package cpu holds the kernels of minfer's CPU executor. Each kernel has a
+// pure-Go version, the oracle (built alone with -tags purego), and on amd64
+// Go-assembly versions for the AVX2 (+FMA, F16C) and AVX-512 (F/BW/VL/DQ,
+// VNNI) tiers: dispatch.go chooses one per kernel once at start-up from the
+// CPU's features (MINFER_NO_AVX512=1 and MINFER_NO_AVX2=1 drop tiers), and
+// Features names the choice.
 //
 // Conventions shared by every kernel:
 //
@@ -12,8 +16,11 @@
 //     "SplitCols" units: KV heads, blocks of output columns). Row and column
 //     indices are always absolute, never relative to the range, so workers
 //     share one output buffer and write disjoint parts of it.
-//   - Kernels allocate nothing; every buffer, scratch included, is the
-//     caller's.
+//   - Kernels allocate nothing per call in steady state: outputs are the
+//     caller's, and scratch is either the caller's (per-worker scratch such
+//     as AttnScratch, sized when the executor binds the plan) or taken from
+//     a sync.Pool and grown only when a larger shape first needs it (the
+//     GEMM wrappers).
 //   - No kernel switches on a tensor type per element or per block: type
 //     dispatch happens once, in a constructor (NewMatMul, NewKV,
 //     GetRowsQuant), which returns a specialized func or struct.

@@ -3,9 +3,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/alecthomas/kong"
 
 	"minfer/internal/cli"
@@ -13,6 +10,8 @@ import (
 )
 
 var app struct {
+	Version kong.VersionFlag `help:"Print the version, commit, Go version and kernel tier, and exit."`
+
 	Exec       cli.ExecCmd       `cmd:"" help:"Run a compiled plan: prefill the prompt, decode, stream text."`
 	Run        cli.RunCmd        `cmd:"" help:"Run a GGUF model directly (compiled in memory, or --reference for the scalar oracle)."`
 	Demo       cli.DemoCmd       `cmd:"" help:"Synthesize a small model, compile it, run it and print stats (no download)."`
@@ -24,14 +23,5 @@ var app struct {
 }
 
 func main() {
-	ctx := kong.Parse(&app,
-		kong.Name("minfer"),
-		kong.Description("minfer: run compiled LLM plans on the CPU."),
-		kong.UsageOnError(),
-	)
-	safefile.HandleInterrupts("minfer")
-	if err := ctx.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "minfer:", err)
-		os.Exit(1)
-	}
+	cli.Main(&app, "minfer", "minfer: run compiled LLM plans on the CPU.", func() { safefile.HandleInterrupts("minfer") })
 }

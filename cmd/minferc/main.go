@@ -3,9 +3,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/alecthomas/kong"
 
 	"minfer/internal/cli"
@@ -13,6 +10,8 @@ import (
 )
 
 var app struct {
+	Version kong.VersionFlag `help:"Print the version, commit, Go version and kernel tier, and exit."`
+
 	Compile cli.CompileCmd `cmd:"" help:"Compile a GGUF model into a plan file."`
 	Synth   cli.SynthCmd   `cmd:"" help:"Write a random-weight GGUF model of a real architecture."`
 	Inspect cli.InspectCmd `cmd:"" help:"Show a GGUF file's metadata and tensors (like gguf-dump)."`
@@ -20,14 +19,5 @@ var app struct {
 }
 
 func main() {
-	ctx := kong.Parse(&app,
-		kong.Name("minferc"),
-		kong.Description("minfer's compiler: GGUF model → scheduled plan file."),
-		kong.UsageOnError(),
-	)
-	safefile.HandleInterrupts("minferc")
-	if err := ctx.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "minferc:", err)
-		os.Exit(1)
-	}
+	cli.Main(&app, "minferc", "minfer's compiler: GGUF model → scheduled plan file.", func() { safefile.HandleInterrupts("minferc") })
 }

@@ -1,15 +1,22 @@
 package cli
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"minfer/backends/cpu"
 	"minfer/exec"
+	"minfer/ir"
 	"minfer/plan"
+	"minfer/quant"
 )
 
 // BenchCmd is `minfer bench`: llama-bench's pp/tg measurements on a plan.
@@ -17,34 +24,132 @@ type BenchCmd struct {
 	Plan    string `arg:"" help:"Compiled plan file." type:"existingfile"`
 	Prompt  int    `short:"p" help:"Prompt tokens evaluated as one prefill (pp)." default:"512"`
 	Gen     int    `short:"n" help:"Tokens decoded one at a time from an empty cache (tg)." default:"128"`
-	Threads []int  `short:"t" help:"Thread counts to measure (repeatable)." default:"1"`
-	Reps    int    `short:"r" help:"Repetitions; the median is reported." default:"5"`
-	JSON    bool   `help:"Print JSON."`
+	Threads []int  `short:"t" help:"Thread counts to measure (repeatable; default: all CPUs this process may use, as exec)."`
+	Reps    int    `short:"r" help:"Repetitions (after one warm-up run)." default:"5"`
+	Output  string `short:"o" help:"Output format, as llama-bench's: md, csv, json, jsonl." default:"md" enum:"md,csv,json,jsonl"`
+	JSON    bool   `help:"Same as -o json."`
 }
 
-// BenchResult is one measured configuration.
+// BenchResult is one measured configuration, with llama-bench's field
+// names (its -o json output) and minfer's own after them.
 type BenchResult struct {
-	Test     string    `json:"test"`
-	Threads  int       `json:"threads"`
-	TokPerS  float64   `json:"tok_per_s"`
-	Samples  []float64 `json:"samples"`
-	Barriers float64   `json:"barriers_per_token,omitempty"`
+	ModelFilename string    `json:"model_filename"`
+	ModelType     string    `json:"model_type"`
+	ModelSize     int64     `json:"model_size"`
+	ModelNParams  int64     `json:"model_n_params"`
+	NThreads      int       `json:"n_threads"`
+	NPrompt       int       `json:"n_prompt"`
+	NGen          int       `json:"n_gen"`
+	NDepth        int       `json:"n_depth"`
+	AvgNs         int64     `json:"avg_ns"`
+	StddevNs      int64     `json:"stddev_ns"`
+	AvgTs         float64   `json:"avg_ts"`
+	StddevTs      float64   `json:"stddev_ts"`
+	SamplesNs     []int64   `json:"samples_ns"`
+	SamplesTs     []float64 `json:"samples_ts"`
+	Test          string    `json:"test"`               // "pp512", "tg128"
+	Barriers      float64   `json:"barriers_per_token"` // pool barriers per decoded token (0 for pp)
+	KernelTier    string    `json:"kernel_tier"`
+}
+
+// benchFields are the columns of -o csv, in order.
+var benchFields = []string{"model_filename", "model_type", "model_size", "model_n_params", "n_threads", "n_prompt", "n_gen", "n_depth",
+	"avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "test", "barriers_per_token", "kernel_tier"}
+
+// finish fills the statistics from the samples (ns per repetition for n
+// tokens), as llama-bench does: t/s per sample, mean and sample standard
+// deviation of each.
+func (r *BenchResult) finish(n int) {
+	ns := make([]float64, len(r.SamplesNs))
+	r.SamplesTs = make([]float64, len(r.SamplesNs))
+	for i, v := range r.SamplesNs {
+		ns[i] = float64(v)
+		r.SamplesTs[i] = float64(n) * 1e9 / float64(v)
+	}
+	m, sd := meanStddev(ns)
+	r.AvgNs, r.StddevNs = int64(m), int64(sd)
+	r.AvgTs, r.StddevTs = meanStddev(r.SamplesTs)
+}
+
+func meanStddev(v []float64) (mean, stddev float64) {
+	if len(v) == 0 {
+		return 0, 0
+	}
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	if len(v) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(v)-1))
+}
+
+// modelInfo describes the plan's model as llama-bench does its model:
+// "<arch> <params> <main weight type>", bytes of weights, parameters.
+func modelInfo(l *plan.Loaded) (typ string, size, params int64) {
+	seen := map[string]bool{}
+	bytesOf := map[quant.Type]int64{}
+	for _, v := range l.Graph.Values {
+		if v.Kind != ir.Weight || seen[v.Source] {
+			continue
+		}
+		seen[v.Source] = true
+		n := int64(1)
+		for _, d := range v.Shape {
+			n *= int64(d)
+		}
+		params += n
+		if e, ok := l.Index[v.Source]; ok {
+			size += int64(e.Size)
+			bytesOf[v.DType] += int64(e.Size)
+		}
+	}
+	main, most := quant.F32, int64(-1)
+	for t, b := range bytesOf {
+		if b > most || b == most && t < main {
+			main, most = t, b
+		}
+	}
+	label := fmt.Sprintf("%.0fM", float64(params)/1e6)
+	if params >= 1e9 {
+		label = fmt.Sprintf("%.1fB", float64(params)/1e9)
+	}
+	return fmt.Sprintf("%s %s %s", l.Graph.Arch, label, strings.ToUpper(main.String())), size, params
 }
 
 // Run measures.
 func (c *BenchCmd) Run() error {
-	l, err := plan.OpenWith(c.Plan, plan.OpenOptions{SkipWeightChecksum: true, SkipSourceHash: true})
+	if c.JSON {
+		c.Output = "json"
+	}
+	if c.Reps < 1 {
+		return fmt.Errorf("-r %d: at least 1 repetition", c.Reps)
+	}
+	threads := c.Threads
+	if len(threads) == 0 {
+		threads = []int{(&GenFlags{}).threads()}
+	}
+	for _, t := range threads {
+		if err := (&GenFlags{Threads: t}).check(); err != nil {
+			return err
+		}
+	}
+	l, err := openPlan(c.Plan, plan.OpenOptions{SkipWeightChecksum: true, SkipSourceHash: true})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
 	p := l.Graph.Params
 	if c.Prompt+1 > p.NCtx || c.Gen > p.NCtx {
-		return fmt.Errorf("-p %d / -n %d do not fit the plan's context of %d", c.Prompt, c.Gen, p.NCtx)
+		return fmt.Errorf("-p %d / -n %d do not fit the context of %s (%d positions)", c.Prompt, c.Gen, c.Plan, p.NCtx)
 	}
-	if c.Reps < 1 {
-		return fmt.Errorf("-r must be at least 1")
-	}
+	typ, size, params := modelInfo(l)
+	tier, _, _ := strings.Cut(cpu.Features(), " (")
 	// Deterministic pseudo-random tokens, as llama-bench uses random ids.
 	toks := make([]int32, max(c.Prompt, c.Gen))
 	x := uint32(12345)
@@ -53,13 +158,15 @@ func (c *BenchCmd) Run() error {
 		toks[i] = int32(x>>8) % int32(p.NVocab)
 	}
 	var results []BenchResult
-	for _, t := range c.Threads {
+	for _, t := range threads {
 		m, err := exec.New(l.Graph, l.Memory, l, exec.Config{Threads: t})
 		if err != nil {
 			return err
 		}
+		base := BenchResult{ModelFilename: c.Plan, ModelType: typ, ModelSize: size, ModelNParams: params, NThreads: t, KernelTier: tier}
 		if c.Prompt > 0 {
-			r := BenchResult{Test: fmt.Sprintf("pp%d", c.Prompt), Threads: t}
+			r := base
+			r.Test, r.NPrompt = fmt.Sprintf("pp%d", c.Prompt), c.Prompt
 			for rep := 0; rep <= c.Reps; rep++ { // the first run warms up
 				m.Reset()
 				start := time.Now()
@@ -70,14 +177,15 @@ func (c *BenchCmd) Run() error {
 					}
 				}
 				if rep > 0 {
-					r.Samples = append(r.Samples, float64(c.Prompt)/time.Since(start).Seconds())
+					r.SamplesNs = append(r.SamplesNs, time.Since(start).Nanoseconds())
 				}
 			}
-			r.TokPerS = median(r.Samples)
+			r.finish(c.Prompt)
 			results = append(results, r)
 		}
 		if c.Gen > 0 {
-			r := BenchResult{Test: fmt.Sprintf("tg%d", c.Gen), Threads: t}
+			r := base
+			r.Test, r.NGen = fmt.Sprintf("tg%d", c.Gen), c.Gen
 			for rep := 0; rep <= c.Reps; rep++ {
 				m.Reset()
 				before := m.Stats().DecodeBarriers
@@ -88,26 +196,76 @@ func (c *BenchCmd) Run() error {
 					}
 				}
 				if rep > 0 {
-					r.Samples = append(r.Samples, float64(c.Gen)/time.Since(start).Seconds())
+					r.SamplesNs = append(r.SamplesNs, time.Since(start).Nanoseconds())
 					r.Barriers = float64(m.Stats().DecodeBarriers-before) / float64(c.Gen)
 				}
 			}
-			r.TokPerS = median(r.Samples)
+			r.finish(c.Gen)
 			results = append(results, r)
 		}
 		m.Close()
 	}
-	if c.JSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"plan": c.Plan, "kernels": cpu.Features(), "results": results})
+	return writeBench(os.Stdout, c.Output, results)
+}
+
+// writeBench prints results in a llama-bench output format.
+func writeBench(w io.Writer, format string, results []BenchResult) error {
+	switch format {
+	case "json":
+		if results == nil {
+			results = []BenchResult{}
+		}
+		b, err := json.MarshalIndent(results, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	case "jsonl":
+		enc := json.NewEncoder(w)
+		for _, r := range results {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write(benchFields)
+		for _, r := range results {
+			cw.Write(r.csvRow())
+		}
+		cw.Flush()
+		return cw.Error()
+	case "md":
+		fmt.Fprintln(w, "| model | size | params | backend | threads | test | t/s | barriers/token |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+		for _, r := range results {
+			fmt.Fprintf(w, "| %s | %.2f MiB | %.2f M | CPU %s | %d | %s | %.2f ± %.2f | %.1f |\n",
+				r.ModelType, float64(r.ModelSize)/(1<<20), float64(r.ModelNParams)/1e6, r.KernelTier, r.NThreads, r.Test, r.AvgTs, r.StddevTs, r.Barriers)
+		}
+		return nil
 	}
-	fmt.Printf("plan %s, kernels %s\n\n", c.Plan, cpu.Features())
-	fmt.Printf("| test | threads | tok/s (median of %d) | min | max |\n|---|---|---|---|---|\n", c.Reps)
-	for _, r := range results {
-		fmt.Printf("| %s | %d | %.2f | %.2f | %.2f |\n", r.Test, r.Threads, r.TokPerS, slices.Min(r.Samples), slices.Max(r.Samples))
+	return fmt.Errorf("-o %s: the formats are md, csv, json, jsonl", format)
+}
+
+// csvRow formats r in benchFields' order; lists are joined by spaces, as
+// llama-bench's CSV does.
+func (r BenchResult) csvRow() []string {
+	join := func(n int, f func(int) string) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = f(i)
+		}
+		return strings.Join(s, " ")
 	}
-	return nil
+	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	return []string{r.ModelFilename, r.ModelType, strconv.FormatInt(r.ModelSize, 10), strconv.FormatInt(r.ModelNParams, 10),
+		strconv.Itoa(r.NThreads), strconv.Itoa(r.NPrompt), strconv.Itoa(r.NGen), strconv.Itoa(r.NDepth),
+		strconv.FormatInt(r.AvgNs, 10), strconv.FormatInt(r.StddevNs, 10), g(r.AvgTs), g(r.StddevTs),
+		join(len(r.SamplesNs), func(i int) string { return strconv.FormatInt(r.SamplesNs[i], 10) }),
+		join(len(r.SamplesTs), func(i int) string { return g(r.SamplesTs[i]) }),
+		r.Test, g(r.Barriers), r.KernelTier}
 }
 
 func positions(a, b int) []int32 {

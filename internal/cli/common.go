@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -89,7 +90,7 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 			return nil, err
 		}
 	} else {
-		l, err := plan.OpenWith(path, plan.OpenOptions{SkipWeightChecksum: true, SkipSourceHash: true})
+		l, err := openPlan(path, plan.OpenOptions{SkipWeightChecksum: true, SkipSourceHash: true})
 		if err != nil {
 			return nil, err
 		}
@@ -110,11 +111,29 @@ type SamplingFlags struct {
 	MinP          *float32 `help:"Min-p (0: off). Default 0.05." name:"min-p"`
 	RepeatPenalty *float32 `help:"Repetition penalty (1: off)." name:"repeat-penalty"`
 	RepeatLastN   *int     `help:"Tokens the penalties look back at (-1: all)." name:"repeat-last-n"`
-	Seed          *uint64  `help:"Sampling seed (fixed by default, so runs repeat)."`
+	Seed          *int64   `help:"Sampling seed (fixed by default, so runs repeat; -1: a random seed, printed so the run can be repeated)."`
+}
+
+// seed resolves --seed: -1 draws a random seed and prints it on stderr so
+// the run can be repeated; other negative values are refused.
+func (s SamplingFlags) seed(stderr io.Writer) (seed uint64, set bool, err error) {
+	if s.Seed == nil {
+		return 0, false, nil
+	}
+	switch v := *s.Seed; {
+	case v == -1:
+		seed = rand.Uint64() >> 1 // representable as --seed
+		fmt.Fprintf(stderr, "seed: %d (--seed %d repeats this run)\n", seed, seed)
+		return seed, true, nil
+	case v < 0:
+		return 0, false, fmt.Errorf("--seed %d: give a seed, or -1 for a random one", v)
+	default:
+		return uint64(v), true, nil
+	}
 }
 
 // params applies the flags over defaults.
-func (s SamplingFlags) params(def sample.Params) sample.Params {
+func (s SamplingFlags) params(def sample.Params, stderr io.Writer) (sample.Params, error) {
 	p := def
 	if s.Temp != nil {
 		p.Temperature = *s.Temp
@@ -134,10 +153,14 @@ func (s SamplingFlags) params(def sample.Params) sample.Params {
 	if s.RepeatLastN != nil {
 		p.RepeatLastN = *s.RepeatLastN
 	}
-	if s.Seed != nil {
-		p.Seed = *s.Seed
+	seed, set, err := s.seed(stderr)
+	if err != nil {
+		return p, err
 	}
-	return p
+	if set {
+		p.Seed = seed
+	}
+	return p, nil
 }
 
 // parseIDs reads "1,2,3" or "1 2 3".

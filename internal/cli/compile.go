@@ -16,16 +16,28 @@ import (
 type CompileCmd struct {
 	Model       string   `arg:"" help:"GGUF model." type:"existingfile"`
 	Out         string   `short:"o" help:"Plan file to write." default:"plan.bin"`
-	NCtx        int      `help:"KV cache positions (0: the model's context, at most 4096)." name:"n-ctx"`
+	NCtx        int      `short:"c" help:"KV cache positions (0: the model's context, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
 	MaxBatch    int      `help:"Largest prompt chunk evaluated at once." default:"512" name:"max-batch"`
 	KVType      string   `help:"KV cache type: f32, f16 or q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
 	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`
 	DisablePass []string `help:"Switch off a pass by name (repeatable; see minferc passes)." name:"disable-pass"`
 	Quiet       bool     `short:"q" help:"No progress output."`
+	CacheTypeFlags
+}
+
+// Validate refuses contradicting cache types while the command line is
+// parsed (a usage error).
+func (c *CompileCmd) Validate() error {
+	_, err := c.kvType(c.KVType)
+	return err
 }
 
 // Run compiles and writes the plan.
 func (c *CompileCmd) Run() error {
+	kv, err := c.kvType(c.KVType)
+	if err != nil {
+		return err
+	}
 	if err := safefile.CheckTarget(c.Out, c.Model); err != nil {
 		return err
 	}
@@ -34,6 +46,7 @@ func (c *CompileCmd) Run() error {
 		return err
 	}
 	defer f.Close()
+	warnContext(os.Stderr, f, c.NCtx)
 	mode, err := plan.ParseWeights(c.Weights)
 	if err != nil {
 		return err
@@ -43,7 +56,7 @@ func (c *CompileCmd) Run() error {
 			fmt.Fprintf(os.Stderr, format+"\n", args...)
 		}
 	}
-	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: c.KVType, Disabled: c.DisablePass, Weights: mode, Log: logf})
+	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: kv, Disabled: c.DisablePass, Weights: mode, Log: logf})
 	if err != nil {
 		return err
 	}

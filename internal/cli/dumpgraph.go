@@ -74,7 +74,7 @@ func (c *DumpGraphCmd) Run() error {
 			return err
 		}
 	} else {
-		l, err := plan.OpenWith(c.Model, plan.OpenOptions{SkipWeightChecksum: true, SkipSourceHash: true})
+		l, err := openPlan(c.Model, plan.OpenOptions{SkipWeightChecksum: true, SkipSourceHash: true})
 		if err != nil {
 			return err
 		}

@@ -84,6 +84,9 @@ func (g *GenFlags) check() error {
 	if g.NPredict < -1 {
 		return fmt.Errorf("-n %d: give a token count, or -1 for until end of text", g.NPredict)
 	}
+	if g.Seed != nil && *g.Seed < -1 {
+		return fmt.Errorf("--seed %d: give a seed, or -1 for a random one", *g.Seed)
+	}
 	return nil
 }
 
@@ -166,9 +169,13 @@ func (s *session) run(g *GenFlags, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	samp, err := g.params(s.samp, os.Stderr)
+	if err != nil {
+		return err
+	}
 	fmt.Fprint(out, text)
 	res, err := generate.Run(s.model, s.tok, text, generate.Options{
-		NPredict: g.NPredict, NCtx: s.nctx, Batch: g.Batch, Sampling: g.params(s.samp),
+		NPredict: g.NPredict, NCtx: s.nctx, Batch: g.Batch, Sampling: samp,
 		ParseSpecial: g.ParseSpecial, IgnoreEOS: g.IgnoreEOS, Out: out,
 	})
 	fmt.Fprintln(out)
@@ -224,7 +231,7 @@ func (c *ExecCmd) Run() error {
 		return err
 	}
 	t0 := time.Now()
-	l, err := plan.OpenWith(c.Plan, plan.OpenOptions{SkipWeightChecksum: c.NoVerify, SkipSourceHash: c.NoVerify})
+	l, err := openPlan(c.Plan, plan.OpenOptions{SkipWeightChecksum: c.NoVerify, SkipSourceHash: c.NoVerify})
 	if err != nil {
 		return err
 	}
@@ -258,9 +265,17 @@ func (c *ExecCmd) Run() error {
 type RunCmd struct {
 	Model     string `arg:"" help:"GGUF model." type:"existingfile"`
 	Reference bool   `help:"Use the scalar reference executor (the oracle) instead of the compiled one."`
-	NCtx      int    `help:"KV cache positions (0: the model's, at most 4096)." name:"n-ctx"`
+	NCtx      int    `short:"c" help:"KV cache positions (0: the model's, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
 	KVType    string `help:"KV cache type (compiled path): f32, f16, q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
+	CacheTypeFlags
 	GenFlags
+}
+
+// Validate refuses contradicting cache types while the command line is
+// parsed (a usage error).
+func (c *RunCmd) Validate() error {
+	_, err := c.kvType(c.KVType)
+	return err
 }
 
 // Run generates from the GGUF model.
@@ -268,12 +283,19 @@ func (c *RunCmd) Run() error {
 	if err := c.check(); err != nil {
 		return err
 	}
+	kv, err := c.kvType(c.KVType)
+	if err != nil {
+		return err
+	}
 	f, err := gguf.Open(c.Model)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, c.KVType, c.threads())
+	if !c.Reference {
+		warnContext(os.Stderr, f, c.NCtx)
+	}
+	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, c.threads())
 	if err != nil {
 		return err
 	}

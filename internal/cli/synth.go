@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"text/tabwriter"
@@ -72,7 +73,14 @@ func (c *SynthCmd) Run() error {
 		fmt.Printf("file size %d bytes\n", size)
 		return nil
 	}
-	if err := synth.WriteFile(c.Out, o); err != nil {
+	// Generating the weights is the long step (tens of seconds for a 0.5B
+	// model): it shows the time spent, then the write a bar, on a terminal.
+	stop := elapsed(fmt.Sprintf("synthesizing %s %s", c.Preset, c.Type))
+	defer stop()
+	err = safefile.Write(c.Out, func(w io.Writer) error {
+		return synth.Write(&progressWriter{w: w, total: size, first: stop, prog: progressBar("writing " + c.Out)}, o)
+	}, c.Vocab)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s (%s %s, seed %d, %d bytes)\n", c.Out, c.Preset, c.Type, c.Seed, size)

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"minfer/internal/fixtures"
+)
+
+// TestBenchOutputs: -o json/jsonl/csv/md carry llama-bench's fields, and
+// --json is -o json.
+func TestBenchOutputs(t *testing.T) {
+	model := fixtures.Path(t, "models", "qwen2-synth-q8_0.gguf")
+	planPath := filepath.Join(t.TempDir(), "p.plan")
+	if err := (&CompileCmd{Model: model, Out: planPath, MaxBatch: 64, KVType: "f32", Weights: "embed", Quiet: true}).Run(); err != nil {
+		t.Fatal(err)
+	}
+	run := func(c BenchCmd) string {
+		c.Plan, c.Prompt, c.Gen, c.Reps, c.Threads = planPath, 8, 4, 2, []int{1}
+		return capture(t, c.Run)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(run(BenchCmd{JSON: true, Output: "md"})), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d results, want pp and tg", len(rows))
+	}
+	for _, r := range rows {
+		for _, f := range benchFields {
+			if _, ok := r[f]; !ok {
+				t.Errorf("%v: no field %s", r["test"], f)
+			}
+		}
+		if r["model_filename"] != planPath || r["n_threads"] != 1.0 || r["n_depth"] != 0.0 ||
+			r["model_n_params"].(float64) <= 0 || r["model_size"].(float64) <= 0 || r["avg_ts"].(float64) <= 0 ||
+			len(r["samples_ts"].([]any)) != 2 || len(r["samples_ns"].([]any)) != 2 ||
+			!strings.HasPrefix(r["model_type"].(string), "qwen2 ") || r["kernel_tier"] == "" {
+			t.Errorf("result %v", r)
+		}
+	}
+	if rows[0]["n_prompt"] != 8.0 || rows[0]["n_gen"] != 0.0 || rows[1]["n_prompt"] != 0.0 || rows[1]["n_gen"] != 4.0 ||
+		rows[1]["barriers_per_token"].(float64) <= 0 {
+		t.Errorf("pp/tg rows: %v", rows)
+	}
+	lines := strings.Split(strings.TrimSpace(run(BenchCmd{Output: "jsonl"})), "\n")
+	for _, l := range lines {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r["avg_ts"] == nil {
+			t.Errorf("jsonl line %q: %v", l, err)
+		}
+	}
+	recs, err := csv.NewReader(strings.NewReader(run(BenchCmd{Output: "csv"}))).ReadAll()
+	if err != nil || len(recs) != 3 || !slices.Equal(recs[0], benchFields) {
+		t.Errorf("csv: %v %v", recs, err)
+	}
+	md := run(BenchCmd{Output: "md"})
+	if !strings.HasPrefix(md, "| model | size | params | backend | threads | test | t/s |") || !strings.Contains(md, "| pp8 |") || !strings.Contains(md, " ± ") {
+		t.Errorf("md:\n%s", md)
+	}
+}
