@@ -21,6 +21,8 @@ var app struct {
 	Detokenize cli.DetokenizeCmd `cmd:"" help:"Print the text of token ids."`
 	DumpGraph  cli.DumpGraphCmd  `cmd:"" name:"dump-graph" help:"Print a graph (GGUF: before passes; plan: after) as DOT or text."`
 	Inspect    cli.InspectCmd    `cmd:"" help:"Show a GGUF file's metadata and tensors."`
+
+	ApplyTemplate cli.ApplyTemplateCmd `cmd:"" name:"apply-template" help:"Print the prompt a model's chat template makes of a JSON conversation."`
 }
 
 func main() {
