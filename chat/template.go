@@ -57,6 +57,10 @@ type Template struct {
 	// systemRole is false when the template drops or refuses a system
 	// message (Gemma): the system text is then merged into the next turn.
 	systemRole bool
+	// typedContent is true when the template renders OpenAI content parts
+	// ([{"type": "text", "text": ...}]) itself; otherwise their texts are
+	// joined with newlines into a string first, as llama.cpp does.
+	typedContent bool
 }
 
 // Parse compiles a chat template. Like Jinja's default
@@ -73,7 +77,23 @@ func Parse(src string) (*Template, error) {
 	}
 	t := &Template{Source: src, t: jt}
 	t.systemRole = t.probeSystemRole()
+	t.typedContent = t.probeTypedContent()
 	return t, nil
+}
+
+// probeTypedContent renders a user message whose content is a list of one
+// text part and reports whether the text comes out by itself (not as the
+// printed list).
+func (t *Template) probeTypedContent() bool {
+	const needle = "minfer-typed-probe-7f3a"
+	part := jinja.NewDict()
+	part.AsDict().Set("type", jinja.NewString("text"))
+	part.AsDict().Set("text", jinja.NewString(needle))
+	m := jinja.NewDict()
+	m.AsDict().Set("role", jinja.NewString("user"))
+	m.AsDict().Set("content", jinja.NewList([]jinja.Value{part}))
+	out, err := t.render(jinja.NewList([]jinja.Value{m}), Options{AddGenerationPrompt: true}, false)
+	return err == nil && strings.Contains(out, needle) && !strings.Contains(out, "'text'") && !strings.Contains(out, `"text"`)
 }
 
 // probeSystemRole renders a system+user conversation and reports whether
@@ -124,6 +144,13 @@ func (t *Template) Render(messagesJSON []byte, o Options) (string, error) {
 		if !ok || !r.IsString() {
 			return "", fmt.Errorf("messages[%d]: no \"role\" string", i)
 		}
+		if c, ok := m.AsDict().Get("content"); ok && c.IsList() && !t.typedContent {
+			text, err := joinParts(c)
+			if err != nil {
+				return "", fmt.Errorf("messages[%d].content: %w", i, err)
+			}
+			m.AsDict().Set("content", jinja.NewString(text))
+		}
 	}
 	return t.render(v, o, true)
 }
@@ -131,6 +158,27 @@ func (t *Template) Render(messagesJSON []byte, o Options) (string, error) {
 // RenderMessages renders a plain conversation.
 func (t *Template) RenderMessages(msgs []Message, o Options) (string, error) {
 	return t.render(messagesValue(msgs), o, true)
+}
+
+// joinParts joins the texts of OpenAI content parts with newlines (what
+// llama.cpp gives a template that takes string content only).
+func joinParts(c jinja.Value) (string, error) {
+	var b strings.Builder
+	for i, p := range c.AsList().Items {
+		if !p.IsDict() {
+			return "", fmt.Errorf("part %d is not an object", i)
+		}
+		typ, _ := p.AsDict().Get("type")
+		text, _ := p.AsDict().Get("text")
+		if !typ.IsString() || typ.AsString() != "text" || !text.IsString() {
+			return "", fmt.Errorf("part %d: only {\"type\": \"text\", \"text\": ...} parts are supported", i)
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(text.AsString())
+	}
+	return b.String(), nil
 }
 
 func messagesValue(msgs []Message) jinja.Value {

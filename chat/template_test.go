@@ -137,6 +137,10 @@ func TestFamilies(t *testing.T) {
 			"<|start_of_role|>system<|end_of_role|>You are a helpful assistant<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Hello<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>Hi there<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Who are you<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>   I am an assistant   <|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Another question<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>"},
 		{"granite-3.3-default-system", "ibm-granite-granite-3.3-2B-Instruct.jinja", conversation[5:], Options{BOS: "<|end_of_text|>", EOS: "<|end_of_text|>"},
 			"<|start_of_role|>system<|end_of_role|>Knowledge Cutoff Date: April 2024. Today's Date: December 01, 2026. You are Granite, developed by IBM. You are a helpful AI assistant.<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Another question<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>"},
+		{"smollm3", "HuggingFaceTB-SmolLM3-3B.jinja", conversation, Options{BOS: "<|im_start|>", EOS: "<|im_end|>"},
+			"<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: /think\n\n## Custom Instructions\n\nYou are a helpful assistant\n\n<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n<|im_start|>assistant\n   I am an assistant   <|im_end|>\n<|im_start|>user\nAnother question<|im_end|>\n<|im_start|>assistant\n"},
+		{"smollm3-no-thinking", "HuggingFaceTB-SmolLM3-3B.jinja", conversation[5:], Options{BOS: "<|im_start|>", EOS: "<|im_end|>", EnableThinking: ptr(false)},
+			"<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: /no_think\n\n## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n<|im_end|>\n<|im_start|>user\nAnother question<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n"},
 		{"chatml", "", conversation[:2], qwenOpts,
 			"<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"},
 	}
@@ -205,5 +209,26 @@ func TestStrftime(t *testing.T) {
 		if got := Strftime(f, tm); got != want {
 			t.Errorf("Strftime(%q) = %q, want %q", f, got, want)
 		}
+	}
+}
+
+// TestContentParts: OpenAI content parts become newline-joined text for a
+// template that takes string content (as llama.cpp normalizes them);
+// non-text parts are refused.
+func TestContentParts(t *testing.T) {
+	tmpl, err := Parse(ChatML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tmpl.Render([]byte(`[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]`), Options{AddGenerationPrompt: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<|im_start|>user\na\nb<|im_end|>\n<|im_start|>assistant\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	_, err = tmpl.Render([]byte(`[{"role":"user","content":[{"type":"image_url","image_url":"x"}]}]`), Options{})
+	if err == nil || !strings.Contains(err.Error(), "only") {
+		t.Errorf("image part: %v", err)
 	}
 }
