@@ -70,7 +70,7 @@ func Parse(src string) (*Template, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("chat template is empty")
 	}
-	body := strings.TrimSuffix(src, "\n")
+	body := renameTojson(strings.TrimSuffix(src, "\n"))
 	jt, err := jinja.Compile(body)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
@@ -209,6 +209,7 @@ func (t *Template) render(messages jinja.Value, o Options, fixups bool) (string,
 		"enable_thinking": jinja.NewBool(thinking),
 		"date_string":     jinja.NewString(Strftime("%d %b %Y", now)),
 		"datetime":        jinja.NewString(Strftime("%b %d %Y", now)),
+		tojsonFilter:      jinja.NewCallable(tojsonFilter, tojson),
 		"strftime_now": jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 			if len(args) != 1 || !args[0].IsString() {
 				return jinja.Undefined(), errors.New("strftime_now: want one format string")

@@ -125,6 +125,14 @@ func TestFamilies(t *testing.T) {
 				"\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nAnother question<|im_end|>\n<|im_start|>assistant\n"},
 		{"llama-3.1", "meta-llama-Llama-3.1-8B-Instruct.jinja", conversation, Options{BOS: "<|begin_of_text|>", EOS: "<|eot_id|>", AddBOS: true},
 			"<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 01 Dec 2026\n\nYou are a helpful assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWho are you<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nI am an assistant<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nAnother question<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+		{"llama-3.1-tools", "meta-llama-Llama-3.1-8B-Instruct.jinja", conversation[5:], Options{BOS: "<|begin_of_text|>", EOS: "<|eot_id|>", AddBOS: true, Tools: json.RawMessage(qwenTools)},
+			"<|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 01 Dec 2026\n\n<|eot_id|>" +
+				"<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\n" +
+				`Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.Do not use variables.` + "\n\n" +
+				"{\n    \"type\": \"function\",\n    \"function\": {\n        \"name\": \"get_weather\",\n        \"description\": \"Weather <now> & later\",\n" +
+				"        \"parameters\": {\n            \"type\": \"object\",\n            \"properties\": {\n                \"zip\": {\n                    \"type\": \"string\"\n                },\n" +
+				"                \"city\": {\n                    \"type\": \"string\"\n                }\n            },\n            \"required\": [\n                \"city\"\n            ]\n        }\n    }\n}" +
+				"\n\nAnother question<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
 		{"mistral-nemo", "mistralai-Mistral-Nemo-Instruct-2407.jinja", conversation, Options{BOS: "<s>", EOS: "</s>", AddBOS: true},
 			"[INST]Hello[/INST]Hi there</s>[INST]Who are you[/INST]   I am an assistant   </s>[INST]You are a helpful assistant\n\nAnother question[/INST]"},
 		{"phi-3.5", "microsoft-Phi-3.5-mini-instruct.jinja", conversation, Options{BOS: "<s>", EOS: "<|endoftext|>", AddBOS: true},
@@ -230,5 +238,41 @@ func TestContentParts(t *testing.T) {
 	_, err = tmpl.Render([]byte(`[{"role":"user","content":[{"type":"image_url","image_url":"x"}]}]`), Options{})
 	if err == nil || !strings.Contains(err.Error(), "only") {
 		t.Errorf("image part: %v", err)
+	}
+}
+
+// TestTojson: tojson prints as llama.cpp's: key order kept, Python
+// separators, indent layout (0: newlines only), no HTML escaping,
+// ensure_ascii escapes, C++-stream floats, custom separators, inside a
+// macro too; sort_keys is refused.
+func TestTojson(t *testing.T) {
+	data := `[{"role":"user","content":"x","z":1,"a":[1.5,1.0,1e-7,"é<&\"\n",true,null,{}, []],"m":{"k":"🐈"}}]`
+	cases := []struct{ tmpl, want string }{
+		{"{{ messages[0] | tojson }}", `{"role": "user", "content": "x", "z": 1, "a": [1.5, 1, 1e-07, "é<&\"\n", true, null, {}, []], "m": {"k": "🐈"}}`},
+		{"{{ messages[0].m | tojson(indent=2) }}", "{\n  \"k\": \"🐈\"\n}"},
+		{"{{ messages[0].a[4:] | tojson(indent=0) }}", "[\ntrue,\nnull,\n{},\n[]\n]"},
+		{"{{ messages[0].m | tojson(ensure_ascii=true) }}", `{"k": "\ud83d\udc08"}`},
+		{"{{ messages[0].a[:2] | tojson(separators=(',', ':')) }}", `[1.5,1]`},
+		{"{% macro f(x) %}{{ x|tojson }}{% endmacro %}{{ f(messages[0].m) }}", `{"k": "🐈"}`},
+	}
+	for _, c := range cases {
+		tmpl, err := Parse(c.tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tmpl.Render([]byte(data), Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.tmpl, err)
+		}
+		if got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.tmpl, got, c.want)
+		}
+	}
+	tmpl, err := Parse("{{ messages | tojson(sort_keys=true) }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tmpl.Render([]byte(data), Options{}); err == nil || !strings.Contains(err.Error(), "sort_keys") {
+		t.Errorf("sort_keys: %v", err)
 	}
 }
