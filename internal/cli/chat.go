@@ -51,7 +51,7 @@ type chatModel struct {
 }
 
 // loadChatModel opens a plan, or compiles a GGUF in memory.
-func loadChatModel(path string, noVerify bool, nctx int, kv string, threads int) (*chatModel, error) {
+func loadChatModel(path string, noVerify bool, nctx int, kv string, threads int, withCache bool) (*chatModel, error) {
 	kind, err := fileKind(path)
 	if err != nil {
 		return nil, err
@@ -71,16 +71,17 @@ func loadChatModel(path string, noVerify bool, nctx int, kv string, threads int)
 			f.Close()
 			return nil, fmt.Errorf("%s has no tokenizer: chat needs one", path)
 		}
-		src, err := plan.HashSource(path)
-		if err != nil {
-			closeFn()
-			f.Close()
-			return nil, err
-		}
-		g := s.compute.Graph()
 		cm := &chatModel{m: s.compute, tok: s.tok, nctx: s.nctx, nvocab: s.nvocab, samp: s.samp, inputs: []string{path},
-			owner: promptcache.Owner{Name: path, ID: fmt.Sprintf("GGUF sha256 %s compiled in memory by %s, n_ctx %d, kv %s", src.SHA256, compiler.Tool(), g.Params.NCtx, kv)},
 			close: func() { closeFn(); f.Close() }}
+		if withCache {
+			// Hashing reads the whole file: only a prompt cache needs it.
+			src, err := plan.HashSource(path)
+			if err != nil {
+				cm.close()
+				return nil, err
+			}
+			cm.owner = promptcache.Owner{Name: path, ID: fmt.Sprintf("GGUF sha256 %s compiled in memory by %s, n_ctx %d, kv %s", src.SHA256, compiler.Tool(), s.nctx, kv)}
+		}
 		if f.Has(compiler.KeyChatTemplate) {
 			cm.template, _ = f.String(compiler.KeyChatTemplate)
 		}
@@ -188,7 +189,7 @@ func (c *ChatCmd) Run() error {
 	if err := g.check(); err != nil {
 		return err
 	}
-	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, g.threads())
+	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, g.threads(), c.PromptCache != "")
 	if err != nil {
 		return err
 	}
