@@ -210,6 +210,7 @@ func (t *Template) render(messages jinja.Value, o Options, fixups bool) (string,
 		"date_string":     jinja.NewString(Strftime("%d %b %Y", now)),
 		"datetime":        jinja.NewString(Strftime("%b %d %Y", now)),
 		tojsonFilter:      jinja.NewCallable(tojsonFilter, tojson),
+		"format":          jinja.NewCallable("format", formatFilter), // the engine has none
 		"strftime_now": jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 			if len(args) != 1 || !args[0].IsString() {
 				return jinja.Undefined(), errors.New("strftime_now: want one format string")

@@ -254,6 +254,7 @@ func TestTojson(t *testing.T) {
 		{"{{ messages[0].m | tojson(ensure_ascii=true) }}", `{"k": "\ud83d\udc08"}`},
 		{"{{ messages[0].a[:2] | tojson(separators=(',', ':')) }}", `[1.5,1]`},
 		{"{% macro f(x) %}{{ x|tojson }}{% endmacro %}{{ f(messages[0].m) }}", `{"k": "🐈"}`},
+		{`{{ "%s-%d %% %s"|format(messages[0].role, messages[0].z, messages[0].a[4]) }}`, "user-1 % True"},
 	}
 	for _, c := range cases {
 		tmpl, err := Parse(c.tmpl)
