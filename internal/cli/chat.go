@@ -24,8 +24,11 @@ import (
 )
 
 // FixSingleDashFlags rewrites llama.cpp's single-dash long flag -sys as
-// --sys, which the flag parser knows.
+// --sys, which the flag parser knows, in `minfer chat` command lines.
 func FixSingleDashFlags(args []string) {
+	if len(args) < 2 || args[1] != "chat" {
+		return
+	}
 	for i, a := range args {
 		if a == "-sys" {
 			args[i] = "--sys"
