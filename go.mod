@@ -8,3 +8,5 @@ require (
 	golang.org/x/sys v0.50.0
 	gonum.org/v1/gonum v0.17.0
 )
+
+require github.com/ardanlabs/jinja v1.8.0

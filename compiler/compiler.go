@@ -158,7 +158,24 @@ func Compile(f *gguf.File, o Options) (*plan.Plan, error) {
 		CPU:    plan.Machine(),
 		Source: src,
 		Mode:   o.Weights,
+		// The chat template travels with the plan (its optional
+		// chat_template section); a non-string value is not a template.
+		ChatTemplate: chatTemplate(f),
 	}, nil
+}
+
+// KeyChatTemplate is the GGUF key of the model's Jinja chat template.
+const KeyChatTemplate = "tokenizer.chat_template"
+
+func chatTemplate(f *gguf.File) string {
+	if !f.Has(KeyChatTemplate) {
+		return ""
+	}
+	s, err := f.String(KeyChatTemplate)
+	if err != nil {
+		return ""
+	}
+	return s
 }
 
 const keyTokModel = "tokenizer.ggml.model"

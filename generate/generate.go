@@ -40,6 +40,15 @@ type Options struct {
 	IgnoreEOS bool
 	// Out receives the generated text as it is produced (may be nil).
 	Out io.Writer
+	// Keep is how many leading prompt tokens the model's cache already
+	// holds (a chat's earlier turns, a prompt cache): they are not
+	// prefilled and the cache is not reset. 0 starts a new sequence.
+	Keep int
+	// AfterPrefill, if set, is called once the prompt is in the cache.
+	AfterPrefill func() error
+	// Stop, if set, is polled before each token; true ends the generation
+	// ("interrupted").
+	Stop func() bool
 }
 
 // Result describes a finished generation.
@@ -48,7 +57,8 @@ type Result struct {
 	Generated   []int32
 	PrefillTime time.Duration
 	DecodeTime  time.Duration
-	// Stop is why generation ended: "eog", "n_predict" or "context".
+	// Stop is why generation ended: "eog", "n_predict", "context" or
+	// "interrupted" (Options.Stop).
 	Stop string
 }
 
@@ -84,7 +94,12 @@ func RunTokens(m Model, tok *tokenizer.Tokenizer, ids []int32, o Options) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	m.Reset()
+	if o.Keep < 0 || o.Keep >= len(ids) {
+		return nil, fmt.Errorf("keep %d of %d prompt tokens: at least the last must be evaluated", o.Keep, len(ids))
+	}
+	if o.Keep == 0 {
+		m.Reset()
+	}
 	res := &Result{Prompt: ids}
 	batch := o.Batch
 	if batch <= 0 {
@@ -92,7 +107,7 @@ func RunTokens(m Model, tok *tokenizer.Tokenizer, ids []int32, o Options) (*Resu
 	}
 	start := time.Now()
 	var logits []float32
-	for i := 0; i < len(ids); i += batch {
+	for i := o.Keep; i < len(ids); i += batch {
 		end := min(len(ids), i+batch)
 		logits, err = m.Eval(ids[i:end], positions(i, end), []int32{int32(end - i - 1)})
 		if err != nil {
@@ -100,6 +115,11 @@ func RunTokens(m Model, tok *tokenizer.Tokenizer, ids []int32, o Options) (*Resu
 		}
 	}
 	res.PrefillTime = time.Since(start)
+	if o.AfterPrefill != nil {
+		if err := o.AfterPrefill(); err != nil {
+			return nil, err
+		}
+	}
 	for _, t := range ids {
 		s.Accept(t)
 	}
@@ -111,6 +131,10 @@ func RunTokens(m Model, tok *tokenizer.Tokenizer, ids []int32, o Options) (*Resu
 	pos := len(ids)
 	start = time.Now()
 	for n := 0; o.NPredict < 0 || n < o.NPredict; n++ {
+		if o.Stop != nil && o.Stop() {
+			res.Stop = "interrupted"
+			break
+		}
 		next := s.Sample(logits)
 		if tok.IsEOG(next) && !o.IgnoreEOS {
 			res.Stop = "eog"

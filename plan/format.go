@@ -29,6 +29,7 @@ const (
 	secCPU          = "cpu"
 	secSource       = "source"
 	secWeightsIndex = "weights.index"
+	secChatTemplate = "chat_template" // optional: the model's Jinja chat template
 	secWeights      = "weights"
 )
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"minfer/alloc"
 )
@@ -148,7 +149,7 @@ func (l *Loaded) openSource(o OpenOptions) error {
 }
 
 // knownSections are the sections this version reads, in file order.
-var knownSections = []string{secGraph, secMemory, secTokenizer, secSampling, secOptions, secCPU, secSource, secWeightsIndex, secWeights}
+var knownSections = []string{secGraph, secMemory, secTokenizer, secSampling, secOptions, secCPU, secSource, secWeightsIndex, secChatTemplate, secWeights}
 
 // Parse decodes and validates a plan image held in memory: magic, version,
 // header and section table checksums, bounds of every section, the CRC-32C
@@ -238,6 +239,13 @@ func Parse(data []byte, o OpenOptions) (*Loaded, error) {
 		{secOptions, func(b []byte) error { return decodeJSON(b, &p.Options) }},
 		{secCPU, func(b []byte) error { return decodeJSON(b, &p.CPU) }},
 		{secSource, func(b []byte) error { return decodeJSON(b, &p.Source) }},
+		{secChatTemplate, func(b []byte) error {
+			if !utf8.Valid(b) {
+				return fmt.Errorf("not valid UTF-8")
+			}
+			p.ChatTemplate = string(b)
+			return nil
+		}},
 		{secWeightsIndex, func(b []byte) (err error) {
 			if err = decodeJSON(b, &idx); err != nil {
 				return err

@@ -114,6 +114,10 @@ type Plan struct {
 	CPU      CPUInfo
 	Source   SourceRef
 	Mode     Weights
+	// ChatTemplate is the model's Jinja chat template (the GGUF's
+	// tokenizer.chat_template), "" when it has none. It is stored in the
+	// optional chat_template section, so older readers still load the plan.
+	ChatTemplate string
 }
 
 // WeightSource supplies the raw bytes of the model's tensors by name (the

@@ -55,6 +55,9 @@ func compile(t testing.TB, f *gguf.File, mode Weights) *Plan {
 		CPU:      Machine(),
 		Source:   SourceRef{Path: f.Path},
 		Mode:     mode,
+		// A template, so the round-trip and corruption tests cover the
+		// chat_template section too.
+		ChatTemplate: "{% for m in messages %}{{ m.content }}{% endfor %}",
 	}
 	return p
 }

@@ -142,6 +142,11 @@ func Write(path string, p *Plan, src WeightSource, progress func(done, total int
 			return err
 		}
 	}
+	if p.ChatTemplate != "" {
+		if err := add(secChatTemplate, func() ([]byte, error) { return []byte(p.ChatTemplate), nil }); err != nil {
+			return err
+		}
+	}
 	nsec := len(secs)
 	if p.Mode == Embed {
 		nsec++
@@ -151,7 +156,11 @@ func Write(path string, p *Plan, src WeightSource, progress func(done, total int
 	off := uint64(headerSize + nsec*entrySize)
 	for _, s := range secs {
 		off = alignUp(off, s.align)
-		s.entry = entry{Name: s.name, Offset: off, Size: uint64(len(s.data)), CRC: crc(s.data), Flags: flagRequired}
+		flags := uint32(flagRequired)
+		if s.name == secChatTemplate {
+			flags = 0 // optional: a reader without chat support skips it
+		}
+		s.entry = entry{Name: s.name, Offset: off, Size: uint64(len(s.data)), CRC: crc(s.data), Flags: flags}
 		off += uint64(len(s.data))
 	}
 	var wentry entry

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/alecthomas/kong"
 
 	"minfer/internal/cli"
@@ -20,8 +22,12 @@ var app struct {
 	Detokenize cli.DetokenizeCmd `cmd:"" help:"Print the text of token ids."`
 	DumpGraph  cli.DumpGraphCmd  `cmd:"" name:"dump-graph" help:"Print a graph (GGUF: before passes; plan: after) as DOT or text."`
 	Inspect    cli.InspectCmd    `cmd:"" help:"Show a GGUF file's metadata and tensors."`
+
+	Chat          cli.ChatCmd          `cmd:"" help:"Chat with an instruct model in its chat template (terminal, or one turn per input line)."`
+	ApplyTemplate cli.ApplyTemplateCmd `cmd:"" name:"apply-template" help:"Print the prompt a model's chat template makes of a JSON conversation."`
 }
 
 func main() {
+	cli.FixSingleDashFlags(os.Args) // llama.cpp's -sys spelling on chat
 	cli.Main(&app, "minfer", "minfer: run compiled LLM plans on the CPU.", func() { safefile.HandleInterrupts("minfer") })
 }

@@ -223,6 +223,7 @@ type ExecCmd struct {
 	Plan     string `arg:"" help:"Compiled plan file." type:"existingfile"`
 	NoVerify bool   `help:"Skip the weights checksum and source hash at load (faster start)." name:"no-verify"`
 	GenFlags
+	PromptCache string `help:"Reuse the KV state of the longest prompt prefix saved in this file, and save the state after the prompt to it." name:"prompt-cache"`
 }
 
 // Run loads the plan and generates.
@@ -257,6 +258,9 @@ func (c *ExecCmd) Run() error {
 	}
 	if c.Stats {
 		fmt.Fprintf(os.Stderr, "loaded %s in %.1f ms (weights %s, checksums %.1f ms)\n", c.Plan, ms(time.Since(t0)), mib(l.Stats.WeightBytes), ms(l.Stats.WeightsChecksum+l.Stats.Checksums))
+	}
+	if c.PromptCache != "" {
+		return c.runCached(s, l) // promptcache.go
 	}
 	return s.run(&c.GenFlags, os.Stdout)
 }
