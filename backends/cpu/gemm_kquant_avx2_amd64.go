@@ -1,0 +1,299 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+
+	"minfer/quant"
+)
+
+// AVX2 GEMM kernels for the prefill mat-muls of K-quant weights against
+// Q8_K activations (gemm_kquant_avx2_amd64.s, written by internal/asmgen).
+//
+// The weights are first unpacked, a tile of R rows at a time, into the
+// layout below (packQ4KTile, packQ6KTile: plain functions of the weight
+// bytes, so a plan could store them ready-made). One asm call then
+// computes the R×C outputs of mt tiles of C activation rows against that
+// weight tile: every unpacked weight chunk and its scale words are loaded
+// once per C activation rows, and the activations are read as memory
+// operands of VPMADDUBSW. Every output keeps the float order of the AVX2
+// row kernel and of quant's pure-Go dot (ggml's x86 AVX2
+// ggml_vec_dot_q4_K_q8_K / q6_K): per super-block 8 exact int32 lanes
+// (lane k: elements 4k..4k+3 of every 32-element chunk), float32
+// d = d_a·d_w, one FMA per lane into an 8-lane accumulator (Q4_K: also
+// the 4-lane mins FMA with -(d_a·dmin_w)), super-blocks in order, then
+// hsum_float_8 (Q4_K: + (m0+m2)+(m1+m3)).
+//
+// The wrapper sweeps a group of weight tiles (gemmKQGroupRows rows,
+// unpacked once per call) over blocks of activation rows that fit in L2
+// (gemmKQActBlock bytes), so each block is reused by every tile of the
+// group. Weight rows left over (fewer than R) and activation rows left
+// over (fewer than C) go to the row kernels, whose bits are the same.
+
+// Unpacked tile layouts, per 256-element super-block of an R-row tile
+// (super-block b of the tile at b·tileBytes; "chunk" j is the 32 weights
+// multiplied with the activation bytes 32j..32j+31 of the super-block):
+//
+// Q4_K, 324·R bytes:
+//
+//	0      Q [8 chunks][R rows][32] the 4-bit values 0..15, one per byte
+//	256R   S [8][R] uint32 the chunk's 6-bit scale s as s | s<<16
+//	288R   D [R] float32 d (the f16 super-block scale)
+//	292R   MN [R/2][16] int16: the 8 mins of rows 2p, then of 2p+1
+//	308R   NDM [R/2][8] float32: -dmin of row 2p ×4, then of 2p+1 ×4
+//
+// Q6_K, 548·R bytes (chunk j = 4n+s: half n, quarter s of ggml's loop):
+//
+//	0      Q [8][R][32] the 6-bit values 0..63 (unsigned, as stored)
+//	256R   S [8][R][16] int16: scale 8n+2s ×8, then scale 8n+2s+1 ×8
+//	512R   O [R][16] int16: -32·scale i (the offset term against bsums)
+//	544R   D [R] float32 d
+
+const (
+	q4kTileBytes = 324 // per row and super-block
+	q6kTileBytes = 548
+)
+
+// packQ4KTile unpacks R Q4_K weight rows (row r at w[r*wrb:], nb
+// super-blocks; R even) into dst in the layout above.
+func packQ4KTile(dst, w []byte, wrb, nb, R int) {
+	tb := q4kTileBytes * R
+	_ = dst[nb*tb-1]
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*144 : r*wrb+b*144+144]
+			for i := 0; i < 4; i++ {
+				lo := t[32*(2*i*R+r) : 32*(2*i*R+r)+32]
+				hi := t[32*((2*i+1)*R+r) : 32*((2*i+1)*R+r)+32]
+				for l := 0; l < 32; l += 8 {
+					v := binary.LittleEndian.Uint64(x[16+32*i+l:])
+					binary.LittleEndian.PutUint64(lo[l:], v&0x0f0f0f0f0f0f0f0f)
+					binary.LittleEndian.PutUint64(hi[l:], v>>4&0x0f0f0f0f0f0f0f0f)
+				}
+			}
+			p, h := r/2, 16*(r%2)
+			for j := 0; j < 8; j++ {
+				s, m := q4kScaleMin(j, x[4:16])
+				binary.LittleEndian.PutUint32(t[256*R+4*(j*R+r):], uint32(s)|uint32(s)<<16)
+				binary.LittleEndian.PutUint16(t[292*R+32*p+h+2*j:], uint16(m))
+			}
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[0:]))
+			nd := -quant.FP16ToFP32(binary.LittleEndian.Uint16(x[2:]))
+			binary.LittleEndian.PutUint32(t[288*R+4*r:], math.Float32bits(d))
+			for l := 0; l < 4; l++ {
+				binary.LittleEndian.PutUint32(t[308*R+32*p+h+4*l:], math.Float32bits(nd))
+			}
+		}
+	}
+}
+
+// packQ6KTile unpacks R Q6_K weight rows (row r at w[r*wrb:], nb
+// super-blocks) into dst in the layout above.
+func packQ6KTile(dst, w []byte, wrb, nb, R int) {
+	tb := q6kTileBytes * R
+	_ = dst[nb*tb-1]
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*210 : r*wrb+b*210+210]
+			sc := x[192:208]
+			for n := 0; n < 2; n++ {
+				ql := x[64*n : 64*n+64]
+				qh := x[128+32*n : 128+32*n+32]
+				for s := 0; s < 4; s++ {
+					j := 4*n + s
+					q := t[32*(j*R+r) : 32*(j*R+r)+32]
+					src := ql[32*(s&1) : 32*(s&1)+32]
+					sh := uint(4 * (s >> 1))
+					for l := 0; l < 32; l += 8 {
+						v := binary.LittleEndian.Uint64(src[l:]) >> sh & 0x0f0f0f0f0f0f0f0f
+						hb := binary.LittleEndian.Uint64(qh[l:]) >> uint(2*s) & 0x0303030303030303
+						binary.LittleEndian.PutUint64(q[l:], v|hb<<4)
+					}
+					sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
+					a, c := uint16(int16(int8(sc[8*n+2*s]))), uint16(int16(int8(sc[8*n+2*s+1])))
+					for i := 0; i < 8; i++ {
+						binary.LittleEndian.PutUint16(sv[2*i:], a)
+						binary.LittleEndian.PutUint16(sv[16+2*i:], c)
+					}
+				}
+			}
+			for i := 0; i < 16; i++ {
+				binary.LittleEndian.PutUint16(t[512*R+32*r+2*i:], uint16(int16(-32*int32(int8(sc[i])))))
+			}
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[208:]))
+			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
+		}
+	}
+}
+
+type kqGemmAsm func(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ4KAVX2x4x3(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ4KAVX2x2x6(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ4KAVX2x2x4(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ4KAVX2x4x2(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ6KAVX2x4x3(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ6KAVX2x2x6(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ6KAVX2x2x4(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ6KAVX2x4x2(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+// kqGemm describes one AVX2 K-quant GEMM: tile shape, asm kernel, the
+// row kernel for remainders, and the weight type's tile layout.
+type kqGemm struct {
+	name      string
+	R, C      int
+	kern      kqGemmAsm
+	rows      kqRowsAsm
+	wts       int // weight bytes per super-block
+	tileBytes int // unpacked bytes per row and super-block
+	mins      bool
+	pack      func(dst, w []byte, wrb, nb, R int)
+}
+
+// fsFloats is the size of the kernel's float scratch.
+func (g *kqGemm) fsFloats() int {
+	if g.mins {
+		return 12 * g.R * g.C
+	}
+	return 8 * g.R * g.C
+}
+
+// gemmKQGroupRows is the number of weight rows unpacked together and swept
+// over each block of activation rows; gemmKQActBlock bounds the bytes of
+// such a block (kept in L2). Neither changes any result.
+var (
+	gemmKQGroupRows = 32
+	gemmKQActBlock  = 192 << 10
+)
+
+type kqScratch struct {
+	b []byte
+	f []float32
+}
+
+var kqScratchPool = sync.Pool{New: func() any { return new(kqScratch) }}
+
+// gemm is the GemmFunc.
+func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+	if n1 <= n0 || M <= 0 {
+		return
+	}
+	nb := K / 256
+	if K%256 != 0 || n0 < 0 || nb*g.wts > wrb || nb*kqBlockQ8K > arb {
+		panic(fmt.Sprintf("cpu: %s avx2 gemm: bad shape K=%d wrb=%d arb=%d", g.name, K, wrb, arb))
+	}
+	if M > 1 && ldy < n1 {
+		panic("cpu: gemm output stride shorter than the rows")
+	}
+	_ = y[(M-1)*ldy+n1-1]
+	if nb == 0 {
+		for m := 0; m < M; m++ {
+			clear(y[m*ldy+n0 : m*ldy+n1])
+		}
+		return
+	}
+	_ = w[(n1-1)*wrb+nb*g.wts-1]
+	_ = act[(M-1)*arb+nb*kqBlockQ8K-1]
+	R, C := g.R, g.C
+	MC := M - M%C
+	NR := n0 + (n1-n0)/R*R
+	if MC > 0 && NR > n0 {
+		tb := nb * g.tileBytes * R // bytes of one unpacked tile
+		group := max(1, gemmKQGroupRows/R)
+		block := max(C, gemmKQActBlock/arb/C*C)
+		sp := kqScratchPool.Get().(*kqScratch)
+		if need := group * tb; cap(sp.b) < need {
+			sp.b = make([]byte, need)
+		}
+		if need := g.fsFloats(); cap(sp.f) < need {
+			sp.f = make([]float32, need)
+		}
+		buf, fs := sp.b[:group*tb], sp.f[:g.fsFloats()]
+		for ng := n0; ng < NR; ng += group * R {
+			ge := min(ng+group*R, NR)
+			for n := ng; n < ge; n += R {
+				g.pack(buf[(n-ng)/R*tb:(n-ng)/R*tb+tb], w[n*wrb:], wrb, nb, R)
+			}
+			for m0 := 0; m0 < MC; m0 += block {
+				mt := (min(m0+block, MC) - m0) / C
+				for n := ng; n < ge; n += R {
+					g.kern(&buf[(n-ng)/R*tb], nb, &act[m0*arb], arb, &y[m0*ldy+n], ldy, mt, &fs[0])
+				}
+			}
+		}
+		kqScratchPool.Put(sp)
+	} else {
+		NR = n0
+	}
+	if NR < n1 {
+		for m := 0; m < MC; m++ {
+			g.rows(&w[NR*wrb], wrb, &act[m*arb], &y[m*ldy+NR], n1-NR, nb)
+		}
+	}
+	for m := MC; m < M; m++ {
+		g.rows(&w[n0*wrb], wrb, &act[m*arb], &y[m*ldy+n0], n1-n0, nb)
+	}
+}
+
+func newKQGemmQ4K(R, C int, kern kqGemmAsm) *kqGemm {
+	return &kqGemm{name: fmt.Sprintf("q4_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ4KAVX2,
+		wts: 144, tileBytes: q4kTileBytes, mins: true, pack: packQ4KTile}
+}
+
+func newKQGemmQ6K(R, C int, kern kqGemmAsm) *kqGemm {
+	return &kqGemm{name: fmt.Sprintf("q6_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ6KAVX2,
+		wts: 210, tileBytes: q6kTileBytes, pack: packQ6KTile}
+}
+
+// kqGemmsAVX2 lists every generated AVX2 K-quant GEMM by type (the tests
+// check them all); the first of each type is the one registered.
+var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
+	quant.Q4_K: {
+		newKQGemmQ4K(4, 3, gemmQ4KAVX2x4x3),
+		newKQGemmQ4K(2, 6, gemmQ4KAVX2x2x6),
+		newKQGemmQ4K(2, 4, gemmQ4KAVX2x2x4),
+		newKQGemmQ4K(4, 2, gemmQ4KAVX2x4x2),
+	},
+	quant.Q6_K: {
+		newKQGemmQ6K(4, 3, gemmQ6KAVX2x4x3),
+		newKQGemmQ6K(2, 6, gemmQ6KAVX2x2x6),
+		newKQGemmQ6K(2, 4, gemmQ6KAVX2x2x4),
+		newKQGemmQ6K(4, 2, gemmQ6KAVX2x4x2),
+	},
+}
+
+// registerKQGemmAVX2 installs the AVX2 K-quant GEMMs. The choice is
+// explicit rather than a matter of init order: on a machine with the
+// AVX-512 VNNI tier, Q4_K and Q6_K keep their VNNI GEMMs (gemm_amd64.go),
+// and these are installed only where that tier is absent.
+func registerKQGemmAVX2() {
+	if !hasAVX2 || hasVNNI {
+		return
+	}
+	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		registerGemm(t, "avx2", kqGemmsAVX2[t][0].gemm)
+	}
+}
+
+func init() { registerKQGemmAVX2() }
