@@ -38,7 +38,7 @@ import (
 // (super-block b of the tile at b·tileBytes; "chunk" j is the 32 weights
 // multiplied with the activation bytes 32j..32j+31 of the super-block):
 //
-// Q4_K, 324·R bytes:
+// Q4_K and Q5_K (values 0..31, the 5th bit from qh), 324·R bytes:
 //
 //	0      Q [8 chunks][R rows][32] the 4-bit values 0..15, one per byte
 //	256R   S [8][R] uint32 the chunk's 6-bit scale s as s | s<<16
@@ -60,20 +60,37 @@ const (
 
 // packQ4KTile unpacks R Q4_K weight rows (row r at w[r*wrb:], nb
 // super-blocks; R even) into dst in the layout above.
-func packQ4KTile(dst, w []byte, wrb, nb, R int) {
+func packQ4KTile(dst, w []byte, wrb, nb, R int) { packK4Tile(dst, w, wrb, nb, R, false) }
+
+// packQ5KTile unpacks R Q5_K weight rows into dst in the Q4_K layout, the
+// values being 5-bit (0..31) and the rest the same.
+func packQ5KTile(dst, w []byte, wrb, nb, R int) { packK4Tile(dst, w, wrb, nb, R, true) }
+
+// packK4Tile is packQ4KTile (five false) or packQ5KTile (five true).
+func packK4Tile(dst, w []byte, wrb, nb, R int, five bool) {
 	tb := q4kTileBytes * R
+	bs, ql := 144, 16
+	if five {
+		bs, ql = 176, 48
+	}
 	_ = dst[nb*tb-1]
 	for b := 0; b < nb; b++ {
 		t := dst[b*tb : (b+1)*tb]
 		for r := 0; r < R; r++ {
-			x := w[r*wrb+b*144 : r*wrb+b*144+144]
+			x := w[r*wrb+b*bs : r*wrb+b*bs+bs]
 			for i := 0; i < 4; i++ {
 				lo := t[32*(2*i*R+r) : 32*(2*i*R+r)+32]
 				hi := t[32*((2*i+1)*R+r) : 32*((2*i+1)*R+r)+32]
 				for l := 0; l < 32; l += 8 {
-					v := binary.LittleEndian.Uint64(x[16+32*i+l:])
-					binary.LittleEndian.PutUint64(lo[l:], v&0x0f0f0f0f0f0f0f0f)
-					binary.LittleEndian.PutUint64(hi[l:], v>>4&0x0f0f0f0f0f0f0f0f)
+					v := binary.LittleEndian.Uint64(x[ql+32*i+l:])
+					vl, vh := v&0x0f0f0f0f0f0f0f0f, v>>4&0x0f0f0f0f0f0f0f0f
+					if five {
+						h := binary.LittleEndian.Uint64(x[16+l:]) >> uint(2*i)
+						vl |= (h & 0x0101010101010101) << 4
+						vh |= (h >> 1 & 0x0101010101010101) << 4
+					}
+					binary.LittleEndian.PutUint64(lo[l:], vl)
+					binary.LittleEndian.PutUint64(hi[l:], vh)
 				}
 			}
 			p, h := r/2, 16*(r%2)
@@ -116,11 +133,12 @@ func packQ6KTile(dst, w []byte, wrb, nb, R int) {
 						binary.LittleEndian.PutUint64(q[l:], v|hb<<4)
 					}
 					sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
-					a, c := uint16(int16(int8(sc[8*n+2*s]))), uint16(int16(int8(sc[8*n+2*s+1])))
-					for i := 0; i < 8; i++ {
-						binary.LittleEndian.PutUint16(sv[2*i:], a)
-						binary.LittleEndian.PutUint16(sv[16+2*i:], c)
-					}
+					a := uint64(uint16(int16(int8(sc[8*n+2*s])))) * 0x0001000100010001
+					c := uint64(uint16(int16(int8(sc[8*n+2*s+1])))) * 0x0001000100010001
+					binary.LittleEndian.PutUint64(sv[0:], a)
+					binary.LittleEndian.PutUint64(sv[8:], a)
+					binary.LittleEndian.PutUint64(sv[16:], c)
+					binary.LittleEndian.PutUint64(sv[24:], c)
 				}
 			}
 			for i := 0; i < 16; i++ {
@@ -145,6 +163,18 @@ func gemmQ4KAVX2x2x4(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt 
 
 //go:noescape
 func gemmQ4KAVX2x4x2(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX2x2x6(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX2x4x3(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX2x2x4(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX2x4x2(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
 func gemmQ6KAVX2x4x3(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
@@ -261,23 +291,35 @@ func newKQGemmQ4K(R, C int, kern kqGemmAsm) *kqGemm {
 		wts: 144, tileBytes: q4kTileBytes, mins: true, pack: packQ4KTile}
 }
 
+func newKQGemmQ5K(R, C int, kern kqGemmAsm) *kqGemm {
+	return &kqGemm{name: fmt.Sprintf("q5_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ5KAVX2,
+		wts: 176, tileBytes: q4kTileBytes, mins: true, pack: packQ5KTile}
+}
+
 func newKQGemmQ6K(R, C int, kern kqGemmAsm) *kqGemm {
 	return &kqGemm{name: fmt.Sprintf("q6_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ6KAVX2,
 		wts: 210, tileBytes: q6kTileBytes, pack: packQ6KTile}
 }
 
 // kqGemmsAVX2 lists every generated AVX2 K-quant GEMM by type (the tests
-// check them all); the first of each type is the one registered.
+// check them all); the first of each type is the one registered: 2×6
+// measured fastest (BenchmarkGemmKQuantAVX2).
 var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 	quant.Q4_K: {
-		newKQGemmQ4K(4, 3, gemmQ4KAVX2x4x3),
 		newKQGemmQ4K(2, 6, gemmQ4KAVX2x2x6),
+		newKQGemmQ4K(4, 3, gemmQ4KAVX2x4x3),
 		newKQGemmQ4K(2, 4, gemmQ4KAVX2x2x4),
 		newKQGemmQ4K(4, 2, gemmQ4KAVX2x4x2),
 	},
+	quant.Q5_K: {
+		newKQGemmQ5K(2, 6, gemmQ5KAVX2x2x6),
+		newKQGemmQ5K(4, 3, gemmQ5KAVX2x4x3),
+		newKQGemmQ5K(2, 4, gemmQ5KAVX2x2x4),
+		newKQGemmQ5K(4, 2, gemmQ5KAVX2x4x2),
+	},
 	quant.Q6_K: {
-		newKQGemmQ6K(4, 3, gemmQ6KAVX2x4x3),
 		newKQGemmQ6K(2, 6, gemmQ6KAVX2x2x6),
+		newKQGemmQ6K(4, 3, gemmQ6KAVX2x4x3),
 		newKQGemmQ6K(2, 4, gemmQ6KAVX2x2x4),
 		newKQGemmQ6K(4, 2, gemmQ6KAVX2x4x2),
 	},
@@ -285,15 +327,20 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 
 // registerKQGemmAVX2 installs the AVX2 K-quant GEMMs. The choice is
 // explicit rather than a matter of init order: on a machine with the
-// AVX-512 VNNI tier, Q4_K and Q6_K keep their VNNI GEMMs (gemm_amd64.go),
-// and these are installed only where that tier is absent.
+// AVX-512 VNNI tier, Q4_K and Q6_K keep their VNNI GEMMs (gemm_amd64.go
+// registers them only when hasVNNI), and these are installed only where
+// that tier is absent; Q5_K has no VNNI GEMM, and its AVX2 GEMM beats the
+// AVX2 row-kernel loop there too (BenchmarkGemmKQuantAVX2), so it is
+// installed whenever AVX2 is.
 func registerKQGemmAVX2() {
-	if !hasAVX2 || hasVNNI {
+	if !hasAVX2 {
 		return
 	}
-	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
-		registerGemm(t, "avx2", kqGemmsAVX2[t][0].gemm)
+	if !hasVNNI {
+		registerGemm(quant.Q4_K, "avx2", kqGemmsAVX2[quant.Q4_K][0].gemm)
+		registerGemm(quant.Q6_K, "avx2", kqGemmsAVX2[quant.Q6_K][0].gemm)
 	}
+	registerGemm(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].gemm)
 }
 
 func init() { registerKQGemmAVX2() }

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/cpu"
 
@@ -27,7 +30,7 @@ func needAVX2(t testing.TB) {
 func TestGemmKQuantAVX2(t *testing.T) {
 	needAVX2(t)
 	r := rand.New(rand.NewPCG(91, 92))
-	for _, wt := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		dot := quant.DotFor(wt)
 		for _, g := range kqGemmsAVX2[wt] {
 			for _, K := range []int{256, 768, 1024, 256 * 19} {
@@ -82,7 +85,7 @@ func TestGemmKQuantAVX2Blocks(t *testing.T) {
 	r := rand.New(rand.NewPCG(93, 94))
 	defer func(g, a int) { gemmKQGroupRows, gemmKQActBlock = g, a }(gemmKQGroupRows, gemmKQActBlock)
 	gemmKQGroupRows, gemmKQActBlock = 8, 6000
-	for _, wt := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		dot := quant.DotFor(wt)
 		const N, K, M = 37, 1024, 71
 		wb := gemmWeights(t, r, wt, N, K, false)
@@ -110,7 +113,7 @@ func BenchmarkGemmKQuantAVX2(b *testing.B) {
 	needAVX2(b)
 	r := rand.New(rand.NewPCG(95, 96))
 	shapes := [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}, {2048, 1024}}
-	for _, wt := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, M := range []int{128, 512} {
 			for _, sh := range shapes {
 				N, K := sh[0], sh[1]
@@ -118,12 +121,18 @@ func BenchmarkGemmKQuantAVX2(b *testing.B) {
 				wrb := len(wb) / N
 				act, arb := gemmActs(b, r, quant.Q8_K, M, K)
 				y := make([]float32, M*N)
+				var cpu0 time.Duration
 				report := func(b *testing.B) {
-					b.ReportMetric(float64(M)*float64(N)*float64(K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+					macs := float64(M) * float64(N) * float64(K) * float64(b.N)
+					b.ReportMetric(macs/b.Elapsed().Seconds()/1e9, "GMAC/s")
+					// per CPU-second of the process: steadier than wall time
+					// on a shared machine
+					b.ReportMetric(macs/(processCPU()-cpu0).Seconds()/1e9, "GMAC/cpu-s")
 				}
-				rows := kqRows(map[quant.Type]kqRowsAsm{quant.Q4_K: kqRowsQ4KAVX2, quant.Q6_K: kqRowsQ6KAVX2}[wt],
-					map[quant.Type]int{quant.Q4_K: 144, quant.Q6_K: 210}[wt])
+				rows := kqRows(map[quant.Type]kqRowsAsm{quant.Q4_K: kqRowsQ4KAVX2, quant.Q5_K: kqRowsQ5KAVX2, quant.Q6_K: kqRowsQ6KAVX2}[wt],
+					map[quant.Type]int{quant.Q4_K: 144, quant.Q5_K: 176, quant.Q6_K: 210}[wt])
 				b.Run(fmt.Sprintf("%s/M=%d,N=%d,K=%d/rows", wt, M, N, K), func(b *testing.B) {
+					cpu0 = processCPU()
 					for b.Loop() {
 						for nb := 0; nb < N; nb += matMulTile {
 							ne := min(nb+matMulTile, N)
@@ -136,6 +145,7 @@ func BenchmarkGemmKQuantAVX2(b *testing.B) {
 				})
 				for _, g := range kqGemmsAVX2[wt] {
 					b.Run(fmt.Sprintf("%s/M=%d,N=%d,K=%d/gemm%dx%d", wt, M, N, K, g.R, g.C), func(b *testing.B) {
+						cpu0 = processCPU()
 						for b.Loop() {
 							g.gemm(K, wb, wrb, act, arb, M, y, N, 0, N)
 						}
@@ -145,4 +155,15 @@ func BenchmarkGemmKQuantAVX2(b *testing.B) {
 			}
 		}
 	}
+}
+
+// processCPU is the user+system CPU time of the calling thread so far
+// (the benchmarks lock their goroutine to its thread).
+func processCPU() time.Duration {
+	runtime.LockOSThread()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

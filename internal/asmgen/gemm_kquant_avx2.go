@@ -17,12 +17,21 @@ type kqGemmKind struct {
 	// term through the bsums; otherwise 8 scales of 32 (a dword per chunk
 	// and row, broadcast) and a 4-lane mins accumulator.
 	six bool
+	// summs: Q5_K's mins term, one exact integer per super-block (the 4
+	// lanes of mins × bsum pairs added up) in a scalar FMA, added after
+	// hsum_float_8; otherwise Q4_K's 4-lane mins accumulator.
+	summs bool
+	typ   string // the GGML type name, for comments
 }
 
 // kqGemmShapes lists the tile shapes generated per kind (R×C ≤ 12).
-var kqGemmShapes = [][2]int{{4, 3}, {2, 6}, {2, 4}, {4, 2}}
+var kqGemmShapes = [][2]int{{2, 6}, {4, 3}, {2, 4}, {4, 2}}
 
-var kqGemmKinds = []kqGemmKind{{"Q4K", false}, {"Q6K", true}}
+var kqGemmKinds = []kqGemmKind{
+	{name: "Q4K", typ: "Q4_K"},
+	{name: "Q5K", summs: true, typ: "Q5_K"},
+	{name: "Q6K", six: true, typ: "Q6_K"},
+}
 
 func init() {
 	register("gemm_kquant_avx2_amd64.s", "amd64 && !purego", func(a *Asm) {
@@ -37,7 +46,7 @@ func init() {
 }
 
 const kqGemmDoc = `See gemm_kquant_avx2_amd64.go. AVX2 GEMM kernels for K-quant weights
-(unpacked into tiles of R rows by packQ4KTile / packQ6KTile) against Q8_K
+(unpacked into tiles of R rows by packQ4KTile, packQ5KTile, packQ6KTile) against Q8_K
 activation rows: one call computes the R×C outputs of mt tiles of C
 activation rows (C rows arb bytes apart, tile after tile) against one
 weight tile, super-block by super-block.
@@ -49,8 +58,9 @@ chunk's scale words, VPADDD) — the grouping of ggml's AVX2 kernels, so
 the integers equal quant's pure-Go dot lane for lane. Then, as there:
 float32 d = d_a·d_w, one FMA per lane into the output's 8-lane float
 accumulator; Q4_K also one 4-lane FMA of -(d_a·dmin_w) with the mins ×
-bsum-pair products; after the last super-block hsum_float_8 (+ the Q4_K
-mins reduction (m0+m2)+(m1+m3)).
+bsum-pair products (Q5_K: their exact sum, one FMA per super-block in
+every lane); after the last super-block hsum_float_8 (+ the Q4_K mins
+reduction (m0+m2)+(m1+m3), or + Q5_K's summs).
 
 Registers: Y0..Y(R·C-1) the integer accumulators of the tile (output
 (r, c) in Y(c·R+r)); in the integer phase Y13 the weight chunk, Y14 the
@@ -120,7 +130,7 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	}
 	a.Blank()
 	a.Comment(fmt.Sprintf("%s: %s weights, tiles of %d weight rows × %d activation rows\n"+
-		"(%d-byte tile super-blocks; fs holds %d floats).", name, map[bool]string{false: "Q4_K", true: "Q6_K"}[k.six], R, C, tb, fsFloats))
+		"(%d-byte tile super-blocks; fs holds %d floats).", name, k.typ, R, C, tb, fsFloats))
 	a.Text(name+"(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)", 0, 64)
 	// Text prints "TEXT ·<name>(SB)": keep the signature in the comment only.
 	fixText(a, name)
@@ -193,6 +203,11 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 			a.I("VPERMQ", "$0x44", PC, PC)
 			for p := 0; p < R/2; p++ {
 				a.I("VPMADDWD", fmt.Sprintf("%d(R8)", mnOff(p)), PC, FT)
+				if k.summs {
+					// the 4 lanes of each row added up (exact), in every lane
+					a.I("VPHADDD", FT, FT, FT)
+					a.I("VPHADDD", FT, FT, FT)
+				}
 				a.I("VCVTDQ2PS", FT, FT)
 				a.I("VMULPS", fmt.Sprintf("%d(R8)", ndmOff(p)), YD, T2)
 				a.I("VFMADD213PS", accm(c, p), T2, FT)
@@ -223,6 +238,11 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 			a.I("VADDSS", "X1", "X0", "X0")
 			if !k.six {
 				m := fmt.Sprintf("%d(DI)", 32*RC+32*(c*R/2+r/2)+16*(r%2))
+				if k.summs {
+					a.I("VADDSS", m, "X0", "X0")
+					a.I("VMOVSS", "X0", yaddr(c, r))
+					continue
+				}
 				a.I("VMOVUPS", m, "X2")
 				a.I("VMOVHLPS", "X2", "X2", "X3")
 				a.I("VADDPS", "X3", "X2", "X2")
