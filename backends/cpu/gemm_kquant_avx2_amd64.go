@@ -150,43 +150,43 @@ func packQ6KTile(dst, w []byte, wrb, nb, R int) {
 	}
 }
 
-type kqGemmAsm func(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+type kqGemmAsm func(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ4KAVX2x4x3(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ4KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ4KAVX2x2x6(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ4KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ4KAVX2x2x4(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ4KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ4KAVX2x4x2(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ4KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ5KAVX2x2x6(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ5KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ5KAVX2x4x3(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ5KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ5KAVX2x2x4(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ5KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ5KAVX2x4x2(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ5KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ6KAVX2x4x3(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ6KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ6KAVX2x2x6(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ6KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ6KAVX2x2x4(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ6KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ6KAVX2x4x2(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
+func gemmQ6KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 // kqGemm describes one AVX2 K-quant GEMM: tile shape, asm kernel, the
 // row kernel for remainders, and the weight type's tile layout.
@@ -218,8 +218,32 @@ var (
 )
 
 type kqScratch struct {
-	b []byte
-	f []float32
+	b, p []byte
+	f    []float32
+}
+
+// kqBsumPairs fills dst, for the tiles of C activation rows among the
+// first M (a multiple of C), tile after tile, super-block after
+// super-block, row after row, with 32 bytes: the 8 int16 sums
+// bsums[2i]+bsums[2i+1] of that Q8_K super-block, twice (what the Q4_K and
+// Q5_K kernels multiply with two weight rows' mins).
+func kqBsumPairs(dst, act []byte, arb, nb, M, C int) {
+	_ = dst[M*nb*32-1]
+	o := 0
+	for t := 0; t < M; t += C {
+		for b := 0; b < nb; b++ {
+			for c := 0; c < C; c++ {
+				bs := act[(t+c)*arb+b*kqBlockQ8K+260 : (t+c)*arb+b*kqBlockQ8K+292]
+				d := dst[o : o+32]
+				for i := 0; i < 8; i++ {
+					v := binary.LittleEndian.Uint16(bs[4*i:]) + binary.LittleEndian.Uint16(bs[4*i+2:])
+					binary.LittleEndian.PutUint16(d[2*i:], v)
+					binary.LittleEndian.PutUint16(d[16+2*i:], v)
+				}
+				o += 32
+			}
+		}
+	}
 }
 
 var kqScratchPool = sync.Pool{New: func() any { return new(kqScratch) }}
@@ -260,6 +284,15 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			sp.f = make([]float32, need)
 		}
 		buf, fs := sp.b[:group*tb], sp.f[:g.fsFloats()]
+		var pairs []byte // the bsum pairs of the activation tiles (Q4_K, Q5_K)
+		pp := (*byte)(nil)
+		if g.mins {
+			if need := MC * nb * 32; cap(sp.p) < need {
+				sp.p = make([]byte, need)
+			}
+			pairs = sp.p[:MC*nb*32]
+			kqBsumPairs(pairs, act, arb, nb, MC, C)
+		}
 		for ng := n0; ng < NR; ng += group * R {
 			ge := min(ng+group*R, NR)
 			for n := ng; n < ge; n += R {
@@ -267,8 +300,11 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			}
 			for m0 := 0; m0 < MC; m0 += block {
 				mt := (min(m0+block, MC) - m0) / C
+				if g.mins {
+					pp = &pairs[m0*nb*32]
+				}
 				for n := ng; n < ge; n += R {
-					g.kern(&buf[(n-ng)/R*tb], nb, &act[m0*arb], arb, &y[m0*ldy+n], ldy, mt, &fs[0])
+					g.kern(&buf[(n-ng)/R*tb], nb, &act[m0*arb], arb, pp, &y[m0*ldy+n], ldy, mt, &fs[0])
 				}
 			}
 		}

@@ -27,23 +27,27 @@
 // The float accumulators live in the caller's scratch fs (32 bytes per
 // output, then the Q4_K mins accumulators, 16 bytes per output).
 // SI the weight tile, R8 its current super-block, R13 activation tile row
-// 0, AX its current super-block, DX that of row 3, BX arb, CX super-blocks
-// left, R9 output row 0 of the tile, R10 ldy in bytes, R11 output row 3,
-// R12 activation tiles left, DI fs.
+// 0, AX its current super-block, DX that of row 3 (in the stores: output
+// row 3), BX arb, CX super-blocks left, R9 output row 0 of the tile, R10
+// ldy in bytes, R11 the current bsum pairs (Q4_K, Q5_K: p holds for every
+// activation tile, super-block and tile row c, at 32c, the 8 int16 sums of
+// adjacent bsums twice: made once per call by the wrapper, not once per
+// weight tile), R12 activation tiles left, DI fs.
 
 // gemmQ4KAVX2x2x6: Q4_K weights, tiles of 2 weight rows × 6 activation rows
 // (648-byte tile super-blocks; fs holds 144 floats).
 
-// func gemmQ4KAVX2x2x6(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ4KAVX2x2x6(SB), NOSPLIT, $0-64
+// func gemmQ4KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ4KAVX2x2x6(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ4KAVX2x2x6tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -389,9 +393,7 @@ kgemmQ4KAVX2x2x6blk:
 	VCVTDQ2PS	Y1, Y1
 	VFMADD213PS	32(DI), Y14, Y1
 	VMOVUPS	Y1, 32(DI)
-	VMOVDQU	260(AX), X15
-	VPHADDW	276(AX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	0(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	616(R8), Y13, Y12
@@ -408,9 +410,7 @@ kgemmQ4KAVX2x2x6blk:
 	VCVTDQ2PS	Y3, Y3
 	VFMADD213PS	96(DI), Y14, Y3
 	VMOVUPS	Y3, 96(DI)
-	VMOVDQU	260(AX)(BX*1), X15
-	VPHADDW	276(AX)(BX*1), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	32(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	616(R8), Y13, Y12
@@ -427,9 +427,7 @@ kgemmQ4KAVX2x2x6blk:
 	VCVTDQ2PS	Y5, Y5
 	VFMADD213PS	160(DI), Y14, Y5
 	VMOVUPS	Y5, 160(DI)
-	VMOVDQU	260(AX)(BX*2), X15
-	VPHADDW	276(AX)(BX*2), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	64(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	616(R8), Y13, Y12
@@ -446,9 +444,7 @@ kgemmQ4KAVX2x2x6blk:
 	VCVTDQ2PS	Y7, Y7
 	VFMADD213PS	224(DI), Y14, Y7
 	VMOVUPS	Y7, 224(DI)
-	VMOVDQU	260(DX), X15
-	VPHADDW	276(DX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	96(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	616(R8), Y13, Y12
@@ -465,9 +461,7 @@ kgemmQ4KAVX2x2x6blk:
 	VCVTDQ2PS	Y9, Y9
 	VFMADD213PS	288(DI), Y14, Y9
 	VMOVUPS	Y9, 288(DI)
-	VMOVDQU	260(DX)(BX*1), X15
-	VPHADDW	276(DX)(BX*1), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	128(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	616(R8), Y13, Y12
@@ -484,21 +478,20 @@ kgemmQ4KAVX2x2x6blk:
 	VCVTDQ2PS	Y11, Y11
 	VFMADD213PS	352(DI), Y14, Y11
 	VMOVUPS	Y11, 352(DI)
-	VMOVDQU	260(DX)(BX*2), X15
-	VPHADDW	276(DX)(BX*2), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	160(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	616(R8), Y13, Y12
 	VFMADD213PS	544(DI), Y12, Y14
 	VMOVUPS	Y14, 544(DI)
 	ADDQ	$648, R8
+	ADDQ	$192, R11
 	ADDQ	$292, AX
 	ADDQ	$292, DX
 	DECQ	CX
 	JNZ	kgemmQ4KAVX2x2x6blk
-	LEAQ	(R9)(R10*2), R11
-	ADDQ	R10, R11
+	LEAQ	(R9)(R10*2), DX
+	ADDQ	R10, DX
 	VMOVUPS	0(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -596,7 +589,7 @@ kgemmQ4KAVX2x2x6blk:
 	VMOVSHDUP	X2, X3
 	VADDSS	X3, X2, X2
 	VADDSS	X2, X0, X0
-	VMOVSS	X0, 0(R11)
+	VMOVSS	X0, 0(DX)
 	VMOVUPS	224(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -610,7 +603,7 @@ kgemmQ4KAVX2x2x6blk:
 	VMOVSHDUP	X2, X3
 	VADDSS	X3, X2, X2
 	VADDSS	X2, X0, X0
-	VMOVSS	X0, 4(R11)
+	VMOVSS	X0, 4(DX)
 	VMOVUPS	256(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -624,7 +617,7 @@ kgemmQ4KAVX2x2x6blk:
 	VMOVSHDUP	X2, X3
 	VADDSS	X3, X2, X2
 	VADDSS	X2, X0, X0
-	VMOVSS	X0, 0(R11)(R10*1)
+	VMOVSS	X0, 0(DX)(R10*1)
 	VMOVUPS	288(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -638,7 +631,7 @@ kgemmQ4KAVX2x2x6blk:
 	VMOVSHDUP	X2, X3
 	VADDSS	X3, X2, X2
 	VADDSS	X2, X0, X0
-	VMOVSS	X0, 4(R11)(R10*1)
+	VMOVSS	X0, 4(DX)(R10*1)
 	VMOVUPS	320(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -652,7 +645,7 @@ kgemmQ4KAVX2x2x6blk:
 	VMOVSHDUP	X2, X3
 	VADDSS	X3, X2, X2
 	VADDSS	X2, X0, X0
-	VMOVSS	X0, 0(R11)(R10*2)
+	VMOVSS	X0, 0(DX)(R10*2)
 	VMOVUPS	352(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -666,7 +659,7 @@ kgemmQ4KAVX2x2x6blk:
 	VMOVSHDUP	X2, X3
 	VADDSS	X3, X2, X2
 	VADDSS	X2, X0, X0
-	VMOVSS	X0, 4(R11)(R10*2)
+	VMOVSS	X0, 4(DX)(R10*2)
 	ADDQ	BX, R13
 	ADDQ	R10, R9
 	ADDQ	BX, R13
@@ -687,16 +680,17 @@ kgemmQ4KAVX2x2x6blk:
 // gemmQ4KAVX2x4x3: Q4_K weights, tiles of 4 weight rows × 3 activation rows
 // (1296-byte tile super-blocks; fs holds 144 floats).
 
-// func gemmQ4KAVX2x4x3(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ4KAVX2x4x3(SB), NOSPLIT, $0-64
+// func gemmQ4KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ4KAVX2x4x3(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ4KAVX2x4x3tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -1082,9 +1076,7 @@ kgemmQ4KAVX2x4x3blk:
 	VCVTDQ2PS	Y3, Y3
 	VFMADD213PS	96(DI), Y14, Y3
 	VMOVUPS	Y3, 96(DI)
-	VMOVDQU	260(AX), X15
-	VPHADDW	276(AX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	0(R11), Y15
 	VPMADDWD	1168(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	1232(R8), Y13, Y12
@@ -1116,9 +1108,7 @@ kgemmQ4KAVX2x4x3blk:
 	VCVTDQ2PS	Y7, Y7
 	VFMADD213PS	224(DI), Y14, Y7
 	VMOVUPS	Y7, 224(DI)
-	VMOVDQU	260(AX)(BX*1), X15
-	VPHADDW	276(AX)(BX*1), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	32(R11), Y15
 	VPMADDWD	1168(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	1232(R8), Y13, Y12
@@ -1150,9 +1140,7 @@ kgemmQ4KAVX2x4x3blk:
 	VCVTDQ2PS	Y11, Y11
 	VFMADD213PS	352(DI), Y14, Y11
 	VMOVUPS	Y11, 352(DI)
-	VMOVDQU	260(AX)(BX*2), X15
-	VPHADDW	276(AX)(BX*2), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	64(R11), Y15
 	VPMADDWD	1168(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	1232(R8), Y13, Y12
@@ -1164,6 +1152,7 @@ kgemmQ4KAVX2x4x3blk:
 	VFMADD213PS	544(DI), Y12, Y14
 	VMOVUPS	Y14, 544(DI)
 	ADDQ	$1296, R8
+	ADDQ	$96, R11
 	ADDQ	$292, AX
 	DECQ	CX
 	JNZ	kgemmQ4KAVX2x4x3blk
@@ -1349,16 +1338,17 @@ kgemmQ4KAVX2x4x3blk:
 // gemmQ4KAVX2x2x4: Q4_K weights, tiles of 2 weight rows × 4 activation rows
 // (648-byte tile super-blocks; fs holds 96 floats).
 
-// func gemmQ4KAVX2x2x4(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ4KAVX2x2x4(SB), NOSPLIT, $0-64
+// func gemmQ4KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ4KAVX2x2x4(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ4KAVX2x2x4tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -1606,9 +1596,7 @@ kgemmQ4KAVX2x2x4blk:
 	VCVTDQ2PS	Y1, Y1
 	VFMADD213PS	32(DI), Y14, Y1
 	VMOVUPS	Y1, 32(DI)
-	VMOVDQU	260(AX), X15
-	VPHADDW	276(AX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	0(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	616(R8), Y13, Y12
@@ -1625,9 +1613,7 @@ kgemmQ4KAVX2x2x4blk:
 	VCVTDQ2PS	Y3, Y3
 	VFMADD213PS	96(DI), Y14, Y3
 	VMOVUPS	Y3, 96(DI)
-	VMOVDQU	260(AX)(BX*1), X15
-	VPHADDW	276(AX)(BX*1), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	32(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	616(R8), Y13, Y12
@@ -1644,9 +1630,7 @@ kgemmQ4KAVX2x2x4blk:
 	VCVTDQ2PS	Y5, Y5
 	VFMADD213PS	160(DI), Y14, Y5
 	VMOVUPS	Y5, 160(DI)
-	VMOVDQU	260(AX)(BX*2), X15
-	VPHADDW	276(AX)(BX*2), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	64(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	616(R8), Y13, Y12
@@ -1663,21 +1647,20 @@ kgemmQ4KAVX2x2x4blk:
 	VCVTDQ2PS	Y7, Y7
 	VFMADD213PS	224(DI), Y14, Y7
 	VMOVUPS	Y7, 224(DI)
-	VMOVDQU	260(DX), X15
-	VPHADDW	276(DX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	96(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	616(R8), Y13, Y12
 	VFMADD213PS	352(DI), Y12, Y14
 	VMOVUPS	Y14, 352(DI)
 	ADDQ	$648, R8
+	ADDQ	$128, R11
 	ADDQ	$292, AX
 	ADDQ	$292, DX
 	DECQ	CX
 	JNZ	kgemmQ4KAVX2x2x4blk
-	LEAQ	(R9)(R10*2), R11
-	ADDQ	R10, R11
+	LEAQ	(R9)(R10*2), DX
+	ADDQ	R10, DX
 	VMOVUPS	0(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -1775,7 +1758,7 @@ kgemmQ4KAVX2x2x4blk:
 	VMOVSHDUP	X2, X3
 	VADDSS	X3, X2, X2
 	VADDSS	X2, X0, X0
-	VMOVSS	X0, 0(R11)
+	VMOVSS	X0, 0(DX)
 	VMOVUPS	224(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -1789,7 +1772,7 @@ kgemmQ4KAVX2x2x4blk:
 	VMOVSHDUP	X2, X3
 	VADDSS	X3, X2, X2
 	VADDSS	X2, X0, X0
-	VMOVSS	X0, 4(R11)
+	VMOVSS	X0, 4(DX)
 	ADDQ	BX, R13
 	ADDQ	R10, R9
 	ADDQ	BX, R13
@@ -1806,16 +1789,17 @@ kgemmQ4KAVX2x2x4blk:
 // gemmQ4KAVX2x4x2: Q4_K weights, tiles of 4 weight rows × 2 activation rows
 // (1296-byte tile super-blocks; fs holds 96 floats).
 
-// func gemmQ4KAVX2x4x2(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ4KAVX2x4x2(SB), NOSPLIT, $0-64
+// func gemmQ4KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ4KAVX2x4x2(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ4KAVX2x4x2tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -2103,9 +2087,7 @@ kgemmQ4KAVX2x4x2blk:
 	VCVTDQ2PS	Y3, Y3
 	VFMADD213PS	96(DI), Y14, Y3
 	VMOVUPS	Y3, 96(DI)
-	VMOVDQU	260(AX), X15
-	VPHADDW	276(AX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	0(R11), Y15
 	VPMADDWD	1168(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	1232(R8), Y13, Y12
@@ -2137,9 +2119,7 @@ kgemmQ4KAVX2x4x2blk:
 	VCVTDQ2PS	Y7, Y7
 	VFMADD213PS	224(DI), Y14, Y7
 	VMOVUPS	Y7, 224(DI)
-	VMOVDQU	260(AX)(BX*1), X15
-	VPHADDW	276(AX)(BX*1), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	32(R11), Y15
 	VPMADDWD	1168(R8), Y15, Y14
 	VCVTDQ2PS	Y14, Y14
 	VMULPS	1232(R8), Y13, Y12
@@ -2151,6 +2131,7 @@ kgemmQ4KAVX2x4x2blk:
 	VFMADD213PS	352(DI), Y12, Y14
 	VMOVUPS	Y14, 352(DI)
 	ADDQ	$1296, R8
+	ADDQ	$64, R11
 	ADDQ	$292, AX
 	DECQ	CX
 	JNZ	kgemmQ4KAVX2x4x2blk
@@ -2278,16 +2259,17 @@ kgemmQ4KAVX2x4x2blk:
 // gemmQ5KAVX2x2x6: Q5_K weights, tiles of 2 weight rows × 6 activation rows
 // (648-byte tile super-blocks; fs holds 144 floats).
 
-// func gemmQ5KAVX2x2x6(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ5KAVX2x2x6(SB), NOSPLIT, $0-64
+// func gemmQ5KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ5KAVX2x2x6(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ5KAVX2x2x6tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -2633,9 +2615,7 @@ kgemmQ5KAVX2x2x6blk:
 	VCVTDQ2PS	Y1, Y1
 	VFMADD213PS	32(DI), Y14, Y1
 	VMOVUPS	Y1, 32(DI)
-	VMOVDQU	260(AX), X15
-	VPHADDW	276(AX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	0(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -2654,9 +2634,7 @@ kgemmQ5KAVX2x2x6blk:
 	VCVTDQ2PS	Y3, Y3
 	VFMADD213PS	96(DI), Y14, Y3
 	VMOVUPS	Y3, 96(DI)
-	VMOVDQU	260(AX)(BX*1), X15
-	VPHADDW	276(AX)(BX*1), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	32(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -2675,9 +2653,7 @@ kgemmQ5KAVX2x2x6blk:
 	VCVTDQ2PS	Y5, Y5
 	VFMADD213PS	160(DI), Y14, Y5
 	VMOVUPS	Y5, 160(DI)
-	VMOVDQU	260(AX)(BX*2), X15
-	VPHADDW	276(AX)(BX*2), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	64(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -2696,9 +2672,7 @@ kgemmQ5KAVX2x2x6blk:
 	VCVTDQ2PS	Y7, Y7
 	VFMADD213PS	224(DI), Y14, Y7
 	VMOVUPS	Y7, 224(DI)
-	VMOVDQU	260(DX), X15
-	VPHADDW	276(DX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	96(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -2717,9 +2691,7 @@ kgemmQ5KAVX2x2x6blk:
 	VCVTDQ2PS	Y9, Y9
 	VFMADD213PS	288(DI), Y14, Y9
 	VMOVUPS	Y9, 288(DI)
-	VMOVDQU	260(DX)(BX*1), X15
-	VPHADDW	276(DX)(BX*1), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	128(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -2738,9 +2710,7 @@ kgemmQ5KAVX2x2x6blk:
 	VCVTDQ2PS	Y11, Y11
 	VFMADD213PS	352(DI), Y14, Y11
 	VMOVUPS	Y11, 352(DI)
-	VMOVDQU	260(DX)(BX*2), X15
-	VPHADDW	276(DX)(BX*2), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	160(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -2749,12 +2719,13 @@ kgemmQ5KAVX2x2x6blk:
 	VFMADD213PS	544(DI), Y12, Y14
 	VMOVUPS	Y14, 544(DI)
 	ADDQ	$648, R8
+	ADDQ	$192, R11
 	ADDQ	$292, AX
 	ADDQ	$292, DX
 	DECQ	CX
 	JNZ	kgemmQ5KAVX2x2x6blk
-	LEAQ	(R9)(R10*2), R11
-	ADDQ	R10, R11
+	LEAQ	(R9)(R10*2), DX
+	ADDQ	R10, DX
 	VMOVUPS	0(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -2817,7 +2788,7 @@ kgemmQ5KAVX2x2x6blk:
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
 	VADDSS	480(DI), X0, X0
-	VMOVSS	X0, 0(R11)
+	VMOVSS	X0, 0(DX)
 	VMOVUPS	224(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -2826,7 +2797,7 @@ kgemmQ5KAVX2x2x6blk:
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
 	VADDSS	496(DI), X0, X0
-	VMOVSS	X0, 4(R11)
+	VMOVSS	X0, 4(DX)
 	VMOVUPS	256(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -2835,7 +2806,7 @@ kgemmQ5KAVX2x2x6blk:
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
 	VADDSS	512(DI), X0, X0
-	VMOVSS	X0, 0(R11)(R10*1)
+	VMOVSS	X0, 0(DX)(R10*1)
 	VMOVUPS	288(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -2844,7 +2815,7 @@ kgemmQ5KAVX2x2x6blk:
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
 	VADDSS	528(DI), X0, X0
-	VMOVSS	X0, 4(R11)(R10*1)
+	VMOVSS	X0, 4(DX)(R10*1)
 	VMOVUPS	320(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -2853,7 +2824,7 @@ kgemmQ5KAVX2x2x6blk:
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
 	VADDSS	544(DI), X0, X0
-	VMOVSS	X0, 0(R11)(R10*2)
+	VMOVSS	X0, 0(DX)(R10*2)
 	VMOVUPS	352(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -2862,7 +2833,7 @@ kgemmQ5KAVX2x2x6blk:
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
 	VADDSS	560(DI), X0, X0
-	VMOVSS	X0, 4(R11)(R10*2)
+	VMOVSS	X0, 4(DX)(R10*2)
 	ADDQ	BX, R13
 	ADDQ	R10, R9
 	ADDQ	BX, R13
@@ -2883,16 +2854,17 @@ kgemmQ5KAVX2x2x6blk:
 // gemmQ5KAVX2x4x3: Q5_K weights, tiles of 4 weight rows × 3 activation rows
 // (1296-byte tile super-blocks; fs holds 144 floats).
 
-// func gemmQ5KAVX2x4x3(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ5KAVX2x4x3(SB), NOSPLIT, $0-64
+// func gemmQ5KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ5KAVX2x4x3(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ5KAVX2x4x3tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -3278,9 +3250,7 @@ kgemmQ5KAVX2x4x3blk:
 	VCVTDQ2PS	Y3, Y3
 	VFMADD213PS	96(DI), Y14, Y3
 	VMOVUPS	Y3, 96(DI)
-	VMOVDQU	260(AX), X15
-	VPHADDW	276(AX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	0(R11), Y15
 	VPMADDWD	1168(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -3316,9 +3286,7 @@ kgemmQ5KAVX2x4x3blk:
 	VCVTDQ2PS	Y7, Y7
 	VFMADD213PS	224(DI), Y14, Y7
 	VMOVUPS	Y7, 224(DI)
-	VMOVDQU	260(AX)(BX*1), X15
-	VPHADDW	276(AX)(BX*1), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	32(R11), Y15
 	VPMADDWD	1168(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -3354,9 +3322,7 @@ kgemmQ5KAVX2x4x3blk:
 	VCVTDQ2PS	Y11, Y11
 	VFMADD213PS	352(DI), Y14, Y11
 	VMOVUPS	Y11, 352(DI)
-	VMOVDQU	260(AX)(BX*2), X15
-	VPHADDW	276(AX)(BX*2), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	64(R11), Y15
 	VPMADDWD	1168(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -3372,6 +3338,7 @@ kgemmQ5KAVX2x4x3blk:
 	VFMADD213PS	544(DI), Y12, Y14
 	VMOVUPS	Y14, 544(DI)
 	ADDQ	$1296, R8
+	ADDQ	$96, R11
 	ADDQ	$292, AX
 	DECQ	CX
 	JNZ	kgemmQ5KAVX2x4x3blk
@@ -3497,16 +3464,17 @@ kgemmQ5KAVX2x4x3blk:
 // gemmQ5KAVX2x2x4: Q5_K weights, tiles of 2 weight rows × 4 activation rows
 // (648-byte tile super-blocks; fs holds 96 floats).
 
-// func gemmQ5KAVX2x2x4(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ5KAVX2x2x4(SB), NOSPLIT, $0-64
+// func gemmQ5KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ5KAVX2x2x4(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ5KAVX2x2x4tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -3754,9 +3722,7 @@ kgemmQ5KAVX2x2x4blk:
 	VCVTDQ2PS	Y1, Y1
 	VFMADD213PS	32(DI), Y14, Y1
 	VMOVUPS	Y1, 32(DI)
-	VMOVDQU	260(AX), X15
-	VPHADDW	276(AX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	0(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -3775,9 +3741,7 @@ kgemmQ5KAVX2x2x4blk:
 	VCVTDQ2PS	Y3, Y3
 	VFMADD213PS	96(DI), Y14, Y3
 	VMOVUPS	Y3, 96(DI)
-	VMOVDQU	260(AX)(BX*1), X15
-	VPHADDW	276(AX)(BX*1), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	32(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -3796,9 +3760,7 @@ kgemmQ5KAVX2x2x4blk:
 	VCVTDQ2PS	Y5, Y5
 	VFMADD213PS	160(DI), Y14, Y5
 	VMOVUPS	Y5, 160(DI)
-	VMOVDQU	260(AX)(BX*2), X15
-	VPHADDW	276(AX)(BX*2), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	64(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -3817,9 +3779,7 @@ kgemmQ5KAVX2x2x4blk:
 	VCVTDQ2PS	Y7, Y7
 	VFMADD213PS	224(DI), Y14, Y7
 	VMOVUPS	Y7, 224(DI)
-	VMOVDQU	260(DX), X15
-	VPHADDW	276(DX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	96(R11), Y15
 	VPMADDWD	584(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -3828,12 +3788,13 @@ kgemmQ5KAVX2x2x4blk:
 	VFMADD213PS	352(DI), Y12, Y14
 	VMOVUPS	Y14, 352(DI)
 	ADDQ	$648, R8
+	ADDQ	$128, R11
 	ADDQ	$292, AX
 	ADDQ	$292, DX
 	DECQ	CX
 	JNZ	kgemmQ5KAVX2x2x4blk
-	LEAQ	(R9)(R10*2), R11
-	ADDQ	R10, R11
+	LEAQ	(R9)(R10*2), DX
+	ADDQ	R10, DX
 	VMOVUPS	0(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -3896,7 +3857,7 @@ kgemmQ5KAVX2x2x4blk:
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
 	VADDSS	352(DI), X0, X0
-	VMOVSS	X0, 0(R11)
+	VMOVSS	X0, 0(DX)
 	VMOVUPS	224(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -3905,7 +3866,7 @@ kgemmQ5KAVX2x2x4blk:
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
 	VADDSS	368(DI), X0, X0
-	VMOVSS	X0, 4(R11)
+	VMOVSS	X0, 4(DX)
 	ADDQ	BX, R13
 	ADDQ	R10, R9
 	ADDQ	BX, R13
@@ -3922,16 +3883,17 @@ kgemmQ5KAVX2x2x4blk:
 // gemmQ5KAVX2x4x2: Q5_K weights, tiles of 4 weight rows × 2 activation rows
 // (1296-byte tile super-blocks; fs holds 96 floats).
 
-// func gemmQ5KAVX2x4x2(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ5KAVX2x4x2(SB), NOSPLIT, $0-64
+// func gemmQ5KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ5KAVX2x4x2(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ5KAVX2x4x2tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -4219,9 +4181,7 @@ kgemmQ5KAVX2x4x2blk:
 	VCVTDQ2PS	Y3, Y3
 	VFMADD213PS	96(DI), Y14, Y3
 	VMOVUPS	Y3, 96(DI)
-	VMOVDQU	260(AX), X15
-	VPHADDW	276(AX), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	0(R11), Y15
 	VPMADDWD	1168(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -4257,9 +4217,7 @@ kgemmQ5KAVX2x4x2blk:
 	VCVTDQ2PS	Y7, Y7
 	VFMADD213PS	224(DI), Y14, Y7
 	VMOVUPS	Y7, 224(DI)
-	VMOVDQU	260(AX)(BX*1), X15
-	VPHADDW	276(AX)(BX*1), X15, X15
-	VPERMQ	$0x44, Y15, Y15
+	VMOVDQU	32(R11), Y15
 	VPMADDWD	1168(R8), Y15, Y14
 	VPHADDD	Y14, Y14, Y14
 	VPHADDD	Y14, Y14, Y14
@@ -4275,6 +4233,7 @@ kgemmQ5KAVX2x4x2blk:
 	VFMADD213PS	352(DI), Y12, Y14
 	VMOVUPS	Y14, 352(DI)
 	ADDQ	$1296, R8
+	ADDQ	$64, R11
 	ADDQ	$292, AX
 	DECQ	CX
 	JNZ	kgemmQ5KAVX2x4x2blk
@@ -4362,16 +4321,17 @@ kgemmQ5KAVX2x4x2blk:
 // gemmQ6KAVX2x2x6: Q6_K weights, tiles of 2 weight rows × 6 activation rows
 // (1096-byte tile super-blocks; fs holds 96 floats).
 
-// func gemmQ6KAVX2x2x6(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ6KAVX2x2x6(SB), NOSPLIT, $0-64
+// func gemmQ6KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ6KAVX2x2x6(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ6KAVX2x2x6tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -4797,8 +4757,8 @@ kgemmQ6KAVX2x2x6blk:
 	ADDQ	$292, DX
 	DECQ	CX
 	JNZ	kgemmQ6KAVX2x2x6blk
-	LEAQ	(R9)(R10*2), R11
-	ADDQ	R10, R11
+	LEAQ	(R9)(R10*2), DX
+	ADDQ	R10, DX
 	VMOVUPS	0(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -4854,7 +4814,7 @@ kgemmQ6KAVX2x2x6blk:
 	VADDPS	X1, X0, X0
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
-	VMOVSS	X0, 0(R11)
+	VMOVSS	X0, 0(DX)
 	VMOVUPS	224(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -4862,7 +4822,7 @@ kgemmQ6KAVX2x2x6blk:
 	VADDPS	X1, X0, X0
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
-	VMOVSS	X0, 4(R11)
+	VMOVSS	X0, 4(DX)
 	VMOVUPS	256(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -4870,7 +4830,7 @@ kgemmQ6KAVX2x2x6blk:
 	VADDPS	X1, X0, X0
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
-	VMOVSS	X0, 0(R11)(R10*1)
+	VMOVSS	X0, 0(DX)(R10*1)
 	VMOVUPS	288(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -4878,7 +4838,7 @@ kgemmQ6KAVX2x2x6blk:
 	VADDPS	X1, X0, X0
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
-	VMOVSS	X0, 4(R11)(R10*1)
+	VMOVSS	X0, 4(DX)(R10*1)
 	VMOVUPS	320(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -4886,7 +4846,7 @@ kgemmQ6KAVX2x2x6blk:
 	VADDPS	X1, X0, X0
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
-	VMOVSS	X0, 0(R11)(R10*2)
+	VMOVSS	X0, 0(DX)(R10*2)
 	VMOVUPS	352(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -4894,7 +4854,7 @@ kgemmQ6KAVX2x2x6blk:
 	VADDPS	X1, X0, X0
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
-	VMOVSS	X0, 4(R11)(R10*2)
+	VMOVSS	X0, 4(DX)(R10*2)
 	ADDQ	BX, R13
 	ADDQ	R10, R9
 	ADDQ	BX, R13
@@ -4915,16 +4875,17 @@ kgemmQ6KAVX2x2x6blk:
 // gemmQ6KAVX2x4x3: Q6_K weights, tiles of 4 weight rows × 3 activation rows
 // (2192-byte tile super-blocks; fs holds 96 floats).
 
-// func gemmQ6KAVX2x4x3(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ6KAVX2x4x3(SB), NOSPLIT, $0-64
+// func gemmQ6KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ6KAVX2x4x3(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ6KAVX2x4x3tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -5488,16 +5449,17 @@ kgemmQ6KAVX2x4x3blk:
 // gemmQ6KAVX2x2x4: Q6_K weights, tiles of 2 weight rows × 4 activation rows
 // (1096-byte tile super-blocks; fs holds 64 floats).
 
-// func gemmQ6KAVX2x2x4(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ6KAVX2x2x4(SB), NOSPLIT, $0-64
+// func gemmQ6KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ6KAVX2x2x4(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ6KAVX2x2x4tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)
@@ -5797,8 +5759,8 @@ kgemmQ6KAVX2x2x4blk:
 	ADDQ	$292, DX
 	DECQ	CX
 	JNZ	kgemmQ6KAVX2x2x4blk
-	LEAQ	(R9)(R10*2), R11
-	ADDQ	R10, R11
+	LEAQ	(R9)(R10*2), DX
+	ADDQ	R10, DX
 	VMOVUPS	0(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -5854,7 +5816,7 @@ kgemmQ6KAVX2x2x4blk:
 	VADDPS	X1, X0, X0
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
-	VMOVSS	X0, 0(R11)
+	VMOVSS	X0, 0(DX)
 	VMOVUPS	224(DI), Y0
 	VEXTRACTF128	$1, Y0, X1
 	VADDPS	X0, X1, X0
@@ -5862,7 +5824,7 @@ kgemmQ6KAVX2x2x4blk:
 	VADDPS	X1, X0, X0
 	VMOVSHDUP	X0, X1
 	VADDSS	X1, X0, X0
-	VMOVSS	X0, 4(R11)
+	VMOVSS	X0, 4(DX)
 	ADDQ	BX, R13
 	ADDQ	R10, R9
 	ADDQ	BX, R13
@@ -5879,16 +5841,17 @@ kgemmQ6KAVX2x2x4blk:
 // gemmQ6KAVX2x4x2: Q6_K weights, tiles of 4 weight rows × 2 activation rows
 // (2192-byte tile super-blocks; fs holds 64 floats).
 
-// func gemmQ6KAVX2x4x2(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)
-TEXT ·gemmQ6KAVX2x4x2(SB), NOSPLIT, $0-64
+// func gemmQ6KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+TEXT ·gemmQ6KAVX2x4x2(SB), NOSPLIT, $0-72
 	MOVQ	t+0(FP), SI
 	MOVQ	a+16(FP), R13
 	MOVQ	arb+24(FP), BX
-	MOVQ	y+32(FP), R9
-	MOVQ	ldy+40(FP), R10
+	MOVQ	p+32(FP), R11
+	MOVQ	y+40(FP), R9
+	MOVQ	ldy+48(FP), R10
 	SHLQ	$2, R10
-	MOVQ	mt+48(FP), R12
-	MOVQ	fs+56(FP), DI
+	MOVQ	mt+56(FP), R12
+	MOVQ	fs+64(FP), DI
 kgemmQ6KAVX2x4x2tile:
 	VXORPS	Y15, Y15, Y15
 	VMOVUPS	Y15, 0(DI)

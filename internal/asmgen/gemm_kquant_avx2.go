@@ -68,9 +68,12 @@ scale words, Y15 a product; in the float phase Y12..Y15 temporaries.
 The float accumulators live in the caller's scratch fs (32 bytes per
 output, then the Q4_K mins accumulators, 16 bytes per output).
 SI the weight tile, R8 its current super-block, R13 activation tile row
-0, AX its current super-block, DX that of row 3, BX arb, CX super-blocks
-left, R9 output row 0 of the tile, R10 ldy in bytes, R11 output row 3,
-R12 activation tiles left, DI fs.`
+0, AX its current super-block, DX that of row 3 (in the stores: output
+row 3), BX arb, CX super-blocks left, R9 output row 0 of the tile, R10
+ldy in bytes, R11 the current bsum pairs (Q4_K, Q5_K: p holds for every
+activation tile, super-block and tile row c, at 32c, the 8 int16 sums of
+adjacent bsums twice: made once per call by the wrapper, not once per
+weight tile), R12 activation tiles left, DI fs.`
 
 // kqTileBytes is the size of one super-block of an R-row unpacked tile.
 func kqTileBytes(six bool, R int) int {
@@ -98,7 +101,7 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	yaddr := func(c, r int) string {
 		base := "R9"
 		if c >= 3 {
-			base, c = "R11", c-3
+			base, c = "DX", c-3
 		}
 		if c == 0 {
 			return fmt.Sprintf("%d(%s)", 4*r, base)
@@ -131,17 +134,18 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	a.Blank()
 	a.Comment(fmt.Sprintf("%s: %s weights, tiles of %d weight rows × %d activation rows\n"+
 		"(%d-byte tile super-blocks; fs holds %d floats).", name, k.typ, R, C, tb, fsFloats))
-	a.Text(name+"(t *byte, nb int, a *byte, arb int, y *float32, ldy int, mt int, fs *float32)", 0, 64)
+	a.Text(name+"(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)", 0, 72)
 	// Text prints "TEXT ·<name>(SB)": keep the signature in the comment only.
 	fixText(a, name)
 	a.I("MOVQ", "t+0(FP)", "SI")
 	a.I("MOVQ", "a+16(FP)", "R13")
 	a.I("MOVQ", "arb+24(FP)", "BX")
-	a.I("MOVQ", "y+32(FP)", "R9")
-	a.I("MOVQ", "ldy+40(FP)", "R10")
+	a.I("MOVQ", "p+32(FP)", "R11")
+	a.I("MOVQ", "y+40(FP)", "R9")
+	a.I("MOVQ", "ldy+48(FP)", "R10")
 	a.I("SHLQ", "$2", "R10")
-	a.I("MOVQ", "mt+48(FP)", "R12")
-	a.I("MOVQ", "fs+56(FP)", "DI")
+	a.I("MOVQ", "mt+56(FP)", "R12")
+	a.I("MOVQ", "fs+64(FP)", "DI")
 	lt, lb := "k"+name+"tile", "k"+name+"blk"
 	a.Label(lt)
 	a.I("VXORPS", "Y15", "Y15", "Y15")
@@ -198,9 +202,7 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 			a.I("VMOVUPS", acc(r, c), facc(c, r))
 		}
 		if !k.six {
-			a.I("VMOVDQU", act(c, 260), "X15")
-			a.I("VPHADDW", act(c, 276), "X15", "X15")
-			a.I("VPERMQ", "$0x44", PC, PC)
+			a.I("VMOVDQU", fmt.Sprintf("%d(R11)", 32*c), PC)
 			for p := 0; p < R/2; p++ {
 				a.I("VPMADDWD", fmt.Sprintf("%d(R8)", mnOff(p)), PC, FT)
 				if k.summs {
@@ -216,6 +218,9 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 		}
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d", tb), "R8")
+	if !k.six {
+		a.I("ADDQ", fmt.Sprintf("$%d", 32*C), "R11")
+	}
 	a.I("ADDQ", "$292", "AX")
 	if C > 3 {
 		a.I("ADDQ", "$292", "DX")
@@ -224,8 +229,8 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	a.I("JNZ", lb)
 	// reductions and stores
 	if C > 3 {
-		a.I("LEAQ", "(R9)(R10*2)", "R11")
-		a.I("ADDQ", "R10", "R11")
+		a.I("LEAQ", "(R9)(R10*2)", "DX")
+		a.I("ADDQ", "R10", "DX")
 	}
 	for c := 0; c < C; c++ {
 		for r := 0; r < R; r++ {
@@ -273,5 +278,5 @@ func fixText(a *Asm, name string) {
 		i--
 	}
 	a.b.Truncate(i)
-	fmt.Fprintf(&a.b, "TEXT ·%s(SB), NOSPLIT, $0-64\n", name)
+	fmt.Fprintf(&a.b, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
 }
