@@ -21,8 +21,15 @@ type kqGemmKind struct {
 	// lanes of mins × bsum pairs added up) in a scalar FMA, added after
 	// hsum_float_8; otherwise Q4_K's 4-lane mins accumulator.
 	summs bool
-	typ   string // the GGML type name, for comments
+	// two: Q2_K: 16 scales like six, no offset, and an 8-lane mins term
+	// (mins × bsums) in its own FMA by -(d_a·dmin_w) into the same
+	// accumulator before the scales' FMA.
+	two bool
+	typ string // the GGML type name, for comments
 }
+
+// mins reports a Q4_K/Q5_K-style mins accumulator.
+func (k kqGemmKind) mins() bool { return !k.six && !k.two }
 
 // kqGemmShapes lists the tile shapes generated per kind (R×C ≤ 12).
 var kqGemmShapes = [][2]int{{2, 6}, {4, 3}, {2, 4}, {4, 2}}
@@ -31,6 +38,7 @@ var kqGemmKinds = []kqGemmKind{
 	{name: "Q4K", typ: "Q4_K"},
 	{name: "Q5K", summs: true, typ: "Q5_K"},
 	{name: "Q6K", six: true, typ: "Q6_K"},
+	{name: "Q2K", two: true, typ: "Q2_K"},
 }
 
 func init() {
@@ -46,7 +54,8 @@ func init() {
 }
 
 const kqGemmDoc = `See gemm_kquant_avx2_amd64.go. AVX2 GEMM kernels for K-quant weights
-(unpacked into tiles of R rows by packQ4KTile, packQ5KTile, packQ6KTile) against Q8_K
+(unpacked into tiles of R rows by packQ4KTile, packQ5KTile, packQ6KTile,
+packQ2KTile) against Q8_K
 activation rows: one call computes the R×C outputs of mt tiles of C
 activation rows (C rows arb bytes apart, tile after tile) against one
 weight tile, super-block by super-block.
@@ -59,7 +68,8 @@ the integers equal quant's pure-Go dot lane for lane. Then, as there:
 float32 d = d_a·d_w, one FMA per lane into the output's 8-lane float
 accumulator; Q4_K also one 4-lane FMA of -(d_a·dmin_w) with the mins ×
 bsum-pair products (Q5_K: their exact sum, one FMA per super-block in
-every lane); after the last super-block hsum_float_8 (+ the Q4_K mins
+every lane); Q2_K first an 8-lane FMA of -(d_a·dmin_w) with mins ×
+bsums into the same accumulator; after the last super-block hsum_float_8 (+ the Q4_K mins
 reduction (m0+m2)+(m1+m3), or + Q5_K's summs).
 
 Registers: Y0..Y(R·C-1) the integer accumulators of the tile (output
@@ -76,16 +86,19 @@ adjacent bsums twice: made once per call by the wrapper, not once per
 weight tile), R12 activation tiles left, DI fs.`
 
 // kqTileBytes is the size of one super-block of an R-row unpacked tile.
-func kqTileBytes(six bool, R int) int {
-	if six {
+func kqTileBytes(k kqGemmKind, R int) int {
+	switch {
+	case k.six:
 		return 548 * R
+	case k.two:
+		return 552 * R
 	}
 	return 324 * R
 }
 
 func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	name := fmt.Sprintf("gemm%sAVX2x%dx%d", k.name, R, C)
-	tb := kqTileBytes(k.six, R)
+	tb := kqTileBytes(k, R)
 	RC := R * C
 	acc := func(r, c int) string { return fmt.Sprintf("Y%d", c*R+r) }
 	act := func(c, off int) string {
@@ -113,19 +126,25 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	facc := func(c, r int) string { return fmt.Sprintf("%d(DI)", 32*(c*R+r)) }
 	accm := func(c, p int) string { return fmt.Sprintf("%d(DI)", 32*RC+32*(c*R/2+p)) }
 	fsFloats := 8 * RC
-	if !k.six {
+	if k.mins() {
 		fsFloats += 4 * RC
 	}
 	// tile offsets within a super-block
 	qOff := func(j, r int) int { return 32 * (j*R + r) }
 	var sOff func(j, r int) int
 	var dOff func(r int) int
-	var mnOff, ndmOff, oOff func(int) int
-	if k.six {
+	var mnOff, ndmOff, oOff, ndOff func(int) int
+	switch {
+	case k.two:
+		sOff = func(j, r int) int { return 256*R + 32*(j*R+r) }
+		mnOff = func(r int) int { return 512*R + 32*r }
+		dOff = func(r int) int { return 544*R + 4*r }
+		ndOff = func(r int) int { return 548*R + 4*r }
+	case k.six:
 		sOff = func(j, r int) int { return 256*R + 32*(j*R+r) }
 		oOff = func(r int) int { return 512*R + 32*r }
 		dOff = func(r int) int { return 544*R + 4*r }
-	} else {
+	default:
 		sOff = func(j, r int) int { return 256*R + 4*(j*R+r) }
 		dOff = func(r int) int { return 288*R + 4*r }
 		mnOff = func(p int) int { return 292*R + 32*p }
@@ -173,7 +192,7 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	for j := 0; j < 8; j++ {
 		for r := 0; r < R; r++ {
 			a.I("VMOVDQU", fmt.Sprintf("%d(R8)", qOff(j, r)), W)
-			if k.six {
+			if !k.mins() {
 				a.I("VMOVDQU", fmt.Sprintf("%d(R8)", sOff(j, r)), S)
 			} else {
 				a.I("VPBROADCASTD", fmt.Sprintf("%d(R8)", sOff(j, r)), S)
@@ -194,14 +213,28 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	YD, FT, PC, T2 := "Y13", "Y14", "Y15", "Y12"
 	for c := 0; c < C; c++ {
 		a.I("VBROADCASTSS", act(c, 0), YD)
-		for r := 0; r < R; r++ {
+		for r := 0; r < R && k.two; r++ {
+			// acc = fma(-(d_a·dmin), mins·bsums, acc), then the scales' FMA
+			a.I("VMOVDQU", fmt.Sprintf("%d(R8)", mnOff(r)), T2)
+			a.I("VPMADDWD", act(c, 260), T2, T2)
+			a.I("VCVTDQ2PS", T2, T2)
+			a.I("VBROADCASTSS", fmt.Sprintf("%d(R8)", ndOff(r)), FT)
+			a.I("VMULPS", YD, FT, FT)
+			a.I("VFMADD213PS", facc(c, r), FT, T2)
+			a.I("VBROADCASTSS", fmt.Sprintf("%d(R8)", dOff(r)), FT)
+			a.I("VMULPS", YD, FT, FT)
+			a.I("VCVTDQ2PS", acc(r, c), acc(r, c))
+			a.I("VFMADD213PS", T2, FT, acc(r, c))
+			a.I("VMOVUPS", acc(r, c), facc(c, r))
+		}
+		for r := 0; r < R && !k.two; r++ {
 			a.I("VBROADCASTSS", fmt.Sprintf("%d(R8)", dOff(r)), FT)
 			a.I("VMULPS", YD, FT, FT)
 			a.I("VCVTDQ2PS", acc(r, c), acc(r, c))
 			a.I("VFMADD213PS", facc(c, r), FT, acc(r, c))
 			a.I("VMOVUPS", acc(r, c), facc(c, r))
 		}
-		if !k.six {
+		if k.mins() {
 			a.I("VMOVDQU", fmt.Sprintf("%d(R11)", 32*c), PC)
 			for p := 0; p < R/2; p++ {
 				a.I("VPMADDWD", fmt.Sprintf("%d(R8)", mnOff(p)), PC, FT)
@@ -218,7 +251,7 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 		}
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d", tb), "R8")
-	if !k.six {
+	if k.mins() {
 		a.I("ADDQ", fmt.Sprintf("$%d", 32*C), "R11")
 	}
 	a.I("ADDQ", "$292", "AX")
@@ -241,7 +274,7 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 			a.I("VADDPS", "X1", "X0", "X0")
 			a.I("VMOVSHDUP", "X0", "X1")
 			a.I("VADDSS", "X1", "X0", "X0")
-			if !k.six {
+			if k.mins() {
 				m := fmt.Sprintf("%d(DI)", 32*RC+32*(c*R/2+r/2)+16*(r%2))
 				if k.summs {
 					a.I("VADDSS", m, "X0", "X0")
