@@ -167,3 +167,22 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestGemmKQuantAVX2Allocs checks that a call allocates nothing once the
+// pooled scratch exists.
+func TestGemmKQuantAVX2Allocs(t *testing.T) {
+	needAVX2(t)
+	r := rand.New(rand.NewPCG(97, 98))
+	const N, K, M = 40, 1024, 64
+	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K} {
+		wb := gemmWeights(t, r, wt, N, K, false)
+		wrb := len(wb) / N
+		act, arb := gemmActs(t, r, quant.Q8_K, M, K)
+		y := make([]float32, M*N)
+		g := kqGemmsAVX2[wt][0]
+		g.gemm(K, wb, wrb, act, arb, M, y, N, 0, N)
+		if a := testing.AllocsPerRun(10, func() { g.gemm(K, wb, wrb, act, arb, M, y, N, 0, N) }); a != 0 {
+			t.Errorf("%s: %v allocations per call", g.name, a)
+		}
+	}
+}
