@@ -60,12 +60,96 @@ import (
 //	512R   MN [R][16] int16: the 16 mins (high nibbles)
 //	544R   D [R] float32 d
 //	548R   ND [R] float32 -dmin
+//
+// Q3_K, 548·R bytes (chunk j = 4·half + shift/2):
+//
+//	0      Q [8][R][32] the signed 3-bit values -4..3 (q - 4 where the hmask bit is clear)
+//	256R   S [8][R][16] int16: scale 2j - 32 ×8, then 2j+1 - 32 ×8
+//	512R   O [R][8] int32: lane k's -128·Σ_j s·(its 4 values of chunk j),
+//	       which cancels the activations' +128 bias
+//	544R   D [R] float32 d
 
 const (
 	q4kTileBytes = 324 // per row and super-block
 	q6kTileBytes = 548
 	q2kTileBytes = 552
 )
+
+// q3kScale is the signed 6-bit scale j (0..15) of a Q3_K block, minus 32,
+// from its 12 scale bytes.
+func q3kScale(sc []byte, j int) int32 {
+	lo := sc[j%8] >> (4 * uint(j/8)) & 0xf
+	hi := sc[8+j%4] >> (2 * uint(j/4)) & 3
+	return int32(lo|hi<<4) - 32
+}
+
+// packQ3KTile unpacks R Q3_K weight rows (row r at w[r*wrb:], nb
+// super-blocks) into dst in the layout above.
+func packQ3KTile(dst, w []byte, wrb, nb, R int) {
+	tb := q6kTileBytes * R
+	_ = dst[nb*tb-1]
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*110 : r*wrb+b*110+110]
+			hm, sc := x[0:32], x[96:108]
+			var off [8]int32
+			for j := 0; j < 8; j++ {
+				half, sh := j/4, uint(2*(j%4))
+				q := t[32*(j*R+r) : 32*(j*R+r)+32]
+				src := x[32+32*half : 32+32*half+32]
+				m := byte(1) << uint(j)
+				s0, s1 := q3kScale(sc, 2*j), q3kScale(sc, 2*j+1)
+				for l := 0; l < 32; l++ {
+					v := int32(src[l]>>sh&3) - 4
+					if hm[l]&m != 0 {
+						v += 4
+					}
+					q[l] = byte(int8(v))
+					if l < 16 {
+						off[l/4] += s0 * v
+					} else {
+						off[l/4] += s1 * v
+					}
+				}
+				sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
+				a := uint64(uint16(int16(s0))) * 0x0001000100010001
+				c := uint64(uint16(int16(s1))) * 0x0001000100010001
+				binary.LittleEndian.PutUint64(sv[0:], a)
+				binary.LittleEndian.PutUint64(sv[8:], a)
+				binary.LittleEndian.PutUint64(sv[16:], c)
+				binary.LittleEndian.PutUint64(sv[24:], c)
+			}
+			for k := 0; k < 8; k++ {
+				binary.LittleEndian.PutUint32(t[512*R+32*r+4*k:], uint32(-128*off[k]))
+			}
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[108:]))
+			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
+		}
+	}
+}
+
+// kqBiasedActs fills dst, for the tiles of C activation rows among the
+// first M (a multiple of C), tile after tile, super-block after
+// super-block, row after row, with the 256 quants of that Q8_K
+// super-block biased to unsigned (q+128, q XOR 0x80), which the Q3_K
+// kernel multiplies with the signed weights.
+func kqBiasedActs(dst, act []byte, arb, nb, M, C int) {
+	_ = dst[M*nb*256-1]
+	o := 0
+	for t := 0; t < M; t += C {
+		for b := 0; b < nb; b++ {
+			for c := 0; c < C; c++ {
+				q := act[(t+c)*arb+b*kqBlockQ8K+4 : (t+c)*arb+b*kqBlockQ8K+260]
+				d := dst[o : o+256]
+				for l := 0; l < 256; l += 8 {
+					binary.LittleEndian.PutUint64(d[l:], binary.LittleEndian.Uint64(q[l:])^0x8080808080808080)
+				}
+				o += 256
+			}
+		}
+	}
+}
 
 // packQ2KTile unpacks R Q2_K weight rows (row r at w[r*wrb:], nb
 // super-blocks) into dst in the layout above.
@@ -234,6 +318,18 @@ func gemmQ2KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy
 func gemmQ2KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
+func gemmQ3KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ3KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ3KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ3KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
 func gemmQ6KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
@@ -254,7 +350,8 @@ type kqGemm struct {
 	rows      kqRowsAsm
 	wts       int // weight bytes per super-block
 	tileBytes int // unpacked bytes per row and super-block
-	mins      bool
+	mins      bool // Q4_K, Q5_K: the kernel reads bsum pairs (kqBsumPairs) at p
+	biased    bool // Q3_K: the kernel reads biased activations (kqBiasedActs) at p
 	pack      func(dst, w []byte, wrb, nb, R int)
 }
 
@@ -341,14 +438,26 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			sp.f = make([]float32, need)
 		}
 		buf, fs := sp.b[:group*tb], sp.f[:g.fsFloats()]
-		var pairs []byte // the bsum pairs of the activation tiles (Q4_K, Q5_K)
-		pp := (*byte)(nil)
-		if g.mins {
-			if need := MC * nb * 32; cap(sp.p) < need {
+		// per-activation data the kernel reads at p: bsum pairs (Q4_K,
+		// Q5_K, 32 bytes per row and super-block) or biased quants (Q3_K, 256)
+		var pairs []byte
+		pp, pb := (*byte)(nil), 0
+		switch {
+		case g.mins:
+			pb = 32
+		case g.biased:
+			pb = 256
+		}
+		if pb > 0 {
+			if need := MC * nb * pb; cap(sp.p) < need {
 				sp.p = make([]byte, need)
 			}
-			pairs = sp.p[:MC*nb*32]
-			kqBsumPairs(pairs, act, arb, nb, MC, C)
+			pairs = sp.p[:MC*nb*pb]
+			if g.mins {
+				kqBsumPairs(pairs, act, arb, nb, MC, C)
+			} else {
+				kqBiasedActs(pairs, act, arb, nb, MC, C)
+			}
 		}
 		for ng := n0; ng < NR; ng += group * R {
 			ge := min(ng+group*R, NR)
@@ -357,8 +466,8 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			}
 			for m0 := 0; m0 < MC; m0 += block {
 				mt := (min(m0+block, MC) - m0) / C
-				if g.mins {
-					pp = &pairs[m0*nb*32]
+				if pb > 0 {
+					pp = &pairs[m0*nb*pb]
 				}
 				for n := ng; n < ge; n += R {
 					g.kern(&buf[(n-ng)/R*tb], nb, &act[m0*arb], arb, pp, &y[m0*ldy+n], ldy, mt, &fs[0])
@@ -394,6 +503,11 @@ func newKQGemmQ2K(R, C int, kern kqGemmAsm) *kqGemm {
 		wts: 84, tileBytes: q2kTileBytes, pack: packQ2KTile}
 }
 
+func newKQGemmQ3K(R, C int, kern kqGemmAsm) *kqGemm {
+	return &kqGemm{name: fmt.Sprintf("q3_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ3KAVX2,
+		wts: 110, tileBytes: q6kTileBytes, biased: true, pack: packQ3KTile}
+}
+
 func newKQGemmQ6K(R, C int, kern kqGemmAsm) *kqGemm {
 	return &kqGemm{name: fmt.Sprintf("q6_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ6KAVX2,
 		wts: 210, tileBytes: q6kTileBytes, pack: packQ6KTile}
@@ -401,7 +515,7 @@ func newKQGemmQ6K(R, C int, kern kqGemmAsm) *kqGemm {
 
 // kqGemmsAVX2 lists every generated AVX2 K-quant GEMM by type (the tests
 // check them all); the first of each type is the one registered: 2×6
-// measured fastest (BenchmarkGemmKQuantAVX2).
+// measured fastest (BenchmarkGemmKQuantAVX2), 4×3 for Q3_K.
 var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 	quant.Q4_K: {
 		newKQGemmQ4K(2, 6, gemmQ4KAVX2x2x6),
@@ -421,6 +535,12 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 		newKQGemmQ2K(2, 4, gemmQ2KAVX2x2x4),
 		newKQGemmQ2K(4, 2, gemmQ2KAVX2x4x2),
 	},
+	quant.Q3_K: {
+		newKQGemmQ3K(4, 3, gemmQ3KAVX2x4x3), // its weights are memory operands: 4×3 wins
+		newKQGemmQ3K(2, 6, gemmQ3KAVX2x2x6),
+		newKQGemmQ3K(2, 4, gemmQ3KAVX2x2x4),
+		newKQGemmQ3K(4, 2, gemmQ3KAVX2x4x2),
+	},
 	quant.Q6_K: {
 		newKQGemmQ6K(2, 6, gemmQ6KAVX2x2x6),
 		newKQGemmQ6K(4, 3, gemmQ6KAVX2x4x3),
@@ -433,9 +553,10 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 // explicit rather than a matter of init order: on a machine with the
 // AVX-512 VNNI tier, Q4_K and Q6_K keep their VNNI GEMMs (gemm_amd64.go
 // registers them only when hasVNNI), and these are installed only where
-// that tier is absent; Q5_K and Q2_K have no VNNI GEMM, and their AVX2
-// GEMMs beat the AVX2 row-kernel loop there too (BenchmarkGemmKQuantAVX2:
-// ≈2.3× and ≈1.5× at M=512), so they are installed whenever AVX2 is.
+// that tier is absent; Q5_K, Q2_K and Q3_K have no VNNI GEMM, and their
+// AVX2 GEMMs beat the AVX2 row-kernel loop there too
+// (BenchmarkGemmKQuantAVX2: ≈2.3×, ≈1.5× and ≈2× at M=512), so they are
+// installed whenever AVX2 is.
 func registerKQGemmAVX2() {
 	if !hasAVX2 {
 		return
@@ -446,6 +567,7 @@ func registerKQGemmAVX2() {
 	}
 	registerGemm(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].gemm)
 	registerGemm(quant.Q2_K, "avx2", kqGemmsAVX2[quant.Q2_K][0].gemm)
+	registerGemm(quant.Q3_K, "avx2", kqGemmsAVX2[quant.Q3_K][0].gemm)
 }
 
 func init() { registerKQGemmAVX2() }

@@ -30,7 +30,7 @@ func needAVX2(t testing.TB) {
 func TestGemmKQuantAVX2(t *testing.T) {
 	needAVX2(t)
 	r := rand.New(rand.NewPCG(91, 92))
-	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K} {
+	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K, quant.Q3_K} {
 		dot := quant.DotFor(wt)
 		for _, g := range kqGemmsAVX2[wt] {
 			for _, K := range []int{256, 768, 1024, 256 * 19} {
@@ -85,7 +85,7 @@ func TestGemmKQuantAVX2Blocks(t *testing.T) {
 	r := rand.New(rand.NewPCG(93, 94))
 	defer func(g, a int) { gemmKQGroupRows, gemmKQActBlock = g, a }(gemmKQGroupRows, gemmKQActBlock)
 	gemmKQGroupRows, gemmKQActBlock = 8, 6000
-	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K} {
+	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K, quant.Q3_K} {
 		dot := quant.DotFor(wt)
 		const N, K, M = 37, 1024, 71
 		wb := gemmWeights(t, r, wt, N, K, false)
@@ -113,7 +113,7 @@ func BenchmarkGemmKQuantAVX2(b *testing.B) {
 	needAVX2(b)
 	r := rand.New(rand.NewPCG(95, 96))
 	shapes := [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}, {2048, 1024}}
-	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K} {
+	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K, quant.Q3_K} {
 		for _, M := range []int{128, 512} {
 			for _, sh := range shapes {
 				N, K := sh[0], sh[1]
@@ -129,8 +129,8 @@ func BenchmarkGemmKQuantAVX2(b *testing.B) {
 					// on a shared machine
 					b.ReportMetric(macs/(processCPU()-cpu0).Seconds()/1e9, "GMAC/cpu-s")
 				}
-				rows := kqRows(map[quant.Type]kqRowsAsm{quant.Q4_K: kqRowsQ4KAVX2, quant.Q5_K: kqRowsQ5KAVX2, quant.Q6_K: kqRowsQ6KAVX2, quant.Q2_K: kqRowsQ2KAVX2}[wt],
-					map[quant.Type]int{quant.Q4_K: 144, quant.Q5_K: 176, quant.Q6_K: 210, quant.Q2_K: 84}[wt])
+				rows := kqRows(map[quant.Type]kqRowsAsm{quant.Q4_K: kqRowsQ4KAVX2, quant.Q5_K: kqRowsQ5KAVX2, quant.Q6_K: kqRowsQ6KAVX2, quant.Q2_K: kqRowsQ2KAVX2, quant.Q3_K: kqRowsQ3KAVX2}[wt],
+					map[quant.Type]int{quant.Q4_K: 144, quant.Q5_K: 176, quant.Q6_K: 210, quant.Q2_K: 84, quant.Q3_K: 110}[wt])
 				b.Run(fmt.Sprintf("%s/M=%d,N=%d,K=%d/rows", wt, M, N, K), func(b *testing.B) {
 					cpu0 = processCPU()
 					for b.Loop() {
@@ -174,7 +174,7 @@ func TestGemmKQuantAVX2Allocs(t *testing.T) {
 	needAVX2(t)
 	r := rand.New(rand.NewPCG(97, 98))
 	const N, K, M = 40, 1024, 64
-	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K} {
+	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K, quant.Q3_K} {
 		wb := gemmWeights(t, r, wt, N, K, false)
 		wrb := len(wb) / N
 		act, arb := gemmActs(t, r, quant.Q8_K, M, K)

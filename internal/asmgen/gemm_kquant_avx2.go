@@ -25,11 +25,16 @@ type kqGemmKind struct {
 	// (mins × bsums) in its own FMA by -(d_a·dmin_w) into the same
 	// accumulator before the scales' FMA.
 	two bool
-	typ string // the GGML type name, for comments
+	// three: Q3_K: signed values -4..3 against the activations biased to
+	// unsigned (a+128, a per-call copy at p: per activation tile,
+	// super-block and row c the 256 bytes at 256c), 16 scales, and the
+	// tile's per-lane -128·Σ s·v folded in once per super-block.
+	three bool
+	typ   string // the GGML type name, for comments
 }
 
 // mins reports a Q4_K/Q5_K-style mins accumulator.
-func (k kqGemmKind) mins() bool { return !k.six && !k.two }
+func (k kqGemmKind) mins() bool { return !k.six && !k.two && !k.three }
 
 // kqGemmShapes lists the tile shapes generated per kind (R×C ≤ 12).
 var kqGemmShapes = [][2]int{{2, 6}, {4, 3}, {2, 4}, {4, 2}}
@@ -39,6 +44,7 @@ var kqGemmKinds = []kqGemmKind{
 	{name: "Q5K", summs: true, typ: "Q5_K"},
 	{name: "Q6K", six: true, typ: "Q6_K"},
 	{name: "Q2K", two: true, typ: "Q2_K"},
+	{name: "Q3K", three: true, typ: "Q3_K"},
 }
 
 func init() {
@@ -55,7 +61,7 @@ func init() {
 
 const kqGemmDoc = `See gemm_kquant_avx2_amd64.go. AVX2 GEMM kernels for K-quant weights
 (unpacked into tiles of R rows by packQ4KTile, packQ5KTile, packQ6KTile,
-packQ2KTile) against Q8_K
+packQ2KTile, packQ3KTile) against Q8_K
 activation rows: one call computes the R×C outputs of mt tiles of C
 activation rows (C rows arb bytes apart, tile after tile) against one
 weight tile, super-block by super-block.
@@ -68,7 +74,9 @@ the integers equal quant's pure-Go dot lane for lane. Then, as there:
 float32 d = d_a·d_w, one FMA per lane into the output's 8-lane float
 accumulator; Q4_K also one 4-lane FMA of -(d_a·dmin_w) with the mins ×
 bsum-pair products (Q5_K: their exact sum, one FMA per super-block in
-every lane); Q2_K first an 8-lane FMA of -(d_a·dmin_w) with mins ×
+every lane); Q3_K: VPMADDUBSW of the activations biased to unsigned
+with the signed weights, -128·Σ s·v per lane (from the tile) added back;
+Q2_K first an 8-lane FMA of -(d_a·dmin_w) with mins ×
 bsums into the same accumulator; after the last super-block hsum_float_8 (+ the Q4_K mins
 reduction (m0+m2)+(m1+m3), or + Q5_K's summs).
 
@@ -88,7 +96,7 @@ weight tile), R12 activation tiles left, DI fs.`
 // kqTileBytes is the size of one super-block of an R-row unpacked tile.
 func kqTileBytes(k kqGemmKind, R int) int {
 	switch {
-	case k.six:
+	case k.six, k.three:
 		return 548 * R
 	case k.two:
 		return 552 * R
@@ -140,7 +148,7 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 		mnOff = func(r int) int { return 512*R + 32*r }
 		dOff = func(r int) int { return 544*R + 4*r }
 		ndOff = func(r int) int { return 548*R + 4*r }
-	case k.six:
+	case k.six, k.three:
 		sOff = func(j, r int) int { return 256*R + 32*(j*R+r) }
 		oOff = func(r int) int { return 512*R + 32*r }
 		dOff = func(r int) int { return 544*R + 4*r }
@@ -189,7 +197,26 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 			}
 		}
 	}
-	for j := 0; j < 8; j++ {
+	for j := 0; j < 8 && k.three; j++ {
+		// A (Y13) the biased activation chunk of row c; the signed
+		// weights and the scale words are memory operands
+		for c := 0; c < C; c++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(R11)", 256*c+32*j), W)
+			for r := 0; r < R; r++ {
+				q, sv := fmt.Sprintf("%d(R8)", qOff(j, r)), fmt.Sprintf("%d(R8)", sOff(j, r))
+				if j == 0 {
+					a.I("VPMADDUBSW", q, W, acc(r, c))
+					a.I("VPMADDWD", sv, acc(r, c), acc(r, c))
+					a.I("VPADDD", fmt.Sprintf("%d(R8)", oOff(r)), acc(r, c), acc(r, c))
+					continue
+				}
+				a.I("VPMADDUBSW", q, W, T)
+				a.I("VPMADDWD", sv, T, T)
+				a.I("VPADDD", T, acc(r, c), acc(r, c))
+			}
+		}
+	}
+	for j := 0; j < 8 && !k.three; j++ {
 		for r := 0; r < R; r++ {
 			a.I("VMOVDQU", fmt.Sprintf("%d(R8)", qOff(j, r)), W)
 			if !k.mins() {
@@ -253,6 +280,9 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	a.I("ADDQ", fmt.Sprintf("$%d", tb), "R8")
 	if k.mins() {
 		a.I("ADDQ", fmt.Sprintf("$%d", 32*C), "R11")
+	}
+	if k.three {
+		a.I("ADDQ", fmt.Sprintf("$%d", 256*C), "R11")
 	}
 	a.I("ADDQ", "$292", "AX")
 	if C > 3 {
