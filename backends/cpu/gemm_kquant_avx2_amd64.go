@@ -348,8 +348,8 @@ type kqGemm struct {
 	R, C      int
 	kern      kqGemmAsm
 	rows      kqRowsAsm
-	wts       int // weight bytes per super-block
-	tileBytes int // unpacked bytes per row and super-block
+	wts       int  // weight bytes per super-block
+	tileBytes int  // unpacked bytes per row and super-block
 	mins      bool // Q4_K, Q5_K: the kernel reads bsum pairs (kqBsumPairs) at p
 	biased    bool // Q3_K: the kernel reads biased activations (kqBiasedActs) at p
 	pack      func(dst, w []byte, wrb, nb, R int)
