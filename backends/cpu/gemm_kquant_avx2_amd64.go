@@ -15,18 +15,23 @@ import (
 // Q8_K activations (gemm_kquant_avx2_amd64.s, written by internal/asmgen).
 //
 // The weights are first unpacked, a tile of R rows at a time, into the
-// layout below (packQ4KTile, packQ6KTile: plain functions of the weight
-// bytes, so a plan could store them ready-made). One asm call then
-// computes the R×C outputs of mt tiles of C activation rows against that
-// weight tile: every unpacked weight chunk and its scale words are loaded
-// once per C activation rows, and the activations are read as memory
-// operands of VPMADDUBSW. Every output keeps the float order of the AVX2
-// row kernel and of quant's pure-Go dot (ggml's x86 AVX2
-// ggml_vec_dot_q4_K_q8_K / q6_K): per super-block 8 exact int32 lanes
+// layouts below (packQ4KTile, packQ5KTile, packQ6KTile, packQ2KTile,
+// packQ3KTile: plain functions of the weight bytes, so a plan could store
+// them ready-made). One asm call then computes the R×C outputs of mt
+// tiles of C activation rows against that weight tile: every unpacked
+// weight chunk and its scale words are loaded once per C activation rows,
+// and the activations are read as memory operands of VPMADDUBSW (Q3_K:
+// the other way round, see its layout). Every output keeps the float
+// order of the AVX2 row kernel and of quant's pure-Go dot (ggml's x86
+// AVX2 ggml_vec_dot_q*_K_q8_K): per super-block 8 exact int32 lanes
 // (lane k: elements 4k..4k+3 of every 32-element chunk), float32
 // d = d_a·d_w, one FMA per lane into an 8-lane accumulator (Q4_K: also
-// the 4-lane mins FMA with -(d_a·dmin_w)), super-blocks in order, then
-// hsum_float_8 (Q4_K: + (m0+m2)+(m1+m3)).
+// the 4-lane mins FMA with -(d_a·dmin_w); Q5_K: a scalar one with the
+// exact mins sum; Q2_K: first an 8-lane FMA with the mins), super-blocks
+// in order, then hsum_float_8 (Q4_K: + (m0+m2)+(m1+m3); Q5_K: + summs).
+// Per call the wrapper also prepares per-activation data the kernels
+// read at p: bsum pair sums (Q4_K, Q5_K) or quants biased to unsigned
+// (Q3_K).
 //
 // The wrapper sweeps a group of weight tiles (gemmKQGroupRows rows,
 // unpacked once per call) over blocks of activation rows that fit in L2
