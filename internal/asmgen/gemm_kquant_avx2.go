@@ -81,8 +81,8 @@ bsums into the same accumulator; after the last super-block hsum_float_8 (+ the 
 reduction (m0+m2)+(m1+m3), or + Q5_K's summs).
 
 Registers: Y0..Y(R·C-1) the integer accumulators of the tile (output
-(r, c) in Y(c·R+r)); in the integer phase Y13 the weight chunk, Y14 the
-scale words, Y15 a product; in the float phase Y12..Y15 temporaries.
+(r, c) in Y(c·R+r)); in the integer phase Y13 the weight chunk (Q3_K:
+the biased activation chunk), Y14 the scale words, Y15 a product; in the float phase Y12..Y15 temporaries.
 The float accumulators live in the caller's scratch fs (32 bytes per
 output, then the Q4_K mins accumulators, 16 bytes per output).
 SI the weight tile, R8 its current super-block, R13 activation tile row
@@ -91,7 +91,8 @@ row 3), BX arb, CX super-blocks left, R9 output row 0 of the tile, R10
 ldy in bytes, R11 the current bsum pairs (Q4_K, Q5_K: p holds for every
 activation tile, super-block and tile row c, at 32c, the 8 int16 sums of
 adjacent bsums twice: made once per call by the wrapper, not once per
-weight tile), R12 activation tiles left, DI fs.`
+weight tile; Q3_K: the biased activation quants, 256 bytes per row),
+R12 activation tiles left, DI fs.`
 
 // kqTileBytes is the size of one super-block of an R-row unpacked tile.
 func kqTileBytes(k kqGemmKind, R int) int {
