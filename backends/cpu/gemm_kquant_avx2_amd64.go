@@ -1,0 +1,578 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+
+	"minfer/quant"
+)
+
+// AVX2 GEMM kernels for the prefill mat-muls of K-quant weights against
+// Q8_K activations (gemm_kquant_avx2_amd64.s, written by internal/asmgen).
+//
+// The weights are first unpacked, a tile of R rows at a time, into the
+// layouts below (packQ4KTile, packQ5KTile, packQ6KTile, packQ2KTile,
+// packQ3KTile: plain functions of the weight bytes, so a plan could store
+// them ready-made). One asm call then computes the R×C outputs of mt
+// tiles of C activation rows against that weight tile: every unpacked
+// weight chunk and its scale words are loaded once per C activation rows,
+// and the activations are read as memory operands of VPMADDUBSW (Q3_K:
+// the other way round, see its layout). Every output keeps the float
+// order of the AVX2 row kernel and of quant's pure-Go dot (ggml's x86
+// AVX2 ggml_vec_dot_q*_K_q8_K): per super-block 8 exact int32 lanes
+// (lane k: elements 4k..4k+3 of every 32-element chunk), float32
+// d = d_a·d_w, one FMA per lane into an 8-lane accumulator (Q4_K: also
+// the 4-lane mins FMA with -(d_a·dmin_w); Q5_K: a scalar one with the
+// exact mins sum; Q2_K: first an 8-lane FMA with the mins), super-blocks
+// in order, then hsum_float_8 (Q4_K: + (m0+m2)+(m1+m3); Q5_K: + summs).
+// Per call the wrapper also prepares per-activation data the kernels
+// read at p: bsum pair sums (Q4_K, Q5_K) or quants biased to unsigned
+// (Q3_K).
+//
+// The wrapper sweeps a group of weight tiles (gemmKQGroupRows rows,
+// unpacked once per call) over blocks of activation rows that fit in L2
+// (gemmKQActBlock bytes), so each block is reused by every tile of the
+// group. Weight rows left over (fewer than R) and activation rows left
+// over (fewer than C) go to the row kernels, whose bits are the same.
+
+// Unpacked tile layouts, per 256-element super-block of an R-row tile
+// (super-block b of the tile at b·tileBytes; "chunk" j is the 32 weights
+// multiplied with the activation bytes 32j..32j+31 of the super-block):
+//
+// Q4_K and Q5_K (values 0..31, the 5th bit from qh), 324·R bytes:
+//
+//	0      Q [8 chunks][R rows][32] the 4-bit values 0..15, one per byte
+//	256R   S [8][R] uint32 the chunk's 6-bit scale s as s | s<<16
+//	288R   D [R] float32 d (the f16 super-block scale)
+//	292R   MN [R/2][16] int16: the 8 mins of rows 2p, then of 2p+1
+//	308R   NDM [R/2][8] float32: -dmin of row 2p ×4, then of 2p+1 ×4
+//
+// Q6_K, 548·R bytes (chunk j = 4n+s: half n, quarter s of ggml's loop):
+//
+//	0      Q [8][R][32] the 6-bit values 0..63 (unsigned, as stored)
+//	256R   S [8][R][16] int16: scale 8n+2s ×8, then scale 8n+2s+1 ×8
+//	512R   O [R][16] int16: -32·scale i (the offset term against bsums)
+//	544R   D [R] float32 d
+//
+// Q2_K, 552·R bytes (chunk j = 4·half + shift/2):
+//
+//	0      Q [8][R][32] the 2-bit values 0..3
+//	256R   S [8][R][16] int16: scale 2j (low nibble) ×8, then 2j+1 ×8
+//	512R   MN [R][16] int16: the 16 mins (high nibbles)
+//	544R   D [R] float32 d
+//	548R   ND [R] float32 -dmin
+//
+// Q3_K, 548·R bytes (chunk j = 4·half + shift/2):
+//
+//	0      Q [8][R][32] the signed 3-bit values -4..3 (q - 4 where the hmask bit is clear)
+//	256R   S [8][R][16] int16: scale 2j - 32 ×8, then 2j+1 - 32 ×8
+//	512R   O [R][8] int32: lane k's -128·Σ_j s·(its 4 values of chunk j),
+//	       which cancels the activations' +128 bias
+//	544R   D [R] float32 d
+
+const (
+	q4kTileBytes = 324 // per row and super-block
+	q6kTileBytes = 548
+	q2kTileBytes = 552
+)
+
+// q3kScale is the signed 6-bit scale j (0..15) of a Q3_K block, minus 32,
+// from its 12 scale bytes.
+func q3kScale(sc []byte, j int) int32 {
+	lo := sc[j%8] >> (4 * uint(j/8)) & 0xf
+	hi := sc[8+j%4] >> (2 * uint(j/4)) & 3
+	return int32(lo|hi<<4) - 32
+}
+
+// packQ3KTile unpacks R Q3_K weight rows (row r at w[r*wrb:], nb
+// super-blocks) into dst in the layout above.
+func packQ3KTile(dst, w []byte, wrb, nb, R int) {
+	tb := q6kTileBytes * R
+	_ = dst[nb*tb-1]
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*110 : r*wrb+b*110+110]
+			hm, sc := x[0:32], x[96:108]
+			var off [8]int32
+			for j := 0; j < 8; j++ {
+				half, sh := j/4, uint(2*(j%4))
+				q := t[32*(j*R+r) : 32*(j*R+r)+32]
+				src := x[32+32*half : 32+32*half+32]
+				m := byte(1) << uint(j)
+				s0, s1 := q3kScale(sc, 2*j), q3kScale(sc, 2*j+1)
+				for l := 0; l < 32; l++ {
+					v := int32(src[l]>>sh&3) - 4
+					if hm[l]&m != 0 {
+						v += 4
+					}
+					q[l] = byte(int8(v))
+					if l < 16 {
+						off[l/4] += s0 * v
+					} else {
+						off[l/4] += s1 * v
+					}
+				}
+				sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
+				a := uint64(uint16(int16(s0))) * 0x0001000100010001
+				c := uint64(uint16(int16(s1))) * 0x0001000100010001
+				binary.LittleEndian.PutUint64(sv[0:], a)
+				binary.LittleEndian.PutUint64(sv[8:], a)
+				binary.LittleEndian.PutUint64(sv[16:], c)
+				binary.LittleEndian.PutUint64(sv[24:], c)
+			}
+			for k := 0; k < 8; k++ {
+				binary.LittleEndian.PutUint32(t[512*R+32*r+4*k:], uint32(-128*off[k]))
+			}
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[108:]))
+			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
+		}
+	}
+}
+
+// kqBiasedActs fills dst, for the tiles of C activation rows among the
+// first M (a multiple of C), tile after tile, super-block after
+// super-block, row after row, with the 256 quants of that Q8_K
+// super-block biased to unsigned (q+128, q XOR 0x80), which the Q3_K
+// kernel multiplies with the signed weights.
+func kqBiasedActs(dst, act []byte, arb, nb, M, C int) {
+	_ = dst[M*nb*256-1]
+	o := 0
+	for t := 0; t < M; t += C {
+		for b := 0; b < nb; b++ {
+			for c := 0; c < C; c++ {
+				q := act[(t+c)*arb+b*kqBlockQ8K+4 : (t+c)*arb+b*kqBlockQ8K+260]
+				d := dst[o : o+256]
+				for l := 0; l < 256; l += 8 {
+					binary.LittleEndian.PutUint64(d[l:], binary.LittleEndian.Uint64(q[l:])^0x8080808080808080)
+				}
+				o += 256
+			}
+		}
+	}
+}
+
+// packQ2KTile unpacks R Q2_K weight rows (row r at w[r*wrb:], nb
+// super-blocks) into dst in the layout above.
+func packQ2KTile(dst, w []byte, wrb, nb, R int) {
+	tb := q2kTileBytes * R
+	_ = dst[nb*tb-1]
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*84 : r*wrb+b*84+84]
+			sc := x[0:16]
+			for j := 0; j < 8; j++ {
+				q := t[32*(j*R+r) : 32*(j*R+r)+32]
+				src := x[16+32*(j/4) : 16+32*(j/4)+32]
+				for l := 0; l < 32; l += 8 {
+					v := binary.LittleEndian.Uint64(src[l:]) >> uint(2*(j%4)) & 0x0303030303030303
+					binary.LittleEndian.PutUint64(q[l:], v)
+				}
+				sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
+				a := uint64(sc[2*j]&0xf) * 0x0001000100010001
+				c := uint64(sc[2*j+1]&0xf) * 0x0001000100010001
+				binary.LittleEndian.PutUint64(sv[0:], a)
+				binary.LittleEndian.PutUint64(sv[8:], a)
+				binary.LittleEndian.PutUint64(sv[16:], c)
+				binary.LittleEndian.PutUint64(sv[24:], c)
+			}
+			for i := 0; i < 16; i++ {
+				binary.LittleEndian.PutUint16(t[512*R+32*r+2*i:], uint16(sc[i]>>4))
+			}
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[80:]))
+			nd := -quant.FP16ToFP32(binary.LittleEndian.Uint16(x[82:]))
+			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
+			binary.LittleEndian.PutUint32(t[548*R+4*r:], math.Float32bits(nd))
+		}
+	}
+}
+
+// packQ4KTile unpacks R Q4_K weight rows (row r at w[r*wrb:], nb
+// super-blocks; R even) into dst in the layout above.
+func packQ4KTile(dst, w []byte, wrb, nb, R int) { packK4Tile(dst, w, wrb, nb, R, false) }
+
+// packQ5KTile unpacks R Q5_K weight rows into dst in the Q4_K layout, the
+// values being 5-bit (0..31) and the rest the same.
+func packQ5KTile(dst, w []byte, wrb, nb, R int) { packK4Tile(dst, w, wrb, nb, R, true) }
+
+// packK4Tile is packQ4KTile (five false) or packQ5KTile (five true).
+func packK4Tile(dst, w []byte, wrb, nb, R int, five bool) {
+	tb := q4kTileBytes * R
+	bs, ql := 144, 16
+	if five {
+		bs, ql = 176, 48
+	}
+	_ = dst[nb*tb-1]
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*bs : r*wrb+b*bs+bs]
+			for i := 0; i < 4; i++ {
+				lo := t[32*(2*i*R+r) : 32*(2*i*R+r)+32]
+				hi := t[32*((2*i+1)*R+r) : 32*((2*i+1)*R+r)+32]
+				for l := 0; l < 32; l += 8 {
+					v := binary.LittleEndian.Uint64(x[ql+32*i+l:])
+					vl, vh := v&0x0f0f0f0f0f0f0f0f, v>>4&0x0f0f0f0f0f0f0f0f
+					if five {
+						h := binary.LittleEndian.Uint64(x[16+l:]) >> uint(2*i)
+						vl |= (h & 0x0101010101010101) << 4
+						vh |= (h >> 1 & 0x0101010101010101) << 4
+					}
+					binary.LittleEndian.PutUint64(lo[l:], vl)
+					binary.LittleEndian.PutUint64(hi[l:], vh)
+				}
+			}
+			p, h := r/2, 16*(r%2)
+			for j := 0; j < 8; j++ {
+				s, m := q4kScaleMin(j, x[4:16])
+				binary.LittleEndian.PutUint32(t[256*R+4*(j*R+r):], uint32(s)|uint32(s)<<16)
+				binary.LittleEndian.PutUint16(t[292*R+32*p+h+2*j:], uint16(m))
+			}
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[0:]))
+			nd := -quant.FP16ToFP32(binary.LittleEndian.Uint16(x[2:]))
+			binary.LittleEndian.PutUint32(t[288*R+4*r:], math.Float32bits(d))
+			for l := 0; l < 4; l++ {
+				binary.LittleEndian.PutUint32(t[308*R+32*p+h+4*l:], math.Float32bits(nd))
+			}
+		}
+	}
+}
+
+// packQ6KTile unpacks R Q6_K weight rows (row r at w[r*wrb:], nb
+// super-blocks) into dst in the layout above.
+func packQ6KTile(dst, w []byte, wrb, nb, R int) {
+	tb := q6kTileBytes * R
+	_ = dst[nb*tb-1]
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*210 : r*wrb+b*210+210]
+			sc := x[192:208]
+			for n := 0; n < 2; n++ {
+				ql := x[64*n : 64*n+64]
+				qh := x[128+32*n : 128+32*n+32]
+				for s := 0; s < 4; s++ {
+					j := 4*n + s
+					q := t[32*(j*R+r) : 32*(j*R+r)+32]
+					src := ql[32*(s&1) : 32*(s&1)+32]
+					sh := uint(4 * (s >> 1))
+					for l := 0; l < 32; l += 8 {
+						v := binary.LittleEndian.Uint64(src[l:]) >> sh & 0x0f0f0f0f0f0f0f0f
+						hb := binary.LittleEndian.Uint64(qh[l:]) >> uint(2*s) & 0x0303030303030303
+						binary.LittleEndian.PutUint64(q[l:], v|hb<<4)
+					}
+					sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
+					a := uint64(uint16(int16(int8(sc[8*n+2*s])))) * 0x0001000100010001
+					c := uint64(uint16(int16(int8(sc[8*n+2*s+1])))) * 0x0001000100010001
+					binary.LittleEndian.PutUint64(sv[0:], a)
+					binary.LittleEndian.PutUint64(sv[8:], a)
+					binary.LittleEndian.PutUint64(sv[16:], c)
+					binary.LittleEndian.PutUint64(sv[24:], c)
+				}
+			}
+			for i := 0; i < 16; i++ {
+				binary.LittleEndian.PutUint16(t[512*R+32*r+2*i:], uint16(int16(-32*int32(int8(sc[i])))))
+			}
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[208:]))
+			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
+		}
+	}
+}
+
+type kqGemmAsm func(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ4KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ4KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ4KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ4KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ2KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ2KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ2KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ2KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ3KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ3KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ3KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ3KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ6KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ6KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ6KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ6KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+// kqGemm describes one AVX2 K-quant GEMM: tile shape, asm kernel, the
+// row kernel for remainders, and the weight type's tile layout.
+type kqGemm struct {
+	name      string
+	R, C      int
+	kern      kqGemmAsm
+	rows      kqRowsAsm
+	wts       int  // weight bytes per super-block
+	tileBytes int  // unpacked bytes per row and super-block
+	mins      bool // Q4_K, Q5_K: the kernel reads bsum pairs (kqBsumPairs) at p
+	biased    bool // Q3_K: the kernel reads biased activations (kqBiasedActs) at p
+	pack      func(dst, w []byte, wrb, nb, R int)
+}
+
+// fsFloats is the size of the kernel's float scratch.
+func (g *kqGemm) fsFloats() int {
+	if g.mins {
+		return 12 * g.R * g.C
+	}
+	return 8 * g.R * g.C
+}
+
+// gemmKQGroupRows is the number of weight rows unpacked together and swept
+// over each block of activation rows; gemmKQActBlock bounds the bytes of
+// such a block (kept in L2). Neither changes any result.
+var (
+	gemmKQGroupRows = 32
+	gemmKQActBlock  = 192 << 10
+)
+
+type kqScratch struct {
+	b, p []byte
+	f    []float32
+}
+
+// kqBsumPairs fills dst, for the tiles of C activation rows among the
+// first M (a multiple of C), tile after tile, super-block after
+// super-block, row after row, with 32 bytes: the 8 int16 sums
+// bsums[2i]+bsums[2i+1] of that Q8_K super-block, twice (what the Q4_K and
+// Q5_K kernels multiply with two weight rows' mins).
+func kqBsumPairs(dst, act []byte, arb, nb, M, C int) {
+	_ = dst[M*nb*32-1]
+	o := 0
+	for t := 0; t < M; t += C {
+		for b := 0; b < nb; b++ {
+			for c := 0; c < C; c++ {
+				bs := act[(t+c)*arb+b*kqBlockQ8K+260 : (t+c)*arb+b*kqBlockQ8K+292]
+				d := dst[o : o+32]
+				for i := 0; i < 8; i++ {
+					v := binary.LittleEndian.Uint16(bs[4*i:]) + binary.LittleEndian.Uint16(bs[4*i+2:])
+					binary.LittleEndian.PutUint16(d[2*i:], v)
+					binary.LittleEndian.PutUint16(d[16+2*i:], v)
+				}
+				o += 32
+			}
+		}
+	}
+}
+
+var kqScratchPool = sync.Pool{New: func() any { return new(kqScratch) }}
+
+// gemm is the GemmFunc.
+func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+	if n1 <= n0 || M <= 0 {
+		return
+	}
+	nb := K / 256
+	if K%256 != 0 || n0 < 0 || nb*g.wts > wrb || nb*kqBlockQ8K > arb {
+		panic(fmt.Sprintf("cpu: %s avx2 gemm: bad shape K=%d wrb=%d arb=%d", g.name, K, wrb, arb))
+	}
+	if M > 1 && ldy < n1 {
+		panic("cpu: gemm output stride shorter than the rows")
+	}
+	_ = y[(M-1)*ldy+n1-1]
+	if nb == 0 {
+		for m := 0; m < M; m++ {
+			clear(y[m*ldy+n0 : m*ldy+n1])
+		}
+		return
+	}
+	_ = w[(n1-1)*wrb+nb*g.wts-1]
+	_ = act[(M-1)*arb+nb*kqBlockQ8K-1]
+	R, C := g.R, g.C
+	MC := M - M%C
+	NR := n0 + (n1-n0)/R*R
+	if MC > 0 && NR > n0 {
+		tb := nb * g.tileBytes * R // bytes of one unpacked tile
+		group := max(1, gemmKQGroupRows/R)
+		block := max(C, gemmKQActBlock/arb/C*C)
+		sp := kqScratchPool.Get().(*kqScratch)
+		if need := group * tb; cap(sp.b) < need {
+			sp.b = make([]byte, need)
+		}
+		if need := g.fsFloats(); cap(sp.f) < need {
+			sp.f = make([]float32, need)
+		}
+		buf, fs := sp.b[:group*tb], sp.f[:g.fsFloats()]
+		// per-activation data the kernel reads at p: bsum pairs (Q4_K,
+		// Q5_K, 32 bytes per row and super-block) or biased quants (Q3_K, 256)
+		var pairs []byte
+		pp, pb := (*byte)(nil), 0
+		switch {
+		case g.mins:
+			pb = 32
+		case g.biased:
+			pb = 256
+		}
+		if pb > 0 {
+			if need := MC * nb * pb; cap(sp.p) < need {
+				sp.p = make([]byte, need)
+			}
+			pairs = sp.p[:MC*nb*pb]
+			if g.mins {
+				kqBsumPairs(pairs, act, arb, nb, MC, C)
+			} else {
+				kqBiasedActs(pairs, act, arb, nb, MC, C)
+			}
+		}
+		for ng := n0; ng < NR; ng += group * R {
+			ge := min(ng+group*R, NR)
+			for n := ng; n < ge; n += R {
+				g.pack(buf[(n-ng)/R*tb:(n-ng)/R*tb+tb], w[n*wrb:], wrb, nb, R)
+			}
+			for m0 := 0; m0 < MC; m0 += block {
+				mt := (min(m0+block, MC) - m0) / C
+				if pb > 0 {
+					pp = &pairs[m0*nb*pb]
+				}
+				for n := ng; n < ge; n += R {
+					g.kern(&buf[(n-ng)/R*tb], nb, &act[m0*arb], arb, pp, &y[m0*ldy+n], ldy, mt, &fs[0])
+				}
+			}
+		}
+		kqScratchPool.Put(sp)
+	} else {
+		NR = n0
+	}
+	if NR < n1 {
+		for m := 0; m < MC; m++ {
+			g.rows(&w[NR*wrb], wrb, &act[m*arb], &y[m*ldy+NR], n1-NR, nb)
+		}
+	}
+	for m := MC; m < M; m++ {
+		g.rows(&w[n0*wrb], wrb, &act[m*arb], &y[m*ldy+n0], n1-n0, nb)
+	}
+}
+
+func newKQGemmQ4K(R, C int, kern kqGemmAsm) *kqGemm {
+	return &kqGemm{name: fmt.Sprintf("q4_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ4KAVX2,
+		wts: 144, tileBytes: q4kTileBytes, mins: true, pack: packQ4KTile}
+}
+
+func newKQGemmQ5K(R, C int, kern kqGemmAsm) *kqGemm {
+	return &kqGemm{name: fmt.Sprintf("q5_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ5KAVX2,
+		wts: 176, tileBytes: q4kTileBytes, mins: true, pack: packQ5KTile}
+}
+
+func newKQGemmQ2K(R, C int, kern kqGemmAsm) *kqGemm {
+	return &kqGemm{name: fmt.Sprintf("q2_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ2KAVX2,
+		wts: 84, tileBytes: q2kTileBytes, pack: packQ2KTile}
+}
+
+func newKQGemmQ3K(R, C int, kern kqGemmAsm) *kqGemm {
+	return &kqGemm{name: fmt.Sprintf("q3_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ3KAVX2,
+		wts: 110, tileBytes: q6kTileBytes, biased: true, pack: packQ3KTile}
+}
+
+func newKQGemmQ6K(R, C int, kern kqGemmAsm) *kqGemm {
+	return &kqGemm{name: fmt.Sprintf("q6_K %dx%d", R, C), R: R, C: C, kern: kern, rows: kqRowsQ6KAVX2,
+		wts: 210, tileBytes: q6kTileBytes, pack: packQ6KTile}
+}
+
+// kqGemmsAVX2 lists every generated AVX2 K-quant GEMM by type (the tests
+// check them all); the first of each type is the one registered: 2×6
+// measured fastest (BenchmarkGemmKQuantAVX2), 4×3 for Q3_K.
+var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
+	quant.Q4_K: {
+		newKQGemmQ4K(2, 6, gemmQ4KAVX2x2x6),
+		newKQGemmQ4K(4, 3, gemmQ4KAVX2x4x3),
+		newKQGemmQ4K(2, 4, gemmQ4KAVX2x2x4),
+		newKQGemmQ4K(4, 2, gemmQ4KAVX2x4x2),
+	},
+	quant.Q5_K: {
+		newKQGemmQ5K(2, 6, gemmQ5KAVX2x2x6),
+		newKQGemmQ5K(4, 3, gemmQ5KAVX2x4x3),
+		newKQGemmQ5K(2, 4, gemmQ5KAVX2x2x4),
+		newKQGemmQ5K(4, 2, gemmQ5KAVX2x4x2),
+	},
+	quant.Q2_K: {
+		newKQGemmQ2K(2, 6, gemmQ2KAVX2x2x6),
+		newKQGemmQ2K(4, 3, gemmQ2KAVX2x4x3),
+		newKQGemmQ2K(2, 4, gemmQ2KAVX2x2x4),
+		newKQGemmQ2K(4, 2, gemmQ2KAVX2x4x2),
+	},
+	quant.Q3_K: {
+		newKQGemmQ3K(4, 3, gemmQ3KAVX2x4x3), // its weights are memory operands: 4×3 wins
+		newKQGemmQ3K(2, 6, gemmQ3KAVX2x2x6),
+		newKQGemmQ3K(2, 4, gemmQ3KAVX2x2x4),
+		newKQGemmQ3K(4, 2, gemmQ3KAVX2x4x2),
+	},
+	quant.Q6_K: {
+		newKQGemmQ6K(2, 6, gemmQ6KAVX2x2x6),
+		newKQGemmQ6K(4, 3, gemmQ6KAVX2x4x3),
+		newKQGemmQ6K(2, 4, gemmQ6KAVX2x2x4),
+		newKQGemmQ6K(4, 2, gemmQ6KAVX2x4x2),
+	},
+}
+
+// registerKQGemmAVX2 installs the AVX2 K-quant GEMMs. The choice is
+// explicit rather than a matter of init order: on a machine with the
+// AVX-512 VNNI tier, Q4_K and Q6_K keep their VNNI GEMMs (gemm_amd64.go
+// registers them only when hasVNNI), and these are installed only where
+// that tier is absent; Q5_K, Q2_K and Q3_K have no VNNI GEMM, and their
+// AVX2 GEMMs beat the AVX2 row-kernel loop there too
+// (BenchmarkGemmKQuantAVX2: ≈2.3×, ≈1.5× and ≈2× at M=512), so they are
+// installed whenever AVX2 is.
+func registerKQGemmAVX2() {
+	if !hasAVX2 {
+		return
+	}
+	if !hasVNNI {
+		registerGemm(quant.Q4_K, "avx2", kqGemmsAVX2[quant.Q4_K][0].gemm)
+		registerGemm(quant.Q6_K, "avx2", kqGemmsAVX2[quant.Q6_K][0].gemm)
+	}
+	registerGemm(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].gemm)
+	registerGemm(quant.Q2_K, "avx2", kqGemmsAVX2[quant.Q2_K][0].gemm)
+	registerGemm(quant.Q3_K, "avx2", kqGemmsAVX2[quant.Q3_K][0].gemm)
+}
+
+func init() { registerKQGemmAVX2() }
