@@ -1,4 +1,4 @@
-module minfer
+module github.com/minfer/minfer
 
 go 1.26.8
 

@@ -25,8 +25,8 @@ import (
 	"math/bits"
 	"slices"
 
-	"minfer/ir"
-	"minfer/quant"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/quant"
 )
 
 // Options are the run-time limits a plan is made for.

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/ir"
-	"minfer/quant"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/quant"
 )
 
 // tiny is a hand-built graph with a known optimal layout:

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"minfer/ir"
+	"github.com/minfer/minfer/ir"
 )
 
 // Validate checks the plan against the graph schedule it names (g.Prefill or

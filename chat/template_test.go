@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // fixtureCase is one rendering in ../shared/fixtures/chat.

@@ -8,14 +8,14 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
-	"minfer/alloc"
-	"minfer/frontends/gguf"
-	"minfer/ir"
-	"minfer/passes"
-	"minfer/plan"
-	"minfer/quant"
-	"minfer/sample"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/passes"
+	"github.com/minfer/minfer/plan"
+	"github.com/minfer/minfer/quant"
+	"github.com/minfer/minfer/sample"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // Options are the compile settings.

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"testing"
 
-	"minfer/alloc"
-	"minfer/exec"
-	"minfer/frontends/gguf"
-	"minfer/quant"
-	"minfer/reference"
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/exec"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/quant"
+	"github.com/minfer/minfer/reference"
 )
 
 // TestLongBatchMatchesReference evaluates prompts longer than the 16 lanes

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"minfer/alloc"
-	"minfer/backends/cpu"
-	"minfer/ir"
-	"minfer/quant"
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/backends/cpu"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/quant"
 )
 
 // fbuf resolves a value's float32 storage for a worker: a fixed view of the

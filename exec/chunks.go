@@ -3,7 +3,7 @@ package exec
 import (
 	"sync/atomic"
 
-	"minfer/ir"
+	"github.com/minfer/minfer/ir"
 )
 
 // Work inside a fused group is handed out in chunks that workers take as

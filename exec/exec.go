@@ -12,10 +12,10 @@ import (
 	"time"
 	"unsafe"
 
-	"minfer/alloc"
-	"minfer/backends/cpu"
-	"minfer/ir"
-	"minfer/quant"
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/backends/cpu"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/quant"
 )
 
 // WeightSource supplies a weight tensor's bytes by its source name.

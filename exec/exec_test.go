@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/alloc"
-	"minfer/compiler"
-	"minfer/exec"
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/ir"
-	"minfer/passes"
-	"minfer/quant"
-	"minfer/reference"
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/compiler"
+	"github.com/minfer/minfer/exec"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/passes"
+	"github.com/minfer/minfer/quant"
+	"github.com/minfer/minfer/reference"
 )
 
 var allModels = []string{

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/exec"
-	"minfer/ir"
-	"minfer/quant"
+	"github.com/minfer/minfer/exec"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/quant"
 )
 
 // The executor binds each node to the kernel the plan names (the

@@ -4,12 +4,12 @@ import (
 	"math"
 	"testing"
 
-	"minfer/alloc"
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/ir"
-	"minfer/passes"
-	"minfer/quant"
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/passes"
+	"github.com/minfer/minfer/quant"
 )
 
 // Reset clears nothing, which is right only if attention never reads a

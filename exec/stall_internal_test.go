@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // Workers that stall at random (as when the OS deschedules one while

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"unsafe"
 
-	"minfer/ir"
+	"github.com/minfer/minfer/ir"
 )
 
 // The KV cache as state that outlives one sequence: a chat keeps the cache

@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"minfer/exec"
-	"minfer/quant"
+	"github.com/minfer/minfer/exec"
+	"github.com/minfer/minfer/quant"
 )
 
 // TestKVStateRoundTrip: truncating the cache to a prefix and continuing,

@@ -12,8 +12,8 @@ import (
 	"math"
 	"time"
 
-	"minfer/sample"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/sample"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // Model is an executor: the reference interpreter or the compiled one.

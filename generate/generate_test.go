@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/frontends/gguf"
-	"minfer/generate"
-	"minfer/internal/fixtures"
-	"minfer/reference"
-	"minfer/sample"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/generate"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/reference"
+	"github.com/minfer/minfer/sample"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 func load(t *testing.T) (*reference.Model, *tokenizer.Tokenizer, int) {

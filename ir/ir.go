@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"strings"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // Dim is one extent of a shape: a non-negative constant or a symbolic size.

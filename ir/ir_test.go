@@ -7,7 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/graph/formats/dot"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // tiny builds a one-layer toy graph: embed, norm, mat-mul, silu, logits.

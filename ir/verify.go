@@ -7,7 +7,7 @@ import (
 	"gonum.org/v1/gonum/graph/simple"
 	"gonum.org/v1/gonum/graph/topo"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // Verify checks the graph's invariants: dense IDs, every activation produced

@@ -3,7 +3,7 @@ package passes
 import (
 	"fmt"
 
-	"minfer/ir"
+	"github.com/minfer/minfer/ir"
 )
 
 // Schedule modes.

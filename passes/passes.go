@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"strings"
 
-	"minfer/ir"
-	"minfer/quant"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/quant"
 )
 
 // Options parameterize the pipeline.

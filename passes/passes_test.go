@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/ir"
-	"minfer/passes"
-	"minfer/quant"
-	"minfer/reference"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/passes"
+	"github.com/minfer/minfer/quant"
+	"github.com/minfer/minfer/reference"
 )
 
 var fixtureModels = []string{"llama-synth-q8_0", "llama-synth-f32", "qwen2-synth-q4_k_m", "qwen3-synth-q8_0", "qwen3-synth-f32"}

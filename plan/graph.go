@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"minfer/ir"
-	"minfer/quant"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/quant"
 )
 
 // The graph section is the JSON encoding of graphJSON: values and nodes are

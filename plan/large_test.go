@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"minfer/frontends/gguf"
-	"minfer/synth"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/synth"
 )
 
 // TestLargePlan measures Write and Open on a Qwen2.5-0.5B-shaped q4_k_m

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"minfer/alloc"
+	"github.com/minfer/minfer/alloc"
 )
 
 // OpenOptions tune how much of a plan is verified at load. The zero value

@@ -21,10 +21,10 @@ import (
 	"fmt"
 	"time"
 
-	"minfer/alloc"
-	"minfer/ir"
-	"minfer/sample"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/sample"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // FormatVersion is the plan.bin format version this package writes and

@@ -9,15 +9,15 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/alloc"
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/ir"
-	"minfer/passes"
-	"minfer/quant"
-	"minfer/sample"
-	"minfer/synth"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/passes"
+	"github.com/minfer/minfer/quant"
+	"github.com/minfer/minfer/sample"
+	"github.com/minfer/minfer/synth"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // compile builds the plan of a GGUF file the way minferc compile does.

@@ -7,10 +7,10 @@ import (
 	"math"
 	"slices"
 
-	"minfer/alloc"
-	"minfer/ir"
-	"minfer/quant"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/quant"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // weightSpec is a tensor the graph reads: its name, type and exact size.

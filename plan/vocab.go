@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // The tokenizer section holds a tokenizer.Vocab in a compact form, because

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unsafe"
 
-	"minfer/internal/safefile"
+	"github.com/minfer/minfer/internal/safefile"
 )
 
 // indexJSON is the weights.index section.

@@ -31,7 +31,7 @@ import (
 	"io"
 	"os"
 
-	"minfer/internal/safefile"
+	"github.com/minfer/minfer/internal/safefile"
 )
 
 // Magic starts every prompt cache file.

@@ -3,7 +3,7 @@ package quant
 import (
 	"math"
 
-	"minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/internal/ggmlf32"
 )
 
 // Block sizes in bytes of the K-quant super-blocks (256 elements).

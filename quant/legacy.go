@@ -2,7 +2,8 @@ package quant
 
 import (
 	"math"
-	"minfer/internal/ggmlf32"
+
+	"github.com/minfer/minfer/internal/ggmlf32"
 )
 
 // Block sizes in bytes of the 32-element formats.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/x448/float16"
 
-	"minfer/internal/fixtures"
-	"minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/internal/ggmlf32"
 )
 
 const (

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/frontends/gguf"
-	"minfer/ir"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/ir"
 )
 
 // TestDumpNodes writes every node's output for chosen positions, one token

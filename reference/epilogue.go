@@ -1,6 +1,6 @@
 package reference
 
-import "minfer/ir"
+import "github.com/minfer/minfer/ir"
 
 // epilogues applies a fused node's epilogues to its output, in order, with
 // the same arithmetic as the standalone ops they replaced.

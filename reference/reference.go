@@ -11,9 +11,9 @@ import (
 	"math"
 	"runtime/debug"
 
-	"minfer/internal/ggmlf32"
-	"minfer/ir"
-	"minfer/quant"
+	"github.com/minfer/minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/quant"
 )
 
 // WeightSource supplies the raw bytes of a model tensor by its source name.

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/reference"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/reference"
 )
 
 // band is the acceptance bound for one model against llama.cpp's 'exact'

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sync"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // Weight distributions (the fixture models' values, README section 2): the

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // FileType is a weight format accepted in Options.Type: a pure single type

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"minfer/frontends/gguf"
+	"github.com/minfer/minfer/frontends/gguf"
 )
 
 // WriteSkeleton writes the GGUF file of o's preset with the real metadata,

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/quant"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/quant"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // llamaCppQwen2Q4KMBytes is the size of llama.cpp's own Q4_K_M file of

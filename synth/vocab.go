@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"minfer/frontends/gguf"
+	"github.com/minfer/minfer/frontends/gguf"
 )
 
 // kv is one metadata key/value in the order it is written.

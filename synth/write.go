@@ -5,8 +5,8 @@ import (
 	"io"
 	"runtime"
 
-	"minfer/frontends/gguf"
-	"minfer/internal/safefile"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/safefile"
 )
 
 // Options selects the model Write makes.

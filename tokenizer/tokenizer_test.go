@@ -11,9 +11,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // vocabs are the four llama.cpp test vocabularies.

@@ -2,7 +2,7 @@
 
 package cpu
 
-import "minfer/quant"
+import "github.com/minfer/minfer/quant"
 
 // AVX2 activation quantizers, byte-identical to quant.QuantizeQ8_0Act and
 // quant.QuantizeQ8_1Act (ggml's x86 quantize_row_q8_0/q8_1): per block of

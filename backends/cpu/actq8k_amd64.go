@@ -2,7 +2,7 @@
 
 package cpu
 
-import "minfer/quant"
+import "github.com/minfer/minfer/quant"
 
 // kqQuantQ8KAVX2 quantizes nb blocks of 256 floats at x to Q8_K at y
 // (actq8k_amd64.s), byte for byte what quant.QuantizeQ8KAct (ggml's

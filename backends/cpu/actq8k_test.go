@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // kqQ8KBlock makes one 256-float activation block of a given kind,

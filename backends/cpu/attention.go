@@ -1,8 +1,8 @@
 package cpu
 
 import (
-	"minfer/internal/ggmlf32"
-	"minfer/quant"
+	"github.com/minfer/minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/quant"
 )
 
 // lanes is the AVX-512 float32 vector width of the orders reproduced here.

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/internal/ggmlf32"
 )
 
 // refAttention restates the reference executor's attention (reference.go,

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // BenchmarkMatMul measures decode-shaped (M=1) mat-muls of qwen2-0.5b:

@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/cpu"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // The instruction-set tiers a kernel may use, decided once at start-up from

@@ -5,7 +5,7 @@ package cpu
 import (
 	"fmt"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // AVX2 row kernels for the K-quant weight types against Q8_K activations

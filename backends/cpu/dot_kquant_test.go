@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // The K-quant weight types that have SIMD row kernels on some platform.

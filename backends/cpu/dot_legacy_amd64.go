@@ -2,7 +2,7 @@
 
 package cpu
 
-import "minfer/quant"
+import "github.com/minfer/minfer/quant"
 
 // AVX2 row kernels for the 32-element formats (Q8_0, Q5_0, Q4_0 against
 // Q8_0 activations; Q4_1, Q5_1 against Q8_1). Each asm call sweeps a whole

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // The SIMD row kernels and activation quantizers of the 32-element formats

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // tierOK reports whether the CPU has a row kernel tier (rowKernelTable).

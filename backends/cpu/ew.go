@@ -1,6 +1,6 @@
 package cpu
 
-import "minfer/internal/ggmlf32"
+import "github.com/minfer/minfer/internal/ggmlf32"
 
 // The element-wise kernels below work on columns c0..c1 of every row of
 // row-major [rows][cols] matrices. For a split by token rows, pass the

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"minfer/internal/ggmlf32"
-	"minfer/quant"
+	"github.com/minfer/minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/quant"
 )
 
 // forF32Tiers runs f as a subtest (named after the tier) for every

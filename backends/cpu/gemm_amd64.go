@@ -7,7 +7,7 @@ import (
 	"math"
 	"sync"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // AVX-512 VNNI GEMM kernels for the prefill mat-muls (several activation

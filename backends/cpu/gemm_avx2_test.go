@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // threadCPUSeconds is the CPU time of the calling OS thread: on a shared

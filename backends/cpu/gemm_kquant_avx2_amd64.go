@@ -8,7 +8,7 @@ import (
 	"math"
 	"sync"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // AVX2 GEMM kernels for the prefill mat-muls of K-quant weights against

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/cpu"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // The AVX2 K-quant GEMMs are called directly (every generated tile shape,

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // AVX2 GEMM kernels for the prefill mat-muls (several activation rows) of

@@ -3,7 +3,7 @@ package cpu
 import (
 	"fmt"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // GetRowsF32 copies table rows: y row r = table row ids[r] for r in r0..r1

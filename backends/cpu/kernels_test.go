@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"minfer/internal/ggmlf32"
-	"minfer/quant"
+	"github.com/minfer/minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/quant"
 )
 
 func randVec(r *rand.Rand, n int, amp float32) []float32 {

@@ -3,7 +3,7 @@ package cpu
 import (
 	"fmt"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // KV caches are row-major [ctx][width]: row p holds the keys (or values) of

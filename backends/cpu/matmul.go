@@ -3,7 +3,7 @@ package cpu
 import (
 	"fmt"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // MatMul is the mat-mul kernel for one weight type, chosen when the graph

@@ -10,8 +10,8 @@ package cpu
 import (
 	"math"
 
-	"minfer/internal/ggmlf32"
-	"minfer/quant"
+	"github.com/minfer/minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/quant"
 )
 
 func oracleRMSNorm(x []float32, n int, eps float32) []float32 {

@@ -3,7 +3,7 @@ package cpu
 import (
 	"math"
 
-	"minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/internal/ggmlf32"
 )
 
 // RopeCols applies rotary position embeddings in place to the heads within

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // streamBytes is the least size of a streamed weight matrix: twice the

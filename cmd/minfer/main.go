@@ -7,8 +7,8 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"minfer/internal/cli"
-	"minfer/internal/safefile"
+	"github.com/minfer/minfer/internal/cli"
+	"github.com/minfer/minfer/internal/safefile"
 )
 
 var app struct {

@@ -5,8 +5,8 @@ package main
 import (
 	"github.com/alecthomas/kong"
 
-	"minfer/internal/cli"
-	"minfer/internal/safefile"
+	"github.com/minfer/minfer/internal/cli"
+	"github.com/minfer/minfer/internal/safefile"
 )
 
 var app struct {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"minfer/ir"
-	"minfer/quant"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/quant"
 )
 
 // archInfo says how an architecture differs from plain llama.

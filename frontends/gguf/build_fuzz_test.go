@@ -5,12 +5,12 @@ import (
 	"os"
 	"testing"
 
-	"minfer/alloc"
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/ir"
-	"minfer/passes"
-	"minfer/quant"
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/passes"
+	"github.com/minfer/minfer/quant"
 )
 
 // FuzzBuildGraph rewrites a real model's hyper-parameters with fuzzed values

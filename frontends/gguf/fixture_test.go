@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/internal/fixtures"
-	"minfer/quant"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/quant"
 )
 
 func TestLlamaSynthF32(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"math"
 	"strconv"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // ValueType is the type tag of a GGUF metadata value (gguf_type in ggml).

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"minfer/quant"
+	"github.com/minfer/minfer/quant"
 )
 
 // Format constants.

@@ -3,7 +3,7 @@ package gguf
 import (
 	"fmt"
 
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // Tokenizer metadata keys (llama.cpp's LLM_KV_TOKENIZER_*).

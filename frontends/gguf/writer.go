@@ -7,8 +7,8 @@ import (
 	"io"
 	"math"
 
-	"minfer/internal/safefile"
-	"minfer/quant"
+	"github.com/minfer/minfer/internal/safefile"
+	"github.com/minfer/minfer/quant"
 )
 
 // Writer builds a GGUF version 3 file in llama.cpp's layout: header, metadata

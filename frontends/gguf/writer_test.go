@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/internal/fixtures"
-	"minfer/quant"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/quant"
 )
 
 // sampleWriter builds a small image exercising every value type, nested and

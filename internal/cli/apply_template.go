@@ -5,11 +5,11 @@ import (
 	"os"
 	"time"
 
-	"minfer/chat"
-	"minfer/compiler"
-	"minfer/frontends/gguf"
-	"minfer/plan"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/chat"
+	"github.com/minfer/minfer/compiler"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/plan"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // TemplateFlags choose the chat template of chat and apply-template.

@@ -14,9 +14,9 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"minfer/backends/cpu"
-	"minfer/frontends/gguf"
-	"minfer/plan"
+	"github.com/minfer/minfer/backends/cpu"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/plan"
 )
 
 // habitFlags maps llama.cpp's multi-letter single-dash flags, which people

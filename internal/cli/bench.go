@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"minfer/backends/cpu"
-	"minfer/exec"
-	"minfer/ir"
-	"minfer/plan"
-	"minfer/quant"
+	"github.com/minfer/minfer/backends/cpu"
+	"github.com/minfer/minfer/exec"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/plan"
+	"github.com/minfer/minfer/quant"
 )
 
 // BenchCmd is `minfer bench`: llama-bench's pp/tg measurements on a plan.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/internal/fixtures"
+	"github.com/minfer/minfer/internal/fixtures"
 )
 
 // TestBenchOutputs: -o json/jsonl/csv/md carry llama-bench's fields, and

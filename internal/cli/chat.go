@@ -11,16 +11,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"minfer/chat"
-	"minfer/compiler"
-	"minfer/exec"
-	"minfer/frontends/gguf"
-	"minfer/generate"
-	"minfer/internal/safefile"
-	"minfer/plan"
-	"minfer/promptcache"
-	"minfer/sample"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/chat"
+	"github.com/minfer/minfer/compiler"
+	"github.com/minfer/minfer/exec"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/generate"
+	"github.com/minfer/minfer/internal/safefile"
+	"github.com/minfer/minfer/plan"
+	"github.com/minfer/minfer/promptcache"
+	"github.com/minfer/minfer/sample"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // FixSingleDashFlags rewrites llama.cpp's single-dash long flag -sys as

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"minfer/internal/fixtures"
+	"github.com/minfer/minfer/internal/fixtures"
 )
 
 // chatPlan builds the commands and a synthetic qwen2-tiny model and plan

@@ -11,7 +11,7 @@ import (
 
 	"gonum.org/v1/gonum/graph/formats/dot"
 
-	"minfer/internal/fixtures"
+	"github.com/minfer/minfer/internal/fixtures"
 )
 
 // capture runs f with os.Stdout redirected and returns what it printed.

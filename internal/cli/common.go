@@ -13,11 +13,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"minfer/frontends/gguf"
-	"minfer/internal/safefile"
-	"minfer/plan"
-	"minfer/sample"
-	"minfer/tokenizer"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/safefile"
+	"github.com/minfer/minfer/plan"
+	"github.com/minfer/minfer/sample"
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // isTerminal reports whether f is a terminal (for progress bars).

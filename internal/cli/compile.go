@@ -5,11 +5,11 @@ import (
 	"os"
 	"strings"
 
-	"minfer/compiler"
-	"minfer/frontends/gguf"
-	"minfer/internal/safefile"
-	"minfer/passes"
-	"minfer/plan"
+	"github.com/minfer/minfer/compiler"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/safefile"
+	"github.com/minfer/minfer/passes"
+	"github.com/minfer/minfer/plan"
 )
 
 // CompileCmd is `minferc compile`.

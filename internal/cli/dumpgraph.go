@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"minfer/compiler"
-	"minfer/frontends/gguf"
-	"minfer/ir"
-	"minfer/plan"
+	"github.com/minfer/minfer/compiler"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/plan"
 )
 
 // DumpGraphCmd is `minfer dump-graph`.

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"minfer/compiler"
-	"minfer/frontends/gguf"
-	"minfer/ir"
-	"minfer/synth"
+	"github.com/minfer/minfer/compiler"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/ir"
+	"github.com/minfer/minfer/synth"
 )
 
 // needDot finds Graphviz's dot: .ci/run installs it, so CI fails without it;

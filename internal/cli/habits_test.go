@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/plan"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/plan"
 )
 
 func TestRewriteArgs(t *testing.T) {

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"minfer/exec"
-	"minfer/frontends/gguf"
-	"minfer/internal/fixtures"
-	"minfer/plan"
-	"minfer/quant"
-	"minfer/reference"
+	"github.com/minfer/minfer/exec"
+	"github.com/minfer/minfer/frontends/gguf"
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/plan"
+	"github.com/minfer/minfer/quant"
+	"github.com/minfer/minfer/reference"
 )
 
 // editGGUF writes a copy of the fixture model name into dir with its

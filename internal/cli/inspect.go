@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"minfer/frontends/gguf"
+	"github.com/minfer/minfer/frontends/gguf"
 )
 
 // InspectCmd is `minferc inspect` / `minfer inspect`.

@@ -23,7 +23,7 @@ func buildCommands(t *testing.T) (minfer, minferc string) {
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	bin := t.TempDir()
 	for _, name := range []string{"minfer", "minferc"} {
-		cmd := osexec.Command(goBin, "build", "-o", filepath.Join(bin, name), "minfer/cmd/"+name)
+		cmd := osexec.Command(goBin, "build", "-o", filepath.Join(bin, name), "github.com/minfer/minfer/cmd/"+name)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", name, err, out)
 		}

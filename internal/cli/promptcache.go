@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 
-	"minfer/generate"
-	"minfer/internal/safefile"
-	"minfer/plan"
-	"minfer/promptcache"
+	"github.com/minfer/minfer/generate"
+	"github.com/minfer/minfer/internal/safefile"
+	"github.com/minfer/minfer/plan"
+	"github.com/minfer/minfer/promptcache"
 )
 
 // runCached is `minfer exec --prompt-cache FILE`: the prompt's longest

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"minfer/internal/fixtures"
+	"github.com/minfer/minfer/internal/fixtures"
 )
 
 // copyFixture copies a fixture model into dir (tests may not touch the

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"text/tabwriter"
 
-	"minfer/internal/safefile"
-	"minfer/quant"
-	"minfer/synth"
+	"github.com/minfer/minfer/internal/safefile"
+	"github.com/minfer/minfer/quant"
+	"github.com/minfer/minfer/synth"
 )
 
 // SynthCmd is `minferc synth`.

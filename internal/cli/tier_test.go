@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"minfer/backends/cpu"
-	"minfer/internal/fixtures"
+	"github.com/minfer/minfer/backends/cpu"
+	"github.com/minfer/minfer/internal/fixtures"
 )
 
 // The kernel tier is chosen once per process from the CPU and the
