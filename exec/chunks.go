@@ -16,9 +16,9 @@ import (
 // whatever range it is computed in — so the output stays bit-identical for
 // any thread count and any timing.
 
-// chunksPerWorker is how many chunks a split phase is cut into per worker:
-// enough for a free worker to take over a stalled one's work, few enough
-// that the per-chunk calls cost nothing measurable.
+// chunksPerWorker is how many chunks each worker's share of a split phase
+// is cut into: enough for a free worker to take over most of a stalled
+// one's share, few enough that the per-chunk calls cost little.
 const chunksPerWorker = 4
 
 // phaseKind is what a phase of a group runs.
@@ -37,7 +37,7 @@ const (
 type phase struct {
 	kind  phaseKind
 	steps []int
-	next  *paddedCounter // the next chunk to take (reset before each run)
+	next  []paddedCounter // per worker region: its next chunk (reset before each run)
 }
 
 // paddedCounter is a chunk counter on a cache line of its own.
@@ -70,7 +70,7 @@ func planPhases(grp *group) (phases []phase, dynamic bool) {
 			dynamic = false
 		}
 		seen[k] = true
-		phases = append(phases, phase{kind: k, steps: []int{si}, next: new(paddedCounter)})
+		phases = append(phases, phase{kind: k, steps: []int{si}})
 	}
 	return phases, dynamic
 }
@@ -80,9 +80,30 @@ func planPhases(grp *group) (phases []phase, dynamic bool) {
 // depend on who computes what.
 var stallHook func(worker int)
 
+// takeChunk returns the next chunk for worker w of a phase cut into W
+// regions of k chunks (region v = chunks v·k … v·k+k-1, worker v's share):
+// first the chunks of its own region in order, so on a quiet machine each
+// worker streams through the same contiguous share as with a fixed split,
+// then, once that is done, the chunks still untaken in the other regions.
+// ok is false when every chunk has been taken.
+func takeChunk(next []paddedCounter, w, W, k int) (c int, ok bool) {
+	for i := 0; i < W; i++ {
+		v := (w + i) % W
+		if stallHook != nil {
+			stallHook(w)
+		}
+		if j := int(next[v].Add(1) - 1); j < k {
+			return v*k + j, true
+		}
+	}
+	return 0, false
+}
+
 // runPhases runs worker wk's part of a group whose phases take chunks.
 func (m *Model) runPhases(grp *group, wk *worker) {
 	W := len(m.workers)
+	k := chunksPerWorker
+	C := W * k
 	for pi := range grp.phases {
 		ph := &grp.phases[pi]
 		switch ph.kind {
@@ -95,28 +116,21 @@ func (m *Model) runPhases(grp *group, wk *worker) {
 			}
 		case phaseCols:
 			n := grp.units
-			C := min(n, chunksPerWorker*W)
 			for {
-				if stallHook != nil {
-					stallHook(wk.id)
-				}
-				c := int(ph.next.Add(1) - 1)
-				if c >= C {
+				c, ok := takeChunk(ph.next, wk.id, W, k)
+				if !ok {
 					break
 				}
-				lo, hi := part(n, c, C)
-				for _, si := range ph.steps {
-					grp.steps[si].run(wk, lo, hi)
+				if lo, hi := part(n, c, C); lo < hi {
+					for _, si := range ph.steps {
+						grp.steps[si].run(wk, lo, hi)
+					}
 				}
 			}
 		case phaseRows:
-			C := chunksPerWorker * W
 			for {
-				if stallHook != nil {
-					stallHook(wk.id)
-				}
-				c := int(ph.next.Add(1) - 1)
-				if c >= C {
+				c, ok := takeChunk(ph.next, wk.id, W, k)
+				if !ok {
 					break
 				}
 				for _, si := range ph.steps {
@@ -130,11 +144,17 @@ func (m *Model) runPhases(grp *group, wk *worker) {
 	}
 }
 
-// resetChunks readies every phase counter of p for a run.
-func (p *program) resetChunks() {
+// resetChunks readies every phase counter of p for a run of W workers.
+func (p *program) resetChunks(W int) {
 	for gi := range p.groups {
 		for pi := range p.groups[gi].phases {
-			p.groups[gi].phases[pi].next.Store(0)
+			ph := &p.groups[gi].phases[pi]
+			if len(ph.next) != W {
+				ph.next = make([]paddedCounter, W)
+			}
+			for i := range ph.next {
+				ph.next[i].Store(0)
+			}
 		}
 	}
 }

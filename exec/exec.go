@@ -344,7 +344,7 @@ func (m *Model) evalChunk(tokens, positions, outIDs []int32) ([]float32, error) 
 	start := time.Now()
 	before := m.pool.Barriers()
 	m.prog = prog
-	prog.resetChunks()
+	prog.resetChunks(len(m.workers))
 	m.pool.Run(m.job)
 	if e := m.fault.Load(); e != nil {
 		err := *e

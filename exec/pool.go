@@ -43,6 +43,7 @@ func NewPool(n int) *Pool {
 	p := &Pool{n: n}
 	p.cond = sync.NewCond(&p.mu)
 	p.bar.n = int32(n)
+	p.bar.cond = sync.NewCond(&p.bar.mu)
 	for w := 1; w < n; w++ {
 		go p.worker(w)
 	}
@@ -134,23 +135,54 @@ func (p *Pool) Close() {
 	p.mu.Unlock()
 }
 
-// barrier is a sense-reversing spin barrier that yields after a while.
+// barrier is a sense-reversing barrier that spins, then yields, then
+// parks. Parking matters on a busy machine: when another process keeps a
+// core busy, one of the workers is off-CPU at times, and a waiter that
+// spun or yielded would keep its core while the worker everyone waits for
+// queues for the other one; a parked waiter hands its core back to the OS,
+// which can then run the late worker at once.
 type barrier struct {
 	n     int32
 	count atomic.Int32
 	phase atomic.Uint32
+
+	sleepers atomic.Int32
+	mu       sync.Mutex
+	cond     *sync.Cond
 }
+
+// yieldsBeforeParkBarrier is how many Gosched rounds a barrier waiter makes
+// after spinning before it parks.
+const yieldsBeforeParkBarrier = 2048
 
 func (b *barrier) wait() {
 	ph := b.phase.Load()
 	if b.count.Add(1) == b.n {
 		b.count.Store(0)
 		b.phase.Add(1)
+		if b.sleepers.Load() > 0 {
+			b.mu.Lock()
+			b.cond.Broadcast()
+			b.mu.Unlock()
+		}
 		return
 	}
-	for i := 0; b.phase.Load() == ph; i++ {
-		if i > spinsBeforeYield {
-			runtime.Gosched()
+	for i := 0; i < spinsBeforeYield; i++ {
+		if b.phase.Load() != ph {
+			return
 		}
 	}
+	for i := 0; i < yieldsBeforeParkBarrier; i++ {
+		if b.phase.Load() != ph {
+			return
+		}
+		runtime.Gosched()
+	}
+	b.mu.Lock()
+	b.sleepers.Add(1)
+	for b.phase.Load() == ph {
+		b.cond.Wait()
+	}
+	b.sleepers.Add(-1)
+	b.mu.Unlock()
 }
