@@ -238,6 +238,19 @@ func (b *binder) bufs(vs ...*ir.Value) ([]fbuf, error) {
 	return out, nil
 }
 
+// plainIO checks the kernel name of a node whose kernel has no variants
+// and resolves its first input and its output.
+func (b *binder) plainIO(n *ir.Node) (x, y fbuf, err error) {
+	if err := plainKernel(n); err != nil {
+		return x, y, err
+	}
+	io, err := b.bufs(n.Inputs[0], n.Outputs[0])
+	if err != nil {
+		return x, y, err
+	}
+	return io[0], io[1], nil
+}
+
 func (b *binder) getRows(s *site) (step, error) {
 	n := s.n
 	st := step{rows: s.rows}
@@ -281,14 +294,10 @@ func (b *binder) getRows(s *site) (step, error) {
 func (b *binder) rmsNorm(s *site) (step, error) {
 	n := s.n
 	st := step{rows: s.rows}
-	if err := plainKernel(n); err != nil {
-		return st, err
-	}
-	io, err := b.bufs(n.Inputs[0], n.Outputs[0])
+	x, y, err := b.plainIO(n)
 	if err != nil {
 		return st, err
 	}
-	x, y := io[0], io[1]
 	var w []float32
 	if n.Op == ir.OpRMSNormMul {
 		wb, err := b.buf(n.Inputs[1])
@@ -316,14 +325,10 @@ func (b *binder) rmsNorm(s *site) (step, error) {
 func (b *binder) elementWise(s *site) (step, error) {
 	n := s.n
 	st := step{rows: s.rows}
-	if err := plainKernel(n); err != nil {
-		return st, err
-	}
-	io, err := b.bufs(n.Inputs[0], n.Outputs[0])
+	x, y, err := b.plainIO(n)
 	if err != nil {
 		return st, err
 	}
-	x, y := io[0], io[1]
 	var z fbuf
 	width := s.width
 	bcols := width
@@ -368,14 +373,10 @@ func (b *binder) rope(s *site) (step, error) {
 	n := s.n
 	m := b.m
 	st := step{rows: s.rows}
-	if err := plainKernel(n); err != nil {
-		return st, err
-	}
-	io, err := b.bufs(n.Inputs[0], n.Outputs[0])
+	x, y, err := b.plainIO(n)
 	if err != nil {
 		return st, err
 	}
-	x, y := io[0], io[1]
 	width, a := s.width, n.Attrs
 	st.run = func(wk *worker, lo, hi int) {
 		c0, c1 := s.colRange(lo, hi)
@@ -478,14 +479,10 @@ func (b *binder) attention(s *site) (step, error) {
 func (b *binder) softmax(s *site) (step, error) {
 	n := s.n
 	st := step{rows: s.rows}
-	if err := plainKernel(n); err != nil {
-		return st, err
-	}
-	io, err := b.bufs(n.Inputs[0], n.Outputs[0])
+	x, y, err := b.plainIO(n)
 	if err != nil {
 		return st, err
 	}
-	x, y := io[0], io[1]
 	if s.split == ir.SplitCols {
 		return st, fmt.Errorf("softmax cannot split by columns")
 	}
