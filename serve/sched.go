@@ -336,7 +336,7 @@ func (s *scheduler) step() {
 		s.owner = append(s.owner, pre)
 	}
 	t0 := time.Now()
-	logits, err := s.eng.EvalSeqs(s.seqs)
+	logits, err := s.eval()
 	s.mu.Lock()
 	s.engineErr = err
 	s.mu.Unlock()
@@ -368,6 +368,17 @@ func (s *scheduler) step() {
 		}
 		s.sample(sq.Slot, st, logits[k])
 	}
+}
+
+// eval calls the engine, turning a panic into an error: the scheduler
+// outlives a failed step.
+func (s *scheduler) eval() (lg [][]float32, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("engine panic: %v", p)
+		}
+	}()
+	return s.eng.EvalSeqs(s.seqs)
 }
 
 func (s *scheduler) slotOf(st *slotState) int {

@@ -1,0 +1,168 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// spec is one generation request of the load test.
+type spec struct {
+	path       string
+	req        map[string]any
+	disconnect int // abandon the stream after this many chunks (0: read it all)
+}
+
+// loadSpecs are the load test's requests: client c's k-th. Chat and
+// completions, streamed and not, greedy and sampled, with and without stop
+// strings, prompts shorter and longer than the prefill chunk; every
+// seventh stream is abandoned after two chunks.
+func loadSpecs(clients, each int) [][]spec {
+	words := strings.Fields("the quick brown fox jumps over a lazy dog while seven wizards quietly hex jolly pigs")
+	out := make([][]spec, clients)
+	for c := range clients {
+		for k := range each {
+			i := c*each + k
+			n := 1 + (i*7)%40
+			var p strings.Builder
+			for w := range n {
+				p.WriteString(words[(i+w)%len(words)])
+				p.WriteByte(' ')
+			}
+			req := map[string]any{"seed": 1000 + i, "max_tokens": 4 + (i*5)%37, "stream": (c+k)%2 == 0}
+			if i%3 == 0 {
+				req["temperature"] = 0
+			} else {
+				req["temperature"] = 0.9
+				req["top_p"] = 0.9
+			}
+			if i%4 == 1 {
+				req["stop"] = []string{"e", "zz"}
+			}
+			if i%5 == 2 {
+				req["presence_penalty"] = 0.5
+				req["frequency_penalty"] = 0.3
+			}
+			sp := spec{path: "/v1/completions"}
+			if i%2 == 0 {
+				sp.path = "/v1/chat/completions"
+				req["messages"] = []map[string]string{{"role": "system", "content": "be brief"}, {"role": "user", "content": p.String()}}
+				req["stream_options"] = map[string]any{"include_usage": true}
+			} else {
+				req["prompt"] = p.String()
+			}
+			if req["stream"] == true && i%7 == 3 {
+				sp.disconnect = 2
+			}
+			sp.req = req
+			out[c] = append(out[c], sp)
+		}
+	}
+	return out
+}
+
+// TestLoad: 16 concurrent clients × 10 requests on a 4-slot engine, mixed
+// streamed and not, some abandoned midway: no errors, each completion the
+// same as the request served alone, every slot freed, and no goroutine
+// left once the server is shut down.
+func TestLoad(t *testing.T) {
+	const clients, each = 16, 10
+	base := runtime.NumGoroutine()
+	specs := loadSpecs(clients, each)
+
+	// Every request alone, one at a time, on a server of its own.
+	alone := startServer(t, fakeConfig(t, newFake(4, 512, 1024, 0)))
+	want := map[string]outcome{}
+	for _, cs := range specs {
+		for _, sp := range cs {
+			if sp.disconnect > 0 {
+				continue
+			}
+			o, err := alone.complete(context.Background(), sp.path, sp.req, 0)
+			if err != nil {
+				t.Fatalf("alone %v: %v", sp.req, err)
+			}
+			want[key(sp)] = o
+		}
+	}
+	alone.stop()
+
+	f := newFake(4, 512, 1024, 0)
+	f.delay = 200 * time.Microsecond // let the clients overlap
+	ts := startServer(t, fakeConfig(t, f))
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*each)
+	stops := map[string]int{}
+	var mu sync.Mutex
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, sp := range specs[c] {
+				o, err := ts.complete(context.Background(), sp.path, sp.req, sp.disconnect)
+				if sp.disconnect > 0 {
+					if err != errAbandoned && err != nil {
+						errs <- fmt.Errorf("client %d abandoning %v: %v", c, sp.req, err)
+					}
+					continue
+				}
+				if err != nil {
+					errs <- fmt.Errorf("client %d %v: %v", c, sp.req, err)
+					continue
+				}
+				if w := want[key(sp)]; o != w {
+					errs <- fmt.Errorf("client %d %s %v:\n got %+v\nwant %+v (alone)", c, sp.path, sp.req, o, w)
+				}
+				mu.Lock()
+				stops[o.Finish]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitFor(t, func() bool { return ts.sched.busy() == 0 })
+	for slot, n := range f.filled() {
+		if n != 0 {
+			t.Errorf("slot %d holds %d positions after the load", slot, n)
+		}
+	}
+	_, _, m := ts.do(t, "GET", "/metrics", "")
+	for _, line := range []string{"minfer_slots_busy 0\n", "minfer_queue_depth 0\n", "minfer_slots_total 4\n"} {
+		if !strings.Contains(string(m), line) {
+			t.Errorf("metrics lack %q", line)
+		}
+	}
+	f.mu.Lock()
+	t.Logf("%d steps, %d with a prompt chunk and decode tokens together, at most %d sequences per step, prompt chunks ≤ %d; finish reasons %v",
+		f.calls, f.mixed, f.maxSeqs, f.maxChunk, stops)
+	if f.maxSeqs < 4 || f.mixed == 0 || f.maxChunk != 16 {
+		t.Errorf("no continuous batching: at most %d sequences per step, %d mixed steps, chunks ≤ %d", f.maxSeqs, f.mixed, f.maxChunk)
+	}
+	f.mu.Unlock()
+	if stops["stop"] == 0 || stops["length"] == 0 {
+		t.Errorf("finish reasons %v: want both stop and length", stops)
+	}
+	ts.stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after shutdown, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func key(sp spec) string {
+	b, _ := json.Marshal(sp.req)
+	return sp.path + string(b)
+}
