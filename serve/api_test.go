@@ -13,10 +13,10 @@ import (
 // TestErrors checks the OpenAI error shape and status of each refusal,
 // with raw HTTP.
 func TestErrors(t *testing.T) {
-	cfg := fakeConfig(t, newFake(2, 64, 1024, 0))
+	cfg := fakeConfig(t, newFake(2, 64, 1024))
 	cfg.MaxBodyBytes = 4096
 	ts := startServer(t, cfg)
-	keyed := fakeConfig(t, newFake(1, 64, 1024, 0))
+	keyed := fakeConfig(t, newFake(1, 64, 1024))
 	keyed.APIKey = "sekrit"
 	tk := startServer(t, keyed)
 	long := strings.Repeat("hello world ", 40)
@@ -93,7 +93,7 @@ func TestErrors(t *testing.T) {
 // TestPanicRecovered: a handler panic answers 500 in OpenAI's shape, is
 // counted, and the server goes on serving.
 func TestPanicRecovered(t *testing.T) {
-	ts := startServer(t, fakeConfig(t, newFake(1, 64, 1024, 0)))
+	ts := startServer(t, fakeConfig(t, newFake(1, 64, 1024)))
 	ts.routes["/boom"] = map[string]http.HandlerFunc{"GET": func(http.ResponseWriter, *http.Request) { panic("boom") }}
 	status, _, body := ts.do(t, "GET", "/boom", "")
 	if status != 500 || !strings.Contains(string(body), `"internal_error"`) {
@@ -111,7 +111,7 @@ func TestPanicRecovered(t *testing.T) {
 // TestEnginePanic: a panicking engine fails the requests of that step with
 // 500 and /health turns 503; the scheduler survives.
 func TestEnginePanic(t *testing.T) {
-	ts := startServer(t, fakeConfig(t, panicEngine{newFake(1, 64, 1024, 0)}))
+	ts := startServer(t, fakeConfig(t, panicEngine{newFake(1, 64, 1024)}))
 	_, err := ts.complete(context.Background(), "/v1/completions", map[string]any{"prompt": "hi", "max_tokens": 3}, 0)
 	var he *httpError
 	if !errors.As(err, &he) || he.status != 500 || !strings.Contains(he.body, "engine panic") {
@@ -129,8 +129,9 @@ func (panicEngine) EvalSeqs([]Seq) ([][]float32, error) { panic("kaput") }
 // TestQueueFull: with every slot busy and no queue, a request is refused
 // with 503 and Retry-After.
 func TestQueueFull(t *testing.T) {
-	f := newFake(1, 256, 1024, 0)
+	f := newFake(1, 256, 1024)
 	f.delay = 5 * time.Millisecond
+	f.noEOG = true
 	cfg := fakeConfig(t, f)
 	cfg.Queue = 0
 	ts := startServer(t, cfg)
@@ -154,8 +155,9 @@ func TestQueueFull(t *testing.T) {
 // TestDisconnectFreesSlot: a client that goes away mid-stream frees its
 // slot at the next step, and the slot serves the next request.
 func TestDisconnectFreesSlot(t *testing.T) {
-	f := newFake(1, 4096, 1024, 0)
+	f := newFake(1, 4096, 1024)
 	f.delay = 2 * time.Millisecond
+	f.noEOG = true
 	ts := startServer(t, fakeConfig(t, f))
 	_, err := ts.complete(context.Background(), "/v1/chat/completions", map[string]any{
 		"messages": []map[string]string{{"role": "user", "content": "tell me a long story"}}, "max_tokens": 3000, "stream": true, "seed": 1}, 2)

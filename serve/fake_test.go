@@ -19,8 +19,9 @@ import (
 // continuing the slot) and counts what the scheduler asked of it.
 type fakeEngine struct {
 	nslots, nctx, nvocab int
-	eog                  int32
+	eog                  []int32 // end-of-generation tokens: all made unlikely, but for one now and then
 	delay                time.Duration
+	noEOG                bool // never end a generation (for long ones)
 
 	mu        sync.Mutex
 	hist      [][]uint64 // per slot: rolling hash after each position
@@ -32,8 +33,8 @@ type fakeEngine struct {
 	out       [][]float32
 }
 
-func newFake(slots, nctx, nvocab int, eog int32) *fakeEngine {
-	return &fakeEngine{nslots: slots, nctx: nctx, nvocab: nvocab, eog: eog, hist: make([][]uint64, slots)}
+func newFake(slots, nctx, nvocab int) *fakeEngine {
+	return &fakeEngine{nslots: slots, nctx: nctx, nvocab: nvocab, hist: make([][]uint64, slots)}
 }
 
 func mix(h uint64) uint64 {
@@ -98,10 +99,11 @@ func (f *fakeEngine) EvalSeqs(seqs []Seq) ([][]float32, error) {
 		for i := range lg {
 			lg[i] = float32(mix(last^uint64(i))>>52) / 256 // 0..16
 		}
-		if last%11 == 0 {
-			lg[f.eog] = 40 // end the generation now and then
-		} else {
-			lg[f.eog] = -40
+		for _, e := range f.eog {
+			lg[e] = -40
+		}
+		if last%11 == 0 && !f.noEOG && len(f.eog) > 0 {
+			lg[f.eog[0]] = 40 // end the generation now and then
 		}
 		res[k] = lg
 	}
@@ -164,15 +166,13 @@ func fakeConfig(t testing.TB, eng Engine) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eog := int32(-1)
-	for id := int32(0); id < int32(tok.NVocab()); id++ {
-		if tok.IsEOG(id) {
-			eog = id
-			break
-		}
-	}
 	if f, ok := eng.(*fakeEngine); ok {
-		f.eog = eog
+		f.eog = nil
+		for id := int32(0); id < int32(tok.NVocab()); id++ {
+			if tok.IsEOG(id) {
+				f.eog = append(f.eog, id)
+			}
+		}
 	}
 	return Config{Engine: eng, Tokenizer: tok, Template: tmpl, ModelID: "fake", Defaults: defaultsForTest(), Queue: 64, PrefillChunk: 16,
 		Logger: discardLogger()}

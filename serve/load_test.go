@@ -76,7 +76,7 @@ func TestLoad(t *testing.T) {
 	specs := loadSpecs(clients, each)
 
 	// Every request alone, one at a time, on a server of its own.
-	alone := startServer(t, fakeConfig(t, newFake(4, 512, 1024, 0)))
+	alone := startServer(t, fakeConfig(t, newFake(4, 512, 1024)))
 	want := map[string]outcome{}
 	for _, cs := range specs {
 		for _, sp := range cs {
@@ -92,7 +92,7 @@ func TestLoad(t *testing.T) {
 	}
 	alone.stop()
 
-	f := newFake(4, 512, 1024, 0)
+	f := newFake(4, 512, 1024)
 	f.delay = 200 * time.Microsecond // let the clients overlap
 	ts := startServer(t, fakeConfig(t, f))
 	var wg sync.WaitGroup

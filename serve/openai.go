@@ -406,10 +406,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 			s.writeJobError(w, err)
 			return
 		}
+		// Invalid UTF-8 (a byte-level vocabulary can produce it) becomes
+		// U+FFFD byte by byte in encoding/json, as in the stream's chunks.
 		out := text.String()
-		if !utf8.ValidString(out) {
-			out = strings.ToValidUTF8(out, "\uFFFD")
-		}
 		resp := response{ID: id, Object: object, Created: created, Model: s.cfg.ModelID,
 			Usage: usage{len(g.Prompt), gen, len(g.Prompt) + gen}}
 		if isChat {
@@ -478,8 +477,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 			return
 		}
 		t, done := j.take()
-		if t != "" {
-			pending = append(pending, t...)
+		pending = append(pending, t...)
+		if len(pending) > 0 {
 			n := validPrefix(pending, done)
 			if n > 0 {
 				if !send(chunk(string(pending[:n]), nil, false)) {
@@ -673,5 +672,5 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 		}
 		b.WriteString(s.cfg.Tokenizer.Piece(id, true))
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"content": strings.ToValidUTF8(b.String(), "\uFFFD")})
+	writeJSON(w, http.StatusOK, map[string]string{"content": b.String()})
 }

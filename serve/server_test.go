@@ -32,6 +32,12 @@ type testServer struct {
 
 func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
+	return startServerGrace(t, cfg, 5*time.Second)
+}
+
+// startServerGrace is startServer with the shutdown grace period given.
+func startServerGrace(t testing.TB, cfg Config, grace time.Duration) *testServer {
+	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +49,7 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	ts := &testServer{Server: s, url: "http://" + ln.Addr().String(), cancel: cancel, done: make(chan error, 1),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
-	go func() { ts.done <- s.Serve(ctx, ln, 5*time.Second) }()
+	go func() { ts.done <- s.Serve(ctx, ln, grace) }()
 	t.Cleanup(ts.stop)
 	return ts
 }
