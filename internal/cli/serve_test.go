@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minfer/minfer/internal/fixtures"
+)
+
+// startServe runs `minfer serve` in-process on a loopback port and returns
+// its base URL; the server is shut down (and awaited) at cleanup.
+func startServe(t *testing.T, c ServeCmd) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	c.ctx, c.ready = ctx, func(a string) { addr <- a }
+	if !testing.Verbose() {
+		c.logw = io.Discard
+	}
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:0"
+	}
+	for k, v := range map[*string]string{&c.KVType: "f32", &c.LogFormat: "text"} {
+		if *k == "" {
+			*k = v
+		}
+	}
+	if c.Queue == 0 {
+		c.Queue = 32
+	}
+	if c.PrefillChunk == 0 {
+		c.PrefillChunk = 128
+	}
+	if c.NPredict == 0 {
+		c.NPredict = -1
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = 8 << 20
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 5 * time.Second
+	}
+	go func() { done <- c.Run() }()
+	var url string
+	select {
+	case a := <-addr:
+		url = "http://" + a
+	case err := <-done:
+		cancel()
+		t.Fatalf("minfer serve: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("minfer serve: %v", err)
+		}
+	})
+	return url
+}
+
+// openaiPrefix is an npm prefix holding the official openai package,
+// installed once into the user's cache directory ($MINFER_OPENAI_NPM
+// overrides it). Without node and npm the test is skipped, except under
+// CI=true, where it fails.
+func openaiPrefix(t *testing.T) string {
+	t.Helper()
+	ci := os.Getenv("CI") == "true"
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if ci {
+				t.Fatalf("%s not found: the OpenAI client test needs Node.js and npm (.ci/run installs them)", tool)
+			}
+			t.Skipf("%s not found: the OpenAI client test needs Node.js and npm", tool)
+		}
+	}
+	dir := os.Getenv("MINFER_OPENAI_NPM")
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = os.TempDir()
+		}
+		dir = filepath.Join(cache, "minfer", "openai-npm")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err == nil {
+		return dir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "openai@6").CombinedOutput()
+	if err != nil {
+		if ci {
+			t.Fatalf("npm install openai: %v\n%s", err, out)
+		}
+		t.Skipf("npm install openai failed (offline?): %v\n%s", err, out)
+	}
+	return dir
+}
+
+// TestServeOpenAIClient drives `minfer serve` on the synthetic Qwen2 model
+// with the official openai npm package (serve/testdata/e2e/openai.mjs):
+// models, chat and completions whole and streamed, usage, an abandoned
+// stream, and the 404/400/401 errors as the client's typed errors.
+func TestServeOpenAIClient(t *testing.T) {
+	prefix := openaiPrefix(t)
+	model := fixtures.Path(t, "models", "qwen2-synth-q4_k_m.gguf")
+	url := startServe(t, ServeCmd{Model: model, APIKey: "test-key", TemplateFlags: TemplateFlags{ChatTemplate: "chatml"}})
+	script, _ := filepath.Abs(filepath.Join("..", "..", "serve", "testdata", "e2e", "openai.mjs"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script)
+	cmd.Env = append(os.Environ(), "OPENAI_PREFIX="+prefix, "BASE_URL="+url+"/v1", "MODEL=qwen2-synth-q4_k_m", "API_KEY=test-key")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "ok\n") {
+		t.Fatalf("node openai.mjs: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// TestServeExecConcurrent: concurrent clients on the compiled executor
+// (one slot: the others queue) each get the completion the same request
+// gets alone.
+func TestServeExecConcurrent(t *testing.T) {
+	model := fixtures.Path(t, "models", "qwen2-synth-q4_k_m.gguf")
+	url := startServe(t, ServeCmd{Model: model, Threads: 2, PrefillChunk: 8, TemplateFlags: TemplateFlags{ChatTemplate: "chatml"}})
+	type result struct{ text, finish string }
+	post := func(path string, req map[string]any) (result, error) {
+		b, _ := json.Marshal(req)
+		resp, err := http.Post(url+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			return result{}, err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			return result{}, fmt.Errorf("%d %s", resp.StatusCode, body)
+		}
+		if req["stream"] == true {
+			var r result
+			for _, line := range strings.Split(string(body), "\n") {
+				d, ok := strings.CutPrefix(line, "data: ")
+				if !ok || d == "[DONE]" {
+					continue
+				}
+				var c struct {
+					Choices []struct {
+						Text         string  `json:"text"`
+						Delta        struct{ Content string }
+						FinishReason *string `json:"finish_reason"`
+					}
+				}
+				if err := json.Unmarshal([]byte(d), &c); err != nil {
+					return r, err
+				}
+				for _, ch := range c.Choices {
+					r.text += ch.Text + ch.Delta.Content
+					if ch.FinishReason != nil {
+						r.finish = *ch.FinishReason
+					}
+				}
+			}
+			return r, nil
+		}
+		var c struct {
+			Choices []struct {
+				Text         string
+				Message      struct{ Content string }
+				FinishReason string `json:"finish_reason"`
+			}
+		}
+		if err := json.Unmarshal(body, &c); err != nil || len(c.Choices) != 1 {
+			return result{}, fmt.Errorf("%s: %v", body, err)
+		}
+		return result{c.Choices[0].Text + c.Choices[0].Message.Content, c.Choices[0].FinishReason}, nil
+	}
+	type job struct {
+		path string
+		req  map[string]any
+	}
+	var jobs []job
+	for i := range 12 {
+		req := map[string]any{"seed": i, "max_tokens": 6 + i%5, "stream": i%2 == 0, "temperature": 0.8}
+		path := "/v1/completions"
+		if i%3 == 0 {
+			path = "/v1/chat/completions"
+			req["messages"] = []map[string]string{{"role": "user", "content": strings.Repeat("tell me more ", 1+i)}}
+		} else {
+			req["prompt"] = strings.Repeat("once upon a time ", 1+i)
+		}
+		jobs = append(jobs, job{path, req})
+	}
+	want := make([]result, len(jobs))
+	for i, j := range jobs {
+		r, err := post(j.path, j.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = r
+	}
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := post(j.path, j.req)
+			if err != nil {
+				t.Error(err)
+			} else if r != want[i] {
+				t.Errorf("request %d among others: %+v, alone %+v", i, r, want[i])
+			}
+		}()
+	}
+	wg.Wait()
+	http.DefaultClient.CloseIdleConnections()
+}
