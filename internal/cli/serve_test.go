@@ -161,7 +161,7 @@ func TestServeExecConcurrent(t *testing.T) {
 				}
 				var c struct {
 					Choices []struct {
-						Text         string  `json:"text"`
+						Text         string `json:"text"`
 						Delta        struct{ Content string }
 						FinishReason *string `json:"finish_reason"`
 					}
