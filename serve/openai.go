@@ -14,7 +14,8 @@ import (
 )
 
 // samplingFields are the generation parameters both completion endpoints
-// take: OpenAI's, and llama-server's top_k, min_p and repeat_penalty.
+// take: OpenAI's, and llama-server's top_k, min_p, repeat_penalty and
+// ignore_eos.
 type samplingFields struct {
 	Model               string          `json:"model"`
 	Stream              bool            `json:"stream"`
@@ -33,6 +34,7 @@ type samplingFields struct {
 	N                   *int            `json:"n"`
 	Logprobs            json.RawMessage `json:"logprobs"`
 	TopLogprobs         *int            `json:"top_logprobs"`
+	IgnoreEOS           bool            `json:"ignore_eos"` // llama-server's: for benchmarks of a fixed length
 }
 
 type streamOptions struct {
@@ -128,6 +130,7 @@ func (s *Server) params(f *samplingFields) (genRequest, *apiError) {
 	case s.cfg.RandomSeed || f.Seed != nil:
 		p.Seed = rand.Uint64()
 	}
+	g.IgnoreEOS = f.IgnoreEOS
 	g.MaxTokens = -1
 	if s.cfg.MaxTokens > 0 {
 		g.MaxTokens = s.cfg.MaxTokens

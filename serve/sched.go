@@ -31,6 +31,7 @@ type genRequest struct {
 	Params    sample.Params
 	MaxTokens int // -1: until end of generation or a full slot
 	Stop      []string
+	IgnoreEOS bool // generate past end-of-generation tokens (benchmarks)
 }
 
 // job is a request's life in the scheduler. The scheduler appends text
@@ -405,7 +406,7 @@ func (s *scheduler) sample(slot int, st *slotState, logits []float32) {
 		j.mu.Unlock()
 		s.metrics.observeTTFT(time.Since(j.submitted))
 	}
-	if s.vocab.IsEOG(t) {
+	if s.vocab.IsEOG(t) && !j.req.IgnoreEOS {
 		s.finish(slot, "stop", nil)
 		return
 	}

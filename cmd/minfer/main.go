@@ -26,6 +26,7 @@ var app struct {
 	Chat          cli.ChatCmd          `cmd:"" help:"Chat with an instruct model in its chat template (terminal, or one turn per input line)."`
 	ApplyTemplate cli.ApplyTemplateCmd `cmd:"" name:"apply-template" help:"Print the prompt a model's chat template makes of a JSON conversation."`
 	Serve         cli.ServeCmd         `cmd:"" help:"Serve the OpenAI HTTP API (/v1/chat/completions, /v1/completions, ...) with continuous batching."`
+	BenchServe    cli.BenchServeCmd    `cmd:"" name:"bench-serve" help:"Load an OpenAI-compatible server with 1, 4, 8 concurrent streaming clients: aggregate tok/s and time to first token."`
 }
 
 func main() {

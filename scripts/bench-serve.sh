@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Serving throughput of minfer serve and, given an already-built
+# llama-server, of llama-server -np SLOTS on the same GGUF: each server is
+# started on a loopback port, loaded by `minfer bench-serve` with 1, 4 and 8
+# concurrent streaming clients (every request generates exactly -n tokens,
+# ignore_eos), and stopped. Prints one table per server: aggregate
+# generated tok/s, median per-request decode tok/s, time to first token.
+#
+#   scripts/bench-serve.sh [options] model.gguf|plan.bin
+#
+# options:
+#   --llama-server PATH   also run this llama-server (built elsewhere; nothing is built here)
+#   -t N                  threads of both servers (default 2)
+#   --slots N             llama-server -np (default 8); minfer's slots are the engine's
+#   --ctx N               context per slot (default 1024: llama-server gets -c SLOTS*N)
+#   -n N                  tokens per request (default 128)
+#   -c LIST               client counts (default 1,4,8)
+#   -r N                  requests per client per level (default 2)
+#   --tier avx2|native    minfer's SIMD tier (avx2 sets MINFER_NO_AVX512=1)
+# Run on a quiet machine: both servers' decode is bandwidth bound and a busy
+# core halves it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/minfer-bench-serve}
+mkdir -p "$out"
+llama=""
+threads=2
+slots=8
+ctx=1024
+n=128
+levels=1,4,8
+reqs=2
+tier=native
+model=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --llama-server) llama=$2; shift 2 ;;
+    -t) threads=$2; shift 2 ;;
+    --slots) slots=$2; shift 2 ;;
+    --ctx) ctx=$2; shift 2 ;;
+    -n) n=$2; shift 2 ;;
+    -c) levels=$2; shift 2 ;;
+    -r) reqs=$2; shift 2 ;;
+    --tier) tier=$2; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -*) echo "unknown option $1" >&2; exit 2 ;;
+    *) model=$1; shift ;;
+  esac
+done
+[ -n "$model" ] || { echo "usage: $0 [options] model.gguf|plan.bin" >&2; exit 2; }
+go build -o "$out/minfer" ./cmd/minfer
+minfer=$out/minfer
+envs=()
+[ "$tier" = avx2 ] && envs=(MINFER_NO_AVX512=1)
+
+pid=""
+cleanup() { [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; pid=""; }
+trap cleanup EXIT
+
+# wait_health URL: until GET /health answers 200 (model loaded), at most 5 min.
+wait_health() {
+  for _ in $(seq 1500); do
+    if curl -fsS -o /dev/null "$1/health" 2>/dev/null; then return 0; fi
+    kill -0 "$pid" 2>/dev/null || { echo "the server exited; its log:" >&2; tail -20 "$2" >&2; return 1; }
+    sleep 0.2
+  done
+  echo "no healthy server at $1" >&2; return 1
+}
+
+bench() { # label url
+  "$minfer" bench-serve --url "$2" --label "$1" -c "$levels" -n "$n" -r "$reqs"
+}
+
+port=$((20000 + RANDOM % 20000))
+echo "minfer serve $model -t $threads (tier $tier), $n tokens per request"
+ctxflag=()
+case "$model" in *.gguf) ctxflag=(-c "$ctx") ;; esac
+env "${envs[@]}" "$minfer" serve "$model" --addr "127.0.0.1:$port" -t "$threads" "${ctxflag[@]}" --log-format json 2>"$out/minfer-serve.log" &
+pid=$!
+wait_health "http://127.0.0.1:$port" "$out/minfer-serve.log"
+grep -o '"slots":[0-9]*' "$out/minfer-serve.log" | head -1 | sed 's/"slots":/slots: /'
+bench minfer "http://127.0.0.1:$port"
+cleanup
+
+if [ -n "$llama" ]; then
+  port=$((port + 1))
+  echo
+  echo "$llama -np $slots -c $((slots * ctx)) -t $threads on $model"
+  "$llama" -m "$model" -np "$slots" -c $((slots * ctx)) -t "$threads" --host 127.0.0.1 --port "$port" >"$out/llama-server.log" 2>&1 &
+  pid=$!
+  wait_health "http://127.0.0.1:$port" "$out/llama-server.log"
+  bench llama-server "http://127.0.0.1:$port"
+  cleanup
+fi
