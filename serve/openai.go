@@ -385,6 +385,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 	note := func(finish string, gen int) {
 		if rw != nil {
 			rw.finish, rw.gen = finish, gen
+			j.mu.Lock()
+			rw.ttft = j.ttft
+			j.mu.Unlock()
 		}
 	}
 	if !stream {

@@ -181,6 +181,7 @@ type rec struct {
 	errMsg      string
 	stream      bool
 	cancelled   bool
+	ttft        time.Duration
 }
 
 func (r *rec) WriteHeader(code int) {
@@ -227,7 +228,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.metrics.request(endpoint, rw.status)
 		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rw.status, "ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr}
 		if rw.prompt > 0 {
-			attrs = append(attrs, "prompt_tokens", rw.prompt, "completion_tokens", rw.gen, "finish", rw.finish, "stream", rw.stream)
+			attrs = append(attrs, "prompt_tokens", rw.prompt, "completion_tokens", rw.gen, "finish", rw.finish, "stream", rw.stream,
+				"ttft_ms", rw.ttft.Milliseconds())
 		}
 		if rw.cancelled {
 			attrs = append(attrs, "cancelled", true)
