@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -191,4 +193,63 @@ func waitFor(t testing.TB, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestSlowClientCutOff: a client that stops reading a stream is cut off
+// once a write has waited the write timeout, and its slot is freed. Small
+// socket buffers on both sides make the writes block soon.
+func TestSlowClientCutOff(t *testing.T) {
+	f := newFake(1, 1<<17, 1024)
+	f.noEOG = true
+	f.delay = 100 * time.Microsecond // 120000 tokens: over 12 s
+	cfg := fakeConfig(t, f)
+	cfg.WriteTimeout = 200 * time.Millisecond
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, smallBuffers{ln}, time.Second) }()
+	defer func() { cancel(); <-done }()
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(2048)
+	body := `{"prompt": "a", "max_tokens": 120000, "stream": true, "temperature": 0}`
+	fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	// Read nothing: the socket buffers fill, a write times out.
+	waitFor(t, func() bool { return s.sched.busy() == 1 })
+	t0 := time.Now()
+	for s.sched.busy() != 0 {
+		if time.Since(t0) > 60*time.Second {
+			t.Fatal("the slot of a client that reads nothing was not freed in 60 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := s.metrics.streamsCancelled.Load(); n != 1 {
+		t.Errorf("%d cancellations counted", n)
+	}
+	if n := s.metrics.generated.Load(); n >= 120000 {
+		t.Error("the generation ran to its end")
+	}
+	t.Logf("cut off after %v, %d tokens", time.Since(t0), s.metrics.generated.Load())
+}
+
+// smallBuffers gives accepted connections a small send buffer.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(2048)
+	}
+	return c, err
 }
