@@ -154,6 +154,51 @@ func TestQueueFull(t *testing.T) {
 	waitFor(t, func() bool { return ts.sched.busy() == 0 })
 }
 
+// TestQueueForgetsLeavers: a queued request whose client leaves gives its
+// place in the queue to the next one at once.
+func TestQueueForgetsLeavers(t *testing.T) {
+	f := newFake(1, 256, 1024)
+	f.delay = 2 * time.Millisecond
+	f.noEOG = true
+	cfg := fakeConfig(t, f)
+	cfg.Queue = 1
+	ts := startServer(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := make(chan error, 2)
+	go func() {
+		_, err := ts.complete(ctx, "/v1/completions", map[string]any{"prompt": "hi", "max_tokens": 200, "stream": true}, 0)
+		res <- err
+	}()
+	waitFor(t, func() bool { return ts.sched.busy() == 1 })
+	qctx, qcancel := context.WithCancel(context.Background())
+	go func() {
+		_, err := ts.complete(qctx, "/v1/completions", map[string]any{"prompt": "queued", "max_tokens": 2}, 0)
+		res <- err
+	}()
+	waitFor(t, func() bool { return ts.metrics.queued.Load() == 1 })
+	qcancel()
+	if err := <-res; err == nil {
+		t.Fatal("the abandoned request succeeded")
+	}
+	// The scheduler drops it at its next step: the queue's one place is
+	// free again although the slot is still busy.
+	waitFor(t, func() bool {
+		ts.sched.mu.Lock()
+		defer ts.sched.mu.Unlock()
+		return len(ts.sched.waiting) == 0
+	})
+	if ts.sched.busy() != 1 {
+		t.Fatal("the long request ended too soon for the test")
+	}
+	o, err := ts.complete(context.Background(), "/v1/completions", map[string]any{"prompt": "next", "max_tokens": 2}, 0)
+	if err != nil || o.Compl != 2 {
+		t.Fatalf("the next request: %+v %v", o, err)
+	}
+	cancel()
+	<-res
+}
+
 // TestDisconnectFreesSlot: a client that goes away mid-stream frees its
 // slot at the next step, and the slot serves the next request.
 func TestDisconnectFreesSlot(t *testing.T) {

@@ -115,7 +115,8 @@ type scheduler struct {
 	vocab   Vocab
 	nvocab  int
 	chunk   int
-	queue   chan *job
+	limit   int           // slots + queue: jobs admitted at most
+	wake    chan struct{} // capacity 1: a job was queued
 	quit    chan struct{}
 	stopped chan struct{}
 	metrics *metrics
@@ -124,6 +125,7 @@ type scheduler struct {
 	mu        sync.Mutex
 	closed    bool
 	slots     []*slotState
+	waiting   []*job // FIFO of jobs not yet in a slot
 	admitted  uint64
 	engineErr error // the last EvalSeqs error, nil after a success
 
@@ -138,7 +140,7 @@ func newScheduler(eng Engine, vocab Vocab, nvocab int, cfg SchedConfig, m *metri
 	}
 	s := &scheduler{
 		eng: eng, vocab: vocab, nvocab: nvocab, chunk: cfg.PrefillChunk,
-		queue: make(chan *job, max(cfg.Queue, 0)+eng.Slots()), quit: make(chan struct{}), stopped: make(chan struct{}),
+		limit: max(cfg.Queue, 0) + eng.Slots(), wake: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}),
 		metrics: m, slots: make([]*slotState, eng.Slots()),
 	}
 	m.slotsTotal.Store(int64(eng.Slots()))
@@ -162,22 +164,39 @@ func (s *scheduler) submit(ctx context.Context, r genRequest) (*job, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
+	s.purgeLocked()
 	busy := 0
 	for _, st := range s.slots {
 		if st != nil {
 			busy++
 		}
 	}
-	if busy+len(s.queue) >= cap(s.queue) {
+	if busy+len(s.waiting) >= s.limit {
 		return nil, ErrQueueFull
 	}
+	s.waiting = append(s.waiting, j)
+	s.metrics.queued.Store(int64(len(s.waiting)))
 	select {
-	case s.queue <- j:
-		s.metrics.queued.Store(int64(len(s.queue)))
-		return j, nil
+	case s.wake <- struct{}{}:
 	default:
-		return nil, ErrQueueFull
 	}
+	return j, nil
+}
+
+// purgeLocked drops the waiting jobs whose client went away, so they hold
+// no place in the queue (s.mu held).
+func (s *scheduler) purgeLocked() {
+	kept := s.waiting[:0]
+	for _, j := range s.waiting {
+		if j.ctx.Err() != nil {
+			s.end(j, "", context.Cause(j.ctx))
+			continue
+		}
+		kept = append(kept, j)
+	}
+	clear(s.waiting[len(kept):])
+	s.waiting = kept
+	s.metrics.queued.Store(int64(len(s.waiting)))
 }
 
 // close stops the scheduler: queued and running jobs end with ErrClosed.
@@ -224,9 +243,7 @@ func (s *scheduler) run() {
 		active := s.admit()
 		if active == 0 {
 			select {
-			case j := <-s.queue:
-				s.metrics.queued.Store(int64(len(s.queue)))
-				s.place(j)
+			case <-s.wake:
 			case <-s.quit:
 				return
 			}
@@ -245,64 +262,41 @@ func (s *scheduler) reap() {
 	}
 }
 
-// admit moves queued jobs into free slots and returns the busy count.
+// admit moves waiting jobs into free slots, oldest first, and returns
+// the busy count.
 func (s *scheduler) admit() int {
-	for {
-		free := false
-		for _, st := range s.slots {
-			if st == nil {
-				free = true
-				break
-			}
-		}
-		if !free {
-			break
-		}
-		select {
-		case j := <-s.queue:
-			s.metrics.queued.Store(int64(len(s.queue)))
-			s.place(j)
-			continue
-		default:
-		}
-		break
-	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.purgeLocked()
 	n := 0
-	for _, st := range s.slots {
-		if st != nil {
+	for i, st := range s.slots {
+		if st == nil && len(s.waiting) > 0 {
+			j := s.waiting[0]
+			s.waiting[0] = nil
+			s.waiting = s.waiting[1:]
+			s.placeLocked(i, j)
+		}
+		if s.slots[i] != nil {
 			n++
 		}
 	}
+	s.metrics.queued.Store(int64(len(s.waiting)))
 	return n
 }
 
-// place puts a job into a free slot (dropping it if its client left while
-// it waited).
-func (s *scheduler) place(j *job) {
-	if j.ctx.Err() != nil {
-		s.end(j, "", context.Cause(j.ctx))
+// placeLocked puts a job into free slot i (s.mu held).
+func (s *scheduler) placeLocked(i int, j *job) {
+	if err := s.eng.TruncateSlot(i, 0); err != nil {
+		s.end(j, "", err)
 		return
 	}
-	for i, st := range s.slots {
-		if st != nil {
-			continue
-		}
-		if err := s.eng.TruncateSlot(i, 0); err != nil {
-			s.end(j, "", err)
-			return
-		}
-		s.admitted++
-		ns := &slotState{j: j, seq: s.admitted}
-		for _, t := range j.req.Stop {
-			ns.maxStop = max(ns.maxStop, len(t))
-		}
-		s.mu.Lock()
-		s.slots[i] = ns
-		s.mu.Unlock()
-		s.metrics.slotsBusy.Add(1)
-		return
+	s.admitted++
+	ns := &slotState{j: j, seq: s.admitted}
+	for _, t := range j.req.Stop {
+		ns.maxStop = max(ns.maxStop, len(t))
 	}
-	panic("serve: place without a free slot")
+	s.slots[i] = ns
+	s.metrics.slotsBusy.Add(1)
 }
 
 // step evaluates one batch and samples every sequence that produced
@@ -516,20 +510,18 @@ func (s *scheduler) end(j *job, reason string, err error) {
 	j.signal()
 }
 
-// failAll ends every running and queued job with err.
+// failAll ends every running and waiting job with err.
 func (s *scheduler) failAll(err error) {
 	for i, st := range s.slots {
 		if st != nil {
 			s.finish(i, "", err)
 		}
 	}
-	for {
-		select {
-		case j := <-s.queue:
-			s.end(j, "", err)
-		default:
-			s.metrics.queued.Store(0)
-			return
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range s.waiting {
+		s.end(j, "", err)
 	}
+	s.waiting = nil
+	s.metrics.queued.Store(0)
 }
