@@ -151,14 +151,10 @@ func newScheduler(eng Engine, vocab Vocab, nvocab int, cfg SchedConfig, m *metri
 // submit queues a generation. A request that finds every slot busy and
 // the queue full is refused with ErrQueueFull.
 func (s *scheduler) submit(ctx context.Context, r genRequest) (*job, error) {
-	sp, err := sample.New(r.Params, s.nvocab)
-	if err != nil {
+	if err := r.Params.Validate(); err != nil {
 		return nil, err
 	}
-	j := &job{req: r, ctx: ctx, submitted: time.Now(), sampler: sp, notify: make(chan struct{}, 1)}
-	for _, t := range r.Prompt {
-		sp.Accept(t)
-	}
+	j := &job{req: r, ctx: ctx, submitted: time.Now(), notify: make(chan struct{}, 1)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -286,10 +282,20 @@ func (s *scheduler) admit() int {
 
 // placeLocked puts a job into free slot i (s.mu held).
 func (s *scheduler) placeLocked(i int, j *job) {
-	if err := s.eng.TruncateSlot(i, 0); err != nil {
+	// The sampler's buffers (a few MiB for a large vocabulary) exist only
+	// while the job has a slot.
+	sp, err := sample.New(j.req.Params, s.nvocab)
+	if err == nil {
+		err = s.eng.TruncateSlot(i, 0)
+	}
+	if err != nil {
 		s.end(j, "", err)
 		return
 	}
+	for _, t := range j.req.Prompt {
+		sp.Accept(t)
+	}
+	j.sampler = sp
 	s.admitted++
 	ns := &slotState{j: j, seq: s.admitted}
 	for _, t := range j.req.Stop {
@@ -499,6 +505,7 @@ func (s *scheduler) finish(slot int, reason string, err error) {
 	if terr := s.eng.TruncateSlot(slot, 0); terr != nil && err == nil {
 		err = terr
 	}
+	st.j.sampler = nil
 	s.end(st.j, reason, err)
 }
 
