@@ -572,10 +572,11 @@ func (s *Server) modelObject() map[string]any {
 
 func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, "/v1/models/")
-	if e := s.checkModel(name); e != nil || name == "" {
-		if e == nil {
-			e = s.checkModel("\x00")
-		}
+	if name == "" {
+		writeAPIError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found", msg: "no model id after /v1/models/"})
+		return
+	}
+	if e := s.checkModel(name); e != nil {
 		writeAPIError(w, e)
 		return
 	}

@@ -237,7 +237,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if rw.errMsg != "" {
 			attrs = append(attrs, "error", rw.errMsg)
 		}
-		s.log.Info("request", attrs...)
+		level := slog.LevelInfo
+		if (endpoint == "/health" || endpoint == "/v1/health" || endpoint == "/metrics") && rw.status == http.StatusOK {
+			level = slog.LevelDebug // probes and scrapes every few seconds
+		}
+		s.log.Log(r.Context(), level, "request", attrs...)
 	}()
 	if !known {
 		writeError(rw, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
