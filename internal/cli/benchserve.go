@@ -58,7 +58,10 @@ func (c *BenchServeCmd) Run() error {
 	if c.NPredict < 1 || c.Requests < 1 || c.PromptWords < 1 {
 		return fmt.Errorf("-n, -r and -p must be at least 1")
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+	// A connection per request: a server that closes idle keep-alive
+	// connections (llama-server after 5 s) would otherwise race a reused
+	// one, and a POST is not retried.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	if c.Model == "" {
 		m, err := c.firstModel(client)
 		if err != nil {
