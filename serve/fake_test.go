@@ -174,6 +174,6 @@ func fakeConfig(t testing.TB, eng Engine) Config {
 			}
 		}
 	}
-	return Config{Engine: eng, Tokenizer: tok, Template: tmpl, ModelID: "fake", Defaults: defaultsForTest(), Queue: 64, PrefillChunk: 16,
+	return Config{Engine: eng, Tokenizer: tok, Template: tmpl, ModelID: "fake", Defaults: defaultsForTest(), Queue: 64, PrefillChunk: 16, CachePrompt: true,
 		Logger: discardLogger()}
 }

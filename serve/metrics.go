@@ -16,6 +16,7 @@ type metrics struct {
 	start time.Time
 
 	promptTokens, generated   atomic.Int64
+	cachedTokens              atomic.Int64
 	queued, slotsBusy         atomic.Int64
 	slotsTotal                atomic.Int64
 	engineErrors, panics      atomic.Int64
@@ -128,6 +129,7 @@ func (m *metrics) write(w io.Writer) {
 		fmt.Fprintf(w, "%s %v\n", name, v)
 	}
 	one("minfer_prompt_tokens_total", "counter", "Prompt tokens of admitted generations.", m.promptTokens.Load())
+	one("minfer_prompt_tokens_cached_total", "counter", "Prompt tokens not evaluated: a slot's cache held them from the request before.", m.cachedTokens.Load())
 	one("minfer_generated_tokens_total", "counter", "Tokens generated.", m.generated.Load())
 	one("minfer_generated_tokens_per_second", "gauge", fmt.Sprintf("Tokens generated per second over the last %d seconds.", rateWindow), strconv.FormatFloat(m.rate(time.Now()), 'f', 3, 64))
 	one("minfer_queue_depth", "gauge", "Requests waiting for a slot.", m.queued.Load())

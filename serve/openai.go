@@ -14,8 +14,8 @@ import (
 )
 
 // samplingFields are the generation parameters both completion endpoints
-// take: OpenAI's, and llama-server's top_k, min_p, repeat_penalty and
-// ignore_eos.
+// take: OpenAI's, and llama-server's top_k, min_p, repeat_penalty,
+// ignore_eos and cache_prompt.
 type samplingFields struct {
 	Model               string          `json:"model"`
 	Stream              bool            `json:"stream"`
@@ -34,7 +34,8 @@ type samplingFields struct {
 	N                   *int            `json:"n"`
 	Logprobs            json.RawMessage `json:"logprobs"`
 	TopLogprobs         *int            `json:"top_logprobs"`
-	IgnoreEOS           bool            `json:"ignore_eos"` // llama-server's: for benchmarks of a fixed length
+	IgnoreEOS           bool            `json:"ignore_eos"`   // llama-server's: for benchmarks of a fixed length
+	CachePrompt         *bool           `json:"cache_prompt"` // llama-server's: false prefills the whole prompt
 }
 
 type streamOptions struct {
@@ -131,6 +132,7 @@ func (s *Server) params(f *samplingFields) (genRequest, *apiError) {
 		p.Seed = rand.Uint64()
 	}
 	g.IgnoreEOS = f.IgnoreEOS
+	g.NoCache = f.CachePrompt != nil && !*f.CachePrompt
 	g.MaxTokens = -1
 	if s.cfg.MaxTokens > 0 {
 		g.MaxTokens = s.cfg.MaxTokens

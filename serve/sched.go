@@ -16,6 +16,8 @@ import (
 var (
 	ErrQueueFull = errors.New("all slots are busy and the queue is full")
 	ErrClosed    = errors.New("the server is shutting down")
+	// errEval marks a failed evaluation: the slot's cache is then unknown.
+	errEval = errors.New("evaluation failed")
 )
 
 // Vocab is what the scheduler needs of a tokenizer: token pieces and the
@@ -32,6 +34,9 @@ type genRequest struct {
 	MaxTokens int // -1: until end of generation or a full slot
 	Stop      []string
 	IgnoreEOS bool // generate past end-of-generation tokens (benchmarks)
+	// NoCache makes the request prefill its whole prompt even if its slot
+	// holds a prefix of it.
+	NoCache bool
 }
 
 // job is a request's life in the scheduler. The scheduler appends text
@@ -104,6 +109,10 @@ type slotState struct {
 type SchedConfig struct {
 	Queue        int // requests waiting for a slot beyond the slots' own (more: 503)
 	PrefillChunk int // prompt tokens per step for the slot being prefilled
+	// CachePrompt keeps each slot's KV cache after a request and lets the
+	// next request placed there skip the prefix it shares with it; a
+	// request goes to the free slot holding the longest such prefix.
+	CachePrompt bool
 }
 
 // scheduler runs the engine: one goroutine that admits queued jobs into
@@ -127,7 +136,9 @@ type scheduler struct {
 	slots     []*slotState
 	waiting   []*job // FIFO of jobs not yet in a slot
 	admitted  uint64
-	engineErr error // the last EvalSeqs error, nil after a success
+	cache     bool
+	held      [][]int32 // per slot: the tokens whose positions its KV cache holds
+	engineErr error     // the last EvalSeqs error, nil after a success
 
 	// step scratch
 	seqs  []Seq
@@ -141,7 +152,7 @@ func newScheduler(eng Engine, vocab Vocab, nvocab int, cfg SchedConfig, m *metri
 	s := &scheduler{
 		eng: eng, vocab: vocab, nvocab: nvocab, chunk: cfg.PrefillChunk,
 		limit: max(cfg.Queue, 0) + eng.Slots(), wake: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}),
-		metrics: m, slots: make([]*slotState, eng.Slots()),
+		metrics: m, slots: make([]*slotState, eng.Slots()), cache: cfg.CachePrompt, held: make([][]int32, eng.Slots()),
 	}
 	m.slotsTotal.Store(int64(eng.Slots()))
 	go s.run()
@@ -264,15 +275,32 @@ func (s *scheduler) admit() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.purgeLocked()
-	n := 0
-	for i, st := range s.slots {
-		if st == nil && len(s.waiting) > 0 {
-			j := s.waiting[0]
-			s.waiting[0] = nil
-			s.waiting = s.waiting[1:]
-			s.placeLocked(i, j)
+	for len(s.waiting) > 0 {
+		// The free slot whose cache shares the longest prefix with the
+		// prompt (the first free one without prompt caching).
+		j, best, bestLen := s.waiting[0], -1, -1
+		for i, st := range s.slots {
+			if st != nil {
+				continue
+			}
+			n := 0
+			if s.cache && !j.req.NoCache {
+				n = commonPrefix(s.held[i], j.req.Prompt)
+			}
+			if n > bestLen {
+				best, bestLen = i, n
+			}
 		}
-		if s.slots[i] != nil {
+		if best < 0 {
+			break
+		}
+		s.waiting[0] = nil
+		s.waiting = s.waiting[1:]
+		s.placeLocked(best, j, bestLen)
+	}
+	n := 0
+	for _, st := range s.slots {
+		if st != nil {
 			n++
 		}
 	}
@@ -280,24 +308,39 @@ func (s *scheduler) admit() int {
 	return n
 }
 
-// placeLocked puts a job into free slot i (s.mu held).
-func (s *scheduler) placeLocked(i int, j *job) {
+// commonPrefix is the number of leading tokens a and b share.
+func commonPrefix(a, b []int32) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// placeLocked puts a job into free slot i, whose cache holds shared
+// tokens of its prompt (s.mu held). At least the last prompt token is
+// evaluated, for the logits.
+func (s *scheduler) placeLocked(i int, j *job, shared int) {
+	keep := max(0, min(shared, len(j.req.Prompt)-1))
 	// The sampler's buffers (a few MiB for a large vocabulary) exist only
 	// while the job has a slot.
 	sp, err := sample.New(j.req.Params, s.nvocab)
 	if err == nil {
-		err = s.eng.TruncateSlot(i, 0)
+		err = s.eng.TruncateSlot(i, keep)
 	}
 	if err != nil {
+		s.held[i] = nil
 		s.end(j, "", err)
 		return
 	}
+	s.held[i] = s.held[i][:keep]
+	s.metrics.cachedTokens.Add(int64(keep))
 	for _, t := range j.req.Prompt {
 		sp.Accept(t)
 	}
 	j.sampler = sp
 	s.admitted++
-	ns := &slotState{j: j, seq: s.admitted}
+	ns := &slotState{j: j, seq: s.admitted, fed: keep, pos: keep}
 	for _, t := range j.req.Stop {
 		ns.maxStop = max(ns.maxStop, len(t))
 	}
@@ -344,12 +387,12 @@ func (s *scheduler) step() {
 	if err != nil {
 		s.metrics.engineErrors.Add(1)
 		for _, st := range s.owner {
-			s.finish(s.slotOf(st), "", fmt.Errorf("evaluation failed: %w", err))
+			s.finish(s.slotOf(st), "", fmt.Errorf("%w: %w", errEval, err))
 		}
 		return
 	}
 	if len(logits) != len(s.seqs) {
-		err := fmt.Errorf("the engine returned %d logit rows for %d sequences", len(logits), len(s.seqs))
+		err := fmt.Errorf("%w: the engine returned %d logit rows for %d sequences", errEval, len(logits), len(s.seqs))
 		for _, st := range s.owner {
 			s.finish(s.slotOf(st), "", err)
 		}
@@ -395,7 +438,7 @@ func (s *scheduler) slotOf(st *slotState) int {
 func (s *scheduler) sample(slot int, st *slotState, logits []float32) {
 	j := st.j
 	if len(logits) != s.nvocab {
-		s.finish(slot, "", fmt.Errorf("the engine returned %d logits, the vocabulary has %d", len(logits), s.nvocab))
+		s.finish(slot, "", fmt.Errorf("%w: the engine returned %d logits, the vocabulary has %d", errEval, len(logits), s.nvocab))
 		return
 	}
 	t := j.sampler.Sample(logits)
@@ -502,8 +545,23 @@ func (s *scheduler) finish(slot int, reason string, err error) {
 	s.slots[slot] = nil
 	s.mu.Unlock()
 	s.metrics.slotsBusy.Add(-1)
-	if terr := s.eng.TruncateSlot(slot, 0); terr != nil && err == nil {
-		err = terr
+	switch {
+	case s.cache && !errors.Is(err, errEval):
+		// The cache holds the prompt and the generated tokens fed so far:
+		// the next request placed here may reuse them.
+		p := st.j.req.Prompt
+		held := append(s.held[slot][:0], p[:min(st.fed, len(p))]...)
+		if st.pos > len(p) {
+			st.j.mu.Lock()
+			held = append(held, st.j.tokens[:st.pos-len(p)]...)
+			st.j.mu.Unlock()
+		}
+		s.held[slot] = held
+	default:
+		s.held[slot] = nil
+		if terr := s.eng.TruncateSlot(slot, 0); terr != nil && err == nil {
+			err = terr
+		}
 	}
 	st.j.sampler = nil
 	s.end(st.j, reason, err)

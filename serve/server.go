@@ -52,6 +52,10 @@ type Config struct {
 	Queue int
 	// PrefillChunk is the prompt tokens evaluated per step (0: 128).
 	PrefillChunk int
+	// CachePrompt reuses the prefix a slot's cache shares with a new
+	// prompt (a conversation's earlier turns), as llama-server's
+	// cache_prompt; requests go to the free slot sharing the most.
+	CachePrompt bool
 	// WriteTimeout bounds each write to a client (0: 30 s): a client that
 	// stops reading is cut off and its slot freed.
 	WriteTimeout time.Duration
@@ -99,7 +103,7 @@ func New(cfg Config) (*Server, error) {
 	m := newMetrics()
 	m.queueSize = max(cfg.Queue, 0)
 	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger, created: time.Now().Unix()}
-	s.sched = newScheduler(cfg.Engine, cfg.Tokenizer, cfg.NVocab, SchedConfig{Queue: cfg.Queue, PrefillChunk: cfg.PrefillChunk}, m)
+	s.sched = newScheduler(cfg.Engine, cfg.Tokenizer, cfg.NVocab, SchedConfig{Queue: cfg.Queue, PrefillChunk: cfg.PrefillChunk, CachePrompt: cfg.CachePrompt}, m)
 	s.routes = map[string]map[string]http.HandlerFunc{
 		"/v1/chat/completions": {"POST": s.chatCompletions},
 		"/chat/completions":    {"POST": s.chatCompletions},

@@ -254,3 +254,50 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("Serve did not return")
 	}
 }
+
+// TestCachePrompt: the second turn of a conversation reuses the slot's
+// cache of the first (prompt and answer) and prefills only the rest, with
+// the same answer as without the cache; cache_prompt=false opts out.
+func TestCachePrompt(t *testing.T) {
+	f := newFake(2, 1024, 1024)
+	cached := startServer(t, fakeConfig(t, f))
+	cfg := fakeConfig(t, newFake(2, 1024, 1024))
+	cfg.CachePrompt = false
+	plain := startServer(t, cfg)
+	turn1 := []map[string]string{{"role": "user", "content": "hello there, how are you today?"}}
+	req := map[string]any{"messages": turn1, "max_tokens": 20, "seed": 5}
+	a1, err := cached.complete(context.Background(), "/v1/chat/completions", req, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn2 := append(turn1, map[string]string{"role": "assistant", "content": a1.Text}, map[string]string{"role": "user", "content": "and then?"})
+	req2 := map[string]any{"messages": turn2, "max_tokens": 20, "seed": 6}
+	before := cached.metrics.cachedTokens.Load()
+	a2, err := cached.complete(context.Background(), "/v1/chat/completions", req2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reused := cached.metrics.cachedTokens.Load() - before
+	if reused < int64(a1.Prompt) {
+		t.Errorf("the second turn reused %d tokens; the first turn's prompt alone is %d", reused, a1.Prompt)
+	}
+	want, err := plain.complete(context.Background(), "/v1/chat/completions", req2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a2 != want {
+		t.Errorf("with the cache %+v, without %+v", a2, want)
+	}
+	if plain.metrics.cachedTokens.Load() != 0 {
+		t.Error("a server without prompt caching reused tokens")
+	}
+	req2["cache_prompt"] = false
+	before = cached.metrics.cachedTokens.Load()
+	if _, err := cached.complete(context.Background(), "/v1/chat/completions", req2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := cached.metrics.cachedTokens.Load() - before; n != 0 {
+		t.Errorf("cache_prompt=false reused %d tokens", n)
+	}
+	t.Logf("turn 2: %d prompt tokens, %d reused", a2.Prompt, reused)
+}

@@ -27,6 +27,7 @@ type ServeCmd struct {
 	APIKey        string        `help:"Require \"Authorization: Bearer KEY\" on every endpoint but /health ." name:"api-key" env:"MINFER_API_KEY"`
 	Queue         int           `help:"Requests that may wait for a slot; more get 503 with Retry-After." default:"32"`
 	PrefillChunk  int           `help:"Prompt tokens evaluated per step, so a long prompt does not stall the streams of others." default:"128" name:"prefill-chunk"`
+	CachePrompt   bool          `help:"Keep each slot's KV cache after a request: a request sharing a prefix with it (a conversation's earlier turns) prefills only the rest." default:"true" negatable:"" name:"cache-prompt"`
 	NPredict      int           `short:"n" help:"Most tokens per answer when a request sets no max_tokens (-1: until end of generation or a full slot)." default:"-1" name:"n-predict"`
 	Threads       int           `short:"t" help:"Worker threads (0: all CPUs this process may use)."`
 	NoVerify      bool          `help:"Skip the weights checksum and source hash at load (plan)." name:"no-verify"`
@@ -102,7 +103,7 @@ func (c *ServeCmd) Run() error {
 	srv, err := serve.New(serve.Config{
 		Engine: eng, Tokenizer: cm.tok, NVocab: cm.nvocab, Template: tmpl, TemplateOptions: c.renderOptions(cm.tok),
 		ModelID: id, Defaults: samp, RandomSeed: randomSeed, MaxTokens: c.NPredict, APIKey: c.APIKey,
-		MaxBodyBytes: c.MaxBody, Queue: c.Queue, PrefillChunk: c.PrefillChunk, WriteTimeout: c.WriteTimeout, Logger: log,
+		MaxBodyBytes: c.MaxBody, Queue: c.Queue, PrefillChunk: c.PrefillChunk, CachePrompt: c.CachePrompt, WriteTimeout: c.WriteTimeout, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -136,10 +136,12 @@ func TestServeOpenAIClient(t *testing.T) {
 
 // TestServeExecConcurrent: concurrent clients on the compiled executor
 // (one slot: the others queue) each get the completion the same request
-// gets alone.
+// gets alone, with the slot's cache reused between requests that share a
+// prefix (the prompts repeat a phrase) — the executor's KV rows are the
+// same whether a position was prefilled in a chunk or decoded.
 func TestServeExecConcurrent(t *testing.T) {
 	model := fixtures.Path(t, "models", "qwen2-synth-q4_k_m.gguf")
-	url := startServe(t, ServeCmd{Model: model, Threads: 2, PrefillChunk: 8, TemplateFlags: TemplateFlags{ChatTemplate: "chatml"}})
+	url := startServe(t, ServeCmd{Model: model, Threads: 2, PrefillChunk: 8, CachePrompt: true, TemplateFlags: TemplateFlags{ChatTemplate: "chatml"}})
 	type result struct{ text, finish string }
 	post := func(path string, req map[string]any) (result, error) {
 		b, _ := json.Marshal(req)
@@ -228,5 +230,17 @@ func TestServeExecConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	i := bytes.Index(m, []byte("\nminfer_prompt_tokens_cached_total "))
+	if i < 0 || bytes.HasPrefix(m[i+1:], []byte("minfer_prompt_tokens_cached_total 0\n")) {
+		t.Errorf("no prompt tokens reused:\n%s", m)
+	} else {
+		t.Logf("%s", bytes.SplitN(m[i+1:], []byte("\n"), 2)[0])
+	}
 	http.DefaultClient.CloseIdleConnections()
 }
