@@ -440,13 +440,14 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	includeUsage := so != nil && so.IncludeUsage
-	send := func(payload []byte) bool {
+	write := func(format string, a ...any) bool {
 		rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", payload); err != nil {
+		if _, err := fmt.Fprintf(w, format, a...); err != nil {
 			return false
 		}
 		return rc.Flush() == nil
 	}
+	send := func(payload []byte) bool { return write("data: %s\n\n", payload) }
 	chunk := func(text string, finish *string, role bool) []byte {
 		resp := response{ID: id, Object: object, Created: created, Model: s.cfg.ModelID}
 		if includeUsage {
@@ -478,11 +479,28 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 		gone()
 		return
 	}
+	// The headers go out now, and an SSE comment every keepAlive while
+	// nothing else does (queued, or a long prompt): proxies keep the
+	// stream open and a client that left is noticed.
+	if !write(": %s\n\n", id) {
+		gone()
+		return
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
 	var pending []byte // an unfinished UTF-8 character held for the next piece
 	for {
-		if err := j.wait(ctx); err != nil {
+		select {
+		case <-j.notify:
+		case <-ctx.Done():
 			gone()
 			return
+		case <-tick.C:
+			if !write(": keep-alive\n\n") {
+				gone()
+				return
+			}
+			continue
 		}
 		t, done := j.take()
 		pending = append(pending, t...)
@@ -528,6 +546,10 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 	}
 	send([]byte("[DONE]"))
 }
+
+// keepAlive is the period of SSE comments on a stream that has nothing
+// else to send.
+var keepAlive = 15 * time.Second
 
 // validPrefix is how much of b can be sent as text: all of it at the end,
 // else up to an unfinished UTF-8 character at its end.

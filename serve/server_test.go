@@ -162,7 +162,7 @@ func (ts *testServer) complete(ctx context.Context, path string, req map[string]
 	chunks, done := 0, false
 	for sc.Scan() {
 		line := sc.Text()
-		if line == "" {
+		if line == "" || strings.HasPrefix(line, ":") { // SSE comments: keep-alives
 			continue
 		}
 		data, ok := strings.CutPrefix(line, "data: ")

@@ -301,3 +301,40 @@ func TestCachePrompt(t *testing.T) {
 	}
 	t.Logf("turn 2: %d prompt tokens, %d reused", a2.Prompt, reused)
 }
+
+// TestKeepAlive: a stream waiting in the queue gets its headers at once
+// and SSE comments while it waits.
+func TestKeepAlive(t *testing.T) {
+	defer func(d time.Duration) { keepAlive = d }(keepAlive)
+	keepAlive = 20 * time.Millisecond
+	f := newFake(1, 1024, 1024)
+	f.noEOG = true
+	f.delay = time.Millisecond
+	ts := startServer(t, fakeConfig(t, f))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		_, err := ts.complete(ctx, "/v1/completions", map[string]any{"prompt": "a", "max_tokens": 300, "stream": true}, 0)
+		first <- err
+	}()
+	waitFor(t, func() bool { return ts.sched.busy() == 1 })
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.url+"/v1/completions", strings.NewReader(`{"prompt": "b", "max_tokens": 2, "stream": true}`))
+	resp, err := ts.client.Do(req) // returns with the headers, while queued
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	comments := 0
+	for sc.Scan() && comments < 3 {
+		if sc.Text() == ": keep-alive" {
+			comments++
+		}
+	}
+	if comments < 3 || ts.sched.busy() != 1 {
+		t.Fatalf("%d keep-alive comments while queued", comments)
+	}
+	cancel()
+	<-first
+}
