@@ -525,8 +525,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest, 
 			gone()
 			return
 		}
-		status, typ, code, msg := jobError(err)
-		_ = status
+		// The status line has gone out: the error is the stream's last
+		// event, without [DONE].
+		_, typ, code, msg := jobError(err)
 		send(errorJSON(typ, code, msg, ""))
 		if rw != nil {
 			rw.errMsg = msg
