@@ -244,3 +244,26 @@ func TestServeExecConcurrent(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// TestBenchServe runs minfer bench-serve against minfer serve: every
+// request generates exactly -n tokens (ignore_eos), one row per client
+// count.
+func TestBenchServe(t *testing.T) {
+	model := fixtures.Path(t, "models", "qwen2-synth-q4_k_m.gguf")
+	url := startServe(t, ServeCmd{Model: model, Threads: 1, CachePrompt: true})
+	out := capture(t, (&BenchServeCmd{URL: url, Concurrency: "1,3", NPredict: 5, PromptWords: 8, Requests: 2, Label: "minfer", Output: "jsonl"}).Run)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("output:\n%s", out)
+	}
+	for i, line := range lines {
+		var row benchRow
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatal(err)
+		}
+		n := []int{1, 3}[i]
+		if row.Concurrency != n || row.Requests != 2*n || row.Generated != 5*2*n || row.TokPerSec <= 0 || row.TTFTMedian <= 0 {
+			t.Errorf("row %+v", row)
+		}
+	}
+}
