@@ -2,8 +2,13 @@ package exec_test
 
 import (
 	"fmt"
+	"github.com/minfer/minfer/plan"
+	"os"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/minfer/minfer/alloc"
 	"github.com/minfer/minfer/compiler"
@@ -299,4 +304,69 @@ func TestSlotsPlanMemory(t *testing.T) {
 	if _, err := exec.New(four.g, mixed, four.f, exec.Config{Threads: 1}); err == nil {
 		t.Fatal("memory plans with different slot counts were accepted")
 	}
+}
+
+// BenchmarkEvalSeqsDecode measures batched decode on a real plan compiled
+// with --slots ≥ 8 (MINFER_SLOTS_PLAN=path; skipped without it): one
+// EvalSeqs step of np sequences at context positions 64.., reported as
+// aggregate tokens per second.
+//
+//	MINFER_SLOTS_PLAN=/tmp/q2s8.plan go test ./exec -run '^$' -bench EvalSeqsDecode -cpu 2 -count 3
+func BenchmarkEvalSeqsDecode(b *testing.B) {
+	path := os.Getenv("MINFER_SLOTS_PLAN")
+	if path == "" {
+		b.Skip("set MINFER_SLOTS_PLAN to a plan compiled with minferc compile --slots 8")
+	}
+	l, err := plan.OpenWith(path, plan.OpenOptions{SkipWeightChecksum: true, SkipSourceHash: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for _, np := range []int{1, 4, 8} {
+		b.Run(fmt.Sprintf("np%d", np), func(b *testing.B) {
+			m, err := exec.New(l.Graph, l.Memory, l, exec.Config{Threads: runtime.GOMAXPROCS(0)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			if np > m.Slots() {
+				b.Skipf("the plan has %d slots", m.Slots())
+			}
+			seqs := make([]exec.Seq, np)
+			for k := range seqs {
+				seqs[k] = exec.Seq{Slot: k, Tokens: []int32{int32(100 + k)}, Positions: []int32{0}, Logits: true}
+			}
+			step := func() {
+				if _, err := m.EvalSeqs(seqs); err != nil {
+					b.Fatal(err)
+				}
+				for k := range seqs {
+					seqs[k].Positions[0]++
+					if int(seqs[k].Positions[0]) >= m.SlotContext() {
+						b.Fatal("context full: use a smaller -benchtime")
+					}
+				}
+			}
+			for range 64 {
+				step()
+			}
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				step()
+			}
+			b.ReportMetric(float64(np*b.N)/b.Elapsed().Seconds(), "tok/s")
+			// CPU time per token: what a busy machine does not inflate.
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(np*b.N), "cpu-ms/tok")
+		})
+	}
+}
+
+// cpuTime is the process's user + system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+
+	"github.com/minfer/minfer/alloc"
 	"os"
 	"strings"
 
@@ -29,6 +31,9 @@ type CompileCmd struct {
 // Validate refuses contradicting cache types while the command line is
 // parsed (a usage error).
 func (c *CompileCmd) Validate() error {
+	if c.Slots < 1 || c.Slots > alloc.MaxSlots {
+		return fmt.Errorf("--slots %d: must be 1..%d", c.Slots, alloc.MaxSlots)
+	}
 	_, err := c.kvType(c.KVType)
 	return err
 }
