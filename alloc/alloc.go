@@ -33,10 +33,21 @@ import (
 type Options struct {
 	MaxTokens int        // the largest batch T the arena must hold (e.g. 512)
 	MaxOut    int        // the largest R (rows of logits requested per call)
-	NCtx      int        // KV cache positions
+	NCtx      int        // KV cache positions of one slot (sequence)
 	KVType    quant.Type // F32, F16 or Q8_0 cache elements
 	Align     int        // byte alignment of every offset (64); 0 means 64
+	// Slots is the number of sequences whose KV caches the plan holds side
+	// by side: each cache's region is Slots × NCtx rows, slot s at rows
+	// s·NCtx … s·NCtx+NCtx-1. 0 (plans written before slots existed, and
+	// omitted from the JSON so a one-slot plan reads as before) means 1.
+	Slots int `json:",omitempty"`
 }
+
+// MaxSlots bounds Options.Slots.
+const MaxSlots = 1024
+
+// SlotCount is the number of KV slots (Slots, 0 read as 1).
+func (o Options) SlotCount() int { return max(1, o.Slots) }
 
 // DefaultAlign is the offset alignment used when Options.Align is 0.
 const DefaultAlign = 64
@@ -61,7 +72,7 @@ type Plan struct {
 	QuantBytes  int64
 	AttnScratch int64        // per-worker attention scratch, in float32s: 2*NCtx (0 without attention)
 	KVBytes     int64        // all KV regions
-	KV          map[int]Slot // State value ID (the root cache value, not its versions) -> region
+	KV          map[int]Slot // State value ID (the root cache value, not its versions) -> region of Options.SlotCount() × NCtx rows
 	SumBytes    int64        // what the activations (shared and private) would take with one aligned buffer each
 	Options     Options
 }
@@ -140,6 +151,9 @@ func (o Options) check() error {
 	}
 	if o.NCtx <= 0 {
 		return fmt.Errorf("alloc: NCtx %d must be positive", o.NCtx)
+	}
+	if o.Slots < 0 || o.Slots > MaxSlots {
+		return fmt.Errorf("alloc: Slots %d must be 1..%d", o.Slots, MaxSlots)
 	}
 	if a := o.Align; a < 0 || a > maxAlign || (a > 0 && bits.OnesCount(uint(a)) != 1) {
 		return fmt.Errorf("alloc: Align %d must be a power of two up to %d", a, maxAlign)
@@ -309,10 +323,11 @@ func analyze(g *ir.Graph, s *ir.Schedule, o Options) (*analysis, error) {
 		if err != nil {
 			return nil, fmt.Errorf("alloc: state %s: %v", v, err)
 		}
-		if rs != 0 && int64(o.NCtx) > maxBytes/int64(rs) {
+		rows := int64(o.NCtx) * int64(o.SlotCount())
+		if rs != 0 && rows > maxBytes/int64(rs) {
 			return nil, fmt.Errorf("alloc: state %s: region too large", v)
 		}
-		a.kv = append(a.kv, interval{id: v.ID, size: int64(o.NCtx) * int64(rs)})
+		a.kv = append(a.kv, interval{id: v.ID, size: rows * int64(rs)})
 	}
 	return a, nil
 }

@@ -27,6 +27,9 @@ type Options struct {
 	MaxBatch int
 	// KVType is the cache element type: "f32", "f16" or "q8_0" ("" = f32).
 	KVType string
+	// Slots is the number of sequences the plan keeps a KV cache of NCtx
+	// positions for (0: 1); see Memory.
+	Slots int
 	// Disabled names passes to skip.
 	Disabled []string
 	// Weights says whether weights are embedded or referenced.
@@ -93,19 +96,41 @@ func setContext(g *ir.Graph, n int) {
 // executor. (512 rows of a 151936-word vocabulary would be 311 MB.)
 const MaxOut = 64
 
-// Memory plans both schedules.
+// Memory plans both schedules for one KV slot (Slots plans several).
 func Memory(g *ir.Graph, kv quant.Type, maxBatch int) (map[string]*alloc.Plan, error) {
+	return Slots(g, kv, maxBatch, 1)
+}
+
+// Slots plans both schedules with KV regions for slots sequences of
+// g.Params.NCtx positions each. The prefill plan holds maxBatch token rows
+// (0: 512) and up to MaxOut rows of logits; the decode plan holds one row
+// per slot, rows and logits, so that one decode step of every slot's
+// sequence runs the decode schedule (norms computed redundantly by every
+// worker: no barrier of their own) with its mat-muls as one GEMM over the
+// slots' rows.
+func Slots(g *ir.Graph, kv quant.Type, maxBatch, slots int) (map[string]*alloc.Plan, error) {
 	if maxBatch <= 0 {
 		maxBatch = 512
+	}
+	if slots <= 0 {
+		slots = 1
+	}
+	if slots > alloc.MaxSlots {
+		return nil, fmt.Errorf("--slots %d: at most %d", slots, alloc.MaxSlots)
 	}
 	maxBatch = min(maxBatch, g.Params.NCtx)
 	mem := map[string]*alloc.Plan{}
 	for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
 		mt, mo := maxBatch, min(maxBatch, MaxOut)
 		if s == g.Decode {
-			mt, mo = 1, 1
+			mt = min(slots, maxBatch)
+			mo = min(mt, MaxOut)
 		}
-		p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mo, NCtx: g.Params.NCtx, KVType: kv})
+		o := alloc.Options{MaxTokens: mt, MaxOut: mo, NCtx: g.Params.NCtx, KVType: kv}
+		if slots > 1 {
+			o.Slots = slots // absent from the JSON of one-slot plans, as before slots existed
+		}
+		p, err := alloc.PlanSchedule(g, s, o)
 		if err != nil {
 			return nil, fmt.Errorf("memory plan for %s: %w", s.Name, err)
 		}
@@ -125,13 +150,17 @@ func Compile(f *gguf.File, o Options) (*plan.Plan, error) {
 		return nil, err
 	}
 	logf("graph: %s, %d layers, %d nodes; decode %d groups, prefill %d groups", g.Arch, g.Params.NLayer, len(g.Nodes), len(g.Decode.Groups), len(g.Prefill.Groups))
-	mem, err := Memory(g, kv, o.MaxBatch)
+	if o.Slots < 0 {
+		return nil, fmt.Errorf("--slots %d must be positive", o.Slots)
+	}
+	mem, err := Slots(g, kv, o.MaxBatch, o.Slots)
 	if err != nil {
 		return nil, err
 	}
 	pre := mem["prefill"]
-	logf("memory: arena %d bytes (%.1f%% of %d unshared), KV %d bytes for %d positions (%s)",
-		pre.ArenaBytes, 100*float64(pre.ArenaBytes)/float64(max(1, pre.SumBytes)), pre.SumBytes, pre.KVBytes, g.Params.NCtx, kv)
+	slots := pre.Options.SlotCount()
+	logf("memory: arena %d bytes (%.1f%% of %d unshared), KV %d bytes for %d slot(s) × %d positions (%s)",
+		pre.ArenaBytes, 100*float64(pre.ArenaBytes)/float64(max(1, pre.SumBytes)), pre.SumBytes, pre.KVBytes, slots, g.Params.NCtx, kv)
 	vocab, err := Vocab(f, g)
 	if err != nil {
 		return nil, err
@@ -153,7 +182,7 @@ func Compile(f *gguf.File, o Options) (*plan.Plan, error) {
 		Sampling: sample.DefaultParams(),
 		Options: plan.Options{
 			NCtx: g.Params.NCtx, MaxBatch: pre.Options.MaxTokens, KVType: kv.String(),
-			DisabledPasses: o.Disabled, Tool: Tool(),
+			DisabledPasses: o.Disabled, Tool: Tool(), Slots: pre.Options.Slots,
 		},
 		CPU:    plan.Machine(),
 		Source: src,

@@ -124,6 +124,16 @@ func (b *binder) cache(v *ir.Value) (*cpu.KVCache, error) {
 	return c, nil
 }
 
+// slotViews returns a cache's region per slot (what attention reads).
+func (b *binder) slotViews(v *ir.Value) ([]*cpu.KVCache, error) {
+	root := alloc.StateRoot(v)
+	c, ok := b.m.views[root]
+	if !ok {
+		return nil, fmt.Errorf("no KV cache for %s", v)
+	}
+	return c, nil
+}
+
 // cols maps a unit range to a column range of a width-w output.
 func cols(w, units, u0, u1 int) (int, int) { return u0 * w / units, u1 * w / units }
 
@@ -430,7 +440,8 @@ func (b *binder) kvWrite(s *site) (step, error) {
 		} else if split == ir.SplitRows {
 			r0, r1 = lo, hi
 		}
-		kv.Store(c, x.get(wk)[r0*xw:], m.pos[r0:r1], c0, c1)
+		// kvRow is each row's position offset by its slot's first row.
+		kv.Store(c, x.get(wk)[r0*xw:], m.kvRow[r0:r1], c0, c1)
 	}
 	return st, nil
 }
@@ -448,11 +459,11 @@ func (b *binder) attention(s *site) (step, error) {
 		return st, err
 	}
 	q, y := io[0], io[1]
-	kc, err := b.cache(in[1])
+	kc, err := b.slotViews(in[1])
 	if err != nil {
 		return st, err
 	}
-	vc, err := b.cache(in[2])
+	vc, err := b.slotViews(in[2])
 	if err != nil {
 		return st, err
 	}
@@ -463,6 +474,7 @@ func (b *binder) attention(s *site) (step, error) {
 	if split == ir.SplitCols && hkv%units != 0 {
 		return st, fmt.Errorf("attention over %d KV heads cannot split into %d units", hkv, units)
 	}
+	qw := a.NHead * a.HeadDim
 	st.run = func(wk *worker, lo, hi int) {
 		h0, h1 := 0, hkv
 		r0, r1 := 0, m.T
@@ -471,7 +483,20 @@ func (b *binder) attention(s *site) (step, error) {
 		} else if split == ir.SplitRows {
 			r0, r1 = lo, hi
 		}
-		kv.Attend(y.get(wk), q.get(wk), kc, vc, m.pos[:m.T], a.NHead, a.NHeadKV, a.HeadDim, a.Scale, h0, h1, r0, r1, wk.attn)
+		// Each sequence of the batch attends over its own slot's cache as
+		// if it were the whole batch: the kernel derives its arithmetic
+		// (batched or single-token v-sum order, padded length) from the
+		// sequence's positions and its slot's length, so the sequence's
+		// bits do not depend on what else is in the batch.
+		ys, qs := y.get(wk), q.get(wk)
+		for _, sq := range m.seqs {
+			t0, t1 := max(r0, sq.r0), min(r1, sq.r1)
+			if t0 >= t1 {
+				continue
+			}
+			o := sq.r0 * qw
+			kv.Attend(ys[o:], qs[o:], kc[sq.slot], vc[sq.slot], m.pos[sq.r0:sq.r1], a.NHead, a.NHeadKV, a.HeadDim, a.Scale, h0, h1, t0-sq.r0, t1-sq.r0, wk.attn)
+		}
 	}
 	return st, nil
 }

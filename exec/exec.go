@@ -49,10 +49,12 @@ type Model struct {
 	mem     map[string]*alloc.Plan
 	arena   []byte
 	kv      []byte
-	caches  map[*ir.Value]*cpu.KVCache
+	caches  map[*ir.Value]*cpu.KVCache   // each cache's whole region (all slots)
+	views   map[*ir.Value][]*cpu.KVCache // each cache's region per slot
 	kvk     *cpu.KV
 	workers []*worker
-	filled  int
+	filled  []int // positions held per slot
+	nctx    int   // positions per slot
 	stats   Stats
 	out     []float32 // Eval's result buffer
 	prog    *program  // the schedule being run
@@ -64,8 +66,16 @@ type Model struct {
 	// The current call.
 	T, R                int
 	tokens, pos, outIDs []int32
-	maxTokens, maxOut   int
+	kvRow               []int32  // per token row: the cache row it writes (slot·nctx + position)
+	seqs                []seqRun // the sequences of the batch, their rows in order
+	maxTokens, maxOut   int      // prefill plan: token rows and logit rows per pass
+	decTokens, decOut   int      // decode plan: the same
+
+	multi multiState // EvalSeqs' buffers
 }
+
+// seqRun is one sequence's rows r0..r1 of the current batch and its slot.
+type seqRun struct{ r0, r1, slot int }
 
 type worker struct {
 	id    int
@@ -140,9 +150,17 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 	}
 	dec := mem["decode"]
 	m.maxTokens, m.maxOut = mem["prefill"].Options.MaxTokens, mem["prefill"].Options.MaxOut
-	if dec.Options.MaxTokens < 1 || m.maxTokens < 1 || m.maxOut < 1 {
+	m.decTokens, m.decOut = dec.Options.MaxTokens, dec.Options.MaxOut
+	if m.decTokens < 1 || m.decOut < 1 || m.maxTokens < 1 || m.maxOut < 1 {
 		return nil, fmt.Errorf("memory plans hold no tokens")
 	}
+	slots := dec.Options.SlotCount()
+	if mem["prefill"].Options.SlotCount() != slots {
+		return nil, fmt.Errorf("prefill and decode plans disagree on the number of KV slots")
+	}
+	m.nctx = g.Params.NCtx
+	m.filled = make([]int, slots)
+	m.views = map[*ir.Value][]*cpu.KVCache{}
 	if cfg.Threads > MaxThreads {
 		return nil, fmt.Errorf("%d threads: at most %d are supported", cfg.Threads, MaxThreads)
 	}
@@ -155,8 +173,11 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 		if workers > arena+kvBytes {
 			fix = fmt.Sprintf("use fewer threads (each needs %.1f MiB of scratch)", float64(perWorker)/(1<<20))
 		}
-		return nil, fmt.Errorf("the plan needs %.1f GiB of memory (arena %.1f, KV cache %.1f for %d positions, scratch %.1f for %d threads) but this machine has %.1f GiB: %s",
-			gib(need), gib(arena), gib(kvBytes), g.Params.NCtx, gib(workers), cfg.Threads, gib(avail), fix)
+		if kvBytes > arena+workers && slots > 1 {
+			fix = "compile with fewer --slots or a smaller --n-ctx"
+		}
+		return nil, fmt.Errorf("the plan needs %.1f GiB of memory (arena %.1f, KV cache %.1f for %d slot(s) × %d positions, scratch %.1f for %d threads) but this machine has %.1f GiB: %s",
+			gib(need), gib(arena), gib(kvBytes), slots, g.Params.NCtx, gib(workers), cfg.Threads, gib(avail), fix)
 	}
 	m.arena = alignedBytes(arena)
 	m.kv = alignedBytes(kvBytes)
@@ -176,14 +197,26 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 		}
 		s := mustKV(dec, v)
 		rows, width := int(v.Shape[0]), v.Shape.Cols()
-		c := &cpu.KVCache{Rows: rows, Width: width}
-		b := m.kv[s.Offset:s.End()]
-		if v.DType == quant.F32 {
-			c.F = f32(b)
-		} else {
-			c.B = b
+		if rows != m.nctx || s.Size%int64(slots) != 0 {
+			return nil, fmt.Errorf("KV region of %s: %d bytes for %d slots of %d rows", v.Name, s.Size, slots, rows)
 		}
-		m.caches[v] = c
+		// The region holds the slots one after the other, slot k at rows
+		// k·rows … k·rows+rows-1 (alloc.Options.Slots).
+		view := func(b []byte, rows int) *cpu.KVCache {
+			c := &cpu.KVCache{Rows: rows, Width: width}
+			if v.DType == quant.F32 {
+				c.F = f32(b)
+			} else {
+				c.B = b
+			}
+			return c
+		}
+		b := m.kv[s.Offset:s.End()]
+		m.caches[v] = view(b, slots*rows)
+		per := int(s.Size) / slots
+		for k := 0; k < slots; k++ {
+			m.views[v] = append(m.views[v], view(b[k*per:(k+1)*per:(k+1)*per], rows))
+		}
 	}
 	group := max(1, g.Params.NHead/max(1, g.Params.NHeadKV))
 	for w := 0; w < cfg.Threads; w++ {
@@ -263,21 +296,23 @@ func (m *Model) Stats() Stats { return m.stats }
 // Graph returns the compiled graph.
 func (m *Model) Graph() *ir.Graph { return m.g }
 
-// Filled is the number of positions in the KV cache.
-func (m *Model) Filled() int { return m.filled }
+// Filled is the number of positions in the KV cache (of slot 0, the one
+// Eval uses).
+func (m *Model) Filled() int { return m.filled[0] }
 
-// Reset forgets the KV cache contents (a new sequence). Nothing is
-// cleared: a query at position p reads cache positions 0..p only, and Eval
-// accepts only positions that continue the cache, so every position read
-// was written by the current sequence. Leaving the cache alone keeps its
-// pages untouched until positions are used (RSS grows with the
-// conversation, not with the context) and makes Reset free.
+// Reset forgets the KV cache contents of every slot (a new sequence).
+// Nothing is cleared: a query at position p reads cache positions 0..p of
+// its slot only, and Eval and EvalSeqs accept only positions that continue
+// the slot's cache, so every position read was written by the current
+// sequence. Leaving the cache alone keeps its pages untouched until
+// positions are used (RSS grows with the conversation, not with the
+// context) and makes Reset free.
 func (m *Model) Reset() {
-	m.filled = 0
+	clear(m.filled)
 }
 
 // Eval runs the graph on a batch of tokens at consecutive positions that
-// continue the cache, and returns the logits of the rows outIDs, row-major
+// continue the cache (of slot 0), and returns the logits of the rows outIDs, row-major
 // [len(outIDs)][n_vocab]. The slice is the model's own buffer, valid until
 // the next call (decoding allocates nothing per token). A single token runs the decode schedule, more run
 // the prefill schedule, in chunks of the planned maximum batch.
@@ -287,7 +322,7 @@ func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
 	}
 	p := m.g.Params
 	T := len(tokens)
-	if err := p.CheckBatch(m.filled, tokens, positions, outIDs); err != nil {
+	if err := p.CheckBatch(m.filled[0], tokens, positions, outIDs); err != nil {
 		return nil, err
 	}
 	for i := 1; i < len(outIDs); i++ {
@@ -333,11 +368,21 @@ func (m *Model) Eval(tokens, positions, outIDs []int32) ([]float32, error) {
 	return out[:len(out):len(out)], nil
 }
 
+// evalChunk runs one pass of a single sequence in slot 0.
 func (m *Model) evalChunk(tokens, positions, outIDs []int32) ([]float32, error) {
+	m.seqs = append(m.seqs[:0], seqRun{r0: 0, r1: len(tokens), slot: 0})
+	m.kvRow = positions // slot 0 starts at cache row 0
+	return m.pass(tokens, positions, outIDs)
+}
+
+// pass runs one forward pass over the batch m.seqs describes (their rows
+// concatenated; m.kvRow set), with the decode schedule when the decode
+// memory plan holds the batch and the prefill schedule otherwise.
+func (m *Model) pass(tokens, positions, outIDs []int32) ([]float32, error) {
 	m.T, m.R = len(tokens), len(outIDs)
 	m.tokens, m.pos, m.outIDs = tokens, positions, outIDs
 	name := "prefill"
-	if m.T == 1 {
+	if m.T <= m.decTokens && m.R <= m.decOut {
 		name = "decode"
 	}
 	prog := m.progs[name]
@@ -354,7 +399,7 @@ func (m *Model) evalChunk(tokens, positions, outIDs []int32) ([]float32, error) 
 	bars := m.pool.Barriers() - before
 	el := time.Since(start)
 	if name == "decode" {
-		m.stats.DecodeTokens++
+		m.stats.DecodeTokens += m.T
 		m.stats.DecodeCalls++
 		m.stats.DecodeTime += el
 		m.stats.DecodeBarriers += bars
@@ -363,7 +408,9 @@ func (m *Model) evalChunk(tokens, positions, outIDs []int32) ([]float32, error) 
 		m.stats.PrefillTime += el
 		m.stats.PrefillBarriers += bars
 	}
-	m.filled += m.T
+	for _, sq := range m.seqs {
+		m.filled[sq.slot] = int(positions[sq.r1-1]) + 1
+	}
 	lg := prog.logits(m.workers[0])
 	return lg[:m.R*m.g.Params.NVocab], nil
 }

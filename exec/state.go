@@ -19,13 +19,13 @@ import (
 // row p), so the first n positions of the cache are the first n rows of
 // every region, taken in the graph's value order.
 
-// Truncate keeps the first n positions of the cache and forgets the rest:
+// Truncate keeps the first n positions of the cache (of slot 0) and forgets the rest:
 // the next Eval continues at position n. Nothing is cleared (see Reset).
 func (m *Model) Truncate(n int) error {
-	if n < 0 || n > m.filled {
-		return fmt.Errorf("truncate the KV cache to %d positions: it holds %d", n, m.filled)
+	if n < 0 || n > m.filled[0] {
+		return fmt.Errorf("truncate the KV cache to %d positions: it holds %d", n, m.filled[0])
 	}
-	m.filled = n
+	m.filled[0] = n
 	return nil
 }
 
@@ -73,8 +73,8 @@ func (m *Model) KVBytes(n int) int64 {
 // SaveKV writes the cache contents of positions 0..n-1 (n ≤ Filled()),
 // region after region.
 func (m *Model) SaveKV(w io.Writer, n int) error {
-	if n < 0 || n > m.filled {
-		return fmt.Errorf("save %d KV positions: the cache holds %d", n, m.filled)
+	if n < 0 || n > m.filled[0] {
+		return fmt.Errorf("save %d KV positions: the cache holds %d", n, m.filled[0])
 	}
 	for _, r := range m.kvRegions() {
 		if _, err := w.Write(r.b[:n*r.row]); err != nil {
@@ -88,7 +88,7 @@ func (m *Model) SaveKV(w io.Writer, n int) error {
 // its first n (n ≤ stored) the cache's contents: the next Eval continues at
 // position n. On an error the cache is empty (Filled() = 0).
 func (m *Model) LoadKV(r io.Reader, n, stored int) error {
-	m.filled = 0
+	m.filled[0] = 0
 	if n < 0 || n > stored || stored > m.g.Params.NCtx {
 		return fmt.Errorf("load %d of %d saved KV positions: the cache holds at most %d", n, stored, m.g.Params.NCtx)
 	}
@@ -100,6 +100,6 @@ func (m *Model) LoadKV(r io.Reader, n, stored int) error {
 			return fmt.Errorf("KV state of %s: %w", reg.v.Name, err)
 		}
 	}
-	m.filled = n
+	m.filled[0] = n
 	return nil
 }

@@ -79,14 +79,22 @@ type SourceRef struct {
 
 // Options records how the plan was compiled.
 type Options struct {
-	NCtx           int      // KV cache positions
+	NCtx           int      // KV cache positions of each slot
 	MaxBatch       int      // the largest prompt batch the prefill memory plan holds
 	KVType         string   // KV cache element type ("f32", "f16", "q8_0")
 	DisabledPasses []string // passes switched off with --disable-pass
 	Tool           string   // compiler name and version, e.g. "minferc v0.1.0 (go1.26)"
 	// Compiled is when the plan was written; Write sets it when zero.
 	Compiled time.Time
+	// Slots is the number of sequences the plan keeps a KV cache for
+	// (minferc compile --slots); 0, as in plans written before slots
+	// existed and omitted from the JSON, means 1. It must equal the memory
+	// plans' alloc.Options.Slots.
+	Slots int `json:",omitempty"`
 }
+
+// SlotCount is the number of KV slots (Slots, 0 read as 1).
+func (o Options) SlotCount() int { return max(1, o.Slots) }
 
 // CPUInfo is the CPU fingerprint of a plan.
 type CPUInfo struct {

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -658,4 +659,50 @@ func FuzzVocab(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSlots: a plan compiled with several KV slots records them in its
+// options and memory plans and reads back the same; options that disagree
+// with the memory plans are refused; a one-slot plan's JSON has no Slots
+// field (as plans written before slots existed, which read as one slot).
+func TestSlots(t *testing.T) {
+	f := openFixture(t, "qwen2-synth-q4_k_m.gguf")
+	withSlots := func(n int) *Plan {
+		p := compile(t, f, Embed)
+		for _, mp := range p.Memory {
+			o := mp.Options
+			o.Slots = n
+			q, err := alloc.PlanSchedule(p.Graph, map[string]*ir.Schedule{"prefill": p.Graph.Prefill, "decode": p.Graph.Decode}[mp.Schedule], o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Memory[mp.Schedule] = q
+		}
+		p.Options.Slots = n
+		return p
+	}
+	p := withSlots(4)
+	path := filepath.Join(t.TempDir(), "plan.bin")
+	if err := Write(path, p, f, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Options.SlotCount() != 4 || l.Memory["decode"].Options.SlotCount() != 4 || l.Memory["prefill"].KVBytes != 4*compile(t, f, Embed).Memory["prefill"].KVBytes {
+		t.Errorf("read back %d slots, memory %d slots, KV %d bytes", l.Options.SlotCount(), l.Memory["decode"].Options.SlotCount(), l.Memory["prefill"].KVBytes)
+	}
+	l.Close()
+	p = withSlots(4)
+	p.Options.Slots = 2
+	wantErr(t, Write(path, p, f, nil), "2 KV slots, but the")
+	p = withSlots(4)
+	p.Options.Slots = -1
+	wantErr(t, Write(path, p, f, nil), "KV slots")
+	for _, v := range []any{compile(t, f, Embed).Options, compile(t, f, Embed).Memory["decode"].Options} {
+		if b, _ := json.Marshal(v); strings.Contains(string(b), "Slots") {
+			t.Errorf("one-slot JSON names Slots: %s", b)
+		}
+	}
 }

@@ -86,6 +86,11 @@ func validate(p *Plan) error {
 	if err := verifyGraph(p.Graph); err != nil {
 		return fmt.Errorf("section %s: invalid graph: %w", secGraph, err)
 	}
+	for _, name := range []string{"prefill", "decode"} {
+		if mp := p.Memory[name]; mp != nil && mp.Options.SlotCount() != p.Options.SlotCount() {
+			return fmt.Errorf("section %s: %d KV slots, but the %s memory plan holds %d", secOptions, p.Options.SlotCount(), name, mp.Options.SlotCount())
+		}
+	}
 	if err := validateMemory(p.Graph, p.Memory); err != nil {
 		return fmt.Errorf("section %s: %w", secMemory, err)
 	}
@@ -138,6 +143,9 @@ func checkSourceRef(s SourceRef) error {
 func validateOptions(g *ir.Graph, o Options) error {
 	if o.NCtx <= 0 || o.MaxBatch <= 0 {
 		return fmt.Errorf("n_ctx %d and max batch %d must be positive", o.NCtx, o.MaxBatch)
+	}
+	if o.Slots < 0 || o.Slots > alloc.MaxSlots {
+		return fmt.Errorf("%d KV slots: must be 1..%d", o.Slots, alloc.MaxSlots)
 	}
 	if o.KVType != "" {
 		t, ok := quant.ParseType(o.KVType)

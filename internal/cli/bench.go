@@ -28,6 +28,10 @@ type BenchCmd struct {
 	Reps    int    `short:"r" help:"Repetitions (after one warm-up run)." default:"5"`
 	Output  string `short:"o" help:"Output format, as llama-bench's: md, csv, json, jsonl." default:"md" enum:"md,csv,json,jsonl"`
 	JSON    bool   `help:"Same as -o json."`
+	// Parallel measures batched decode (what minfer serve does with
+	// concurrent requests): N sequences, each in its own KV slot, decode
+	// -n tokens together, one EvalSeqs step per token of every sequence.
+	Parallel []int `name:"parallel" help:"Sequences decoding together for tg (repeatable; also -np, as llama.cpp's): aggregate tok/s of all of them. Needs a plan compiled with --slots ≥ N."`
 }
 
 // BenchResult is one measured configuration, with llama-bench's field
@@ -47,14 +51,15 @@ type BenchResult struct {
 	StddevTs      float64   `json:"stddev_ts"`
 	SamplesNs     []int64   `json:"samples_ns"`
 	SamplesTs     []float64 `json:"samples_ts"`
-	Test          string    `json:"test"`               // "pp512", "tg128"
+	Test          string    `json:"test"`               // "pp512", "tg128", "tg128 x8" (-np 8)
 	Barriers      float64   `json:"barriers_per_token"` // pool barriers per decoded token (0 for pp)
 	KernelTier    string    `json:"kernel_tier"`
+	NParallel     int       `json:"n_parallel"` // sequences decoded together (tg with -np; 1 otherwise)
 }
 
 // benchFields are the columns of -o csv, in order.
 var benchFields = []string{"model_filename", "model_type", "model_size", "model_n_params", "n_threads", "n_prompt", "n_gen", "n_depth",
-	"avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "test", "barriers_per_token", "kernel_tier"}
+	"avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "test", "barriers_per_token", "kernel_tier", "n_parallel"}
 
 // finish fills the statistics from the samples (ns per repetition for n
 // tokens), as llama-bench does: t/s per sample, mean and sample standard
@@ -145,6 +150,12 @@ func (c *BenchCmd) Run() error {
 	}
 	defer l.Close()
 	p := l.Graph.Params
+	slots := l.Memory["decode"].Options.SlotCount()
+	for _, n := range c.Parallel {
+		if n < 1 || n > slots {
+			return fmt.Errorf("-np %d: %s has %d KV slot(s); compile it with minferc compile --slots %d", n, c.Plan, slots, max(n, 1))
+		}
+	}
 	if c.Prompt+1 > p.NCtx || c.Gen > p.NCtx {
 		return fmt.Errorf("-p %d / -n %d do not fit the context of %s (%d positions)", c.Prompt, c.Gen, c.Plan, p.NCtx)
 	}
@@ -163,7 +174,7 @@ func (c *BenchCmd) Run() error {
 		if err != nil {
 			return err
 		}
-		base := BenchResult{ModelFilename: c.Plan, ModelType: typ, ModelSize: size, ModelNParams: params, NThreads: t, KernelTier: tier}
+		base := BenchResult{ModelFilename: c.Plan, ModelType: typ, ModelSize: size, ModelNParams: params, NThreads: t, KernelTier: tier, NParallel: 1}
 		if c.Prompt > 0 {
 			r := base
 			r.Test, r.NPrompt = fmt.Sprintf("pp%d", c.Prompt), c.Prompt
@@ -183,7 +194,19 @@ func (c *BenchCmd) Run() error {
 			r.finish(c.Prompt)
 			results = append(results, r)
 		}
-		if c.Gen > 0 {
+		for _, np := range c.Parallel {
+			if c.Gen == 0 {
+				break
+			}
+			r := base
+			r.Test, r.NGen, r.NParallel = fmt.Sprintf("tg%d x%d", c.Gen, np), c.Gen, np
+			if err := benchParallel(m, &r, toks, c.Gen, np, c.Reps); err != nil {
+				return err
+			}
+			r.finish(c.Gen * np)
+			results = append(results, r)
+		}
+		if c.Gen > 0 && len(c.Parallel) == 0 {
 			r := base
 			r.Test, r.NGen = fmt.Sprintf("tg%d", c.Gen), c.Gen
 			for rep := 0; rep <= c.Reps; rep++ {
@@ -206,6 +229,35 @@ func (c *BenchCmd) Run() error {
 		m.Close()
 	}
 	return writeBench(os.Stdout, c.Output, results)
+}
+
+// benchParallel times np sequences decoding gen tokens each from empty
+// slots, all in one EvalSeqs step per position, after one warm-up run;
+// sequence k reads the tokens from offset k, so the sequences differ.
+func benchParallel(m *exec.Model, r *BenchResult, toks []int32, gen, np, reps int) error {
+	seqs := make([]exec.Seq, np)
+	for k := range seqs {
+		seqs[k] = exec.Seq{Slot: k, Tokens: make([]int32, 1), Positions: make([]int32, 1), Logits: true}
+	}
+	for rep := 0; rep <= reps; rep++ {
+		m.Reset()
+		before := m.Stats().DecodeBarriers + m.Stats().PrefillBarriers
+		start := time.Now()
+		for i := 0; i < gen; i++ {
+			for k := range seqs {
+				seqs[k].Tokens[0] = toks[(i+k)%len(toks)]
+				seqs[k].Positions[0] = int32(i)
+			}
+			if _, err := m.EvalSeqs(seqs); err != nil {
+				return err
+			}
+		}
+		if rep > 0 {
+			r.SamplesNs = append(r.SamplesNs, time.Since(start).Nanoseconds())
+			r.Barriers = float64(m.Stats().DecodeBarriers+m.Stats().PrefillBarriers-before) / float64(gen*np)
+		}
+	}
+	return nil
 }
 
 // writeBench prints results in a llama-bench output format.
@@ -265,7 +317,7 @@ func (r BenchResult) csvRow() []string {
 		strconv.FormatInt(r.AvgNs, 10), strconv.FormatInt(r.StddevNs, 10), g(r.AvgTs), g(r.StddevTs),
 		join(len(r.SamplesNs), func(i int) string { return strconv.FormatInt(r.SamplesNs[i], 10) }),
 		join(len(r.SamplesTs), func(i int) string { return g(r.SamplesTs[i]) }),
-		r.Test, g(r.Barriers), r.KernelTier}
+		r.Test, g(r.Barriers), r.KernelTier, strconv.Itoa(r.NParallel)}
 }
 
 func positions(a, b int) []int32 {

@@ -63,3 +63,38 @@ func TestBenchOutputs(t *testing.T) {
 		t.Errorf("md:\n%s", md)
 	}
 }
+
+// TestBenchParallel: minferc compile --slots N writes a plan whose KV
+// holds N sequences, and bench -np measures them decoding together
+// (n_parallel, aggregate tok/s); -np beyond the slots is an error naming
+// the fix.
+func TestBenchParallel(t *testing.T) {
+	model := fixtures.Path(t, "models", "qwen2-synth-q8_0.gguf")
+	planPath := filepath.Join(t.TempDir(), "p.plan")
+	c := CompileCmd{Model: model, Out: planPath, MaxBatch: 64, KVType: "f16", Weights: "embed", Quiet: true, Slots: 3}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out := capture(t, (&BenchCmd{Plan: planPath, Gen: 4, Reps: 1, Threads: []int{2}, Parallel: []int{1, 3}, Output: "json"}).Run)
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0]["test"] != "tg4 x1" || rows[1]["test"] != "tg4 x3" || rows[1]["n_parallel"] != 3.0 || rows[1]["avg_ts"].(float64) <= 0 {
+		t.Fatalf("rows: %v", rows)
+	}
+	err := (&BenchCmd{Plan: planPath, Gen: 4, Reps: 1, Threads: []int{1}, Parallel: []int{4}, Output: "md"}).Run()
+	if err == nil || !strings.Contains(err.Error(), "has 3 KV slot(s); compile it with minferc compile --slots 4") {
+		t.Fatalf("-np 4 on 3 slots: %v", err)
+	}
+	dump := capture(t, (&DumpGraphCmd{Model: planPath}).Run)
+	if !strings.Contains(dump, "3 slots × 512 positions, f16), prefill batch 64 tokens, decode batch 3 row(s)") {
+		t.Fatalf("dump-graph does not describe the slots:\n%s", dump[:min(len(dump), 400)])
+	}
+	if err := (&CompileCmd{Model: model, Out: planPath, KVType: "f32", Slots: 0}).Validate(); err == nil || !strings.Contains(err.Error(), "--slots 0") {
+		t.Fatalf("--slots 0: %v", err)
+	}
+}

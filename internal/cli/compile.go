@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+
+	"github.com/minfer/minfer/alloc"
 	"os"
 	"strings"
 
@@ -18,6 +20,7 @@ type CompileCmd struct {
 	Out         string   `short:"o" help:"Plan file to write." default:"plan.bin"`
 	NCtx        int      `short:"c" help:"KV cache positions (0: the model's context, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
 	MaxBatch    int      `help:"Largest prompt chunk evaluated at once." default:"512" name:"max-batch"`
+	Slots       int      `help:"Sequences served at once (minfer serve): a KV cache of --n-ctx positions for each; KV memory = slots × n-ctx." default:"1"`
 	KVType      string   `help:"KV cache type: f32, f16 or q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
 	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`
 	DisablePass []string `help:"Switch off a pass by name (repeatable; see minferc passes)." name:"disable-pass"`
@@ -28,6 +31,9 @@ type CompileCmd struct {
 // Validate refuses contradicting cache types while the command line is
 // parsed (a usage error).
 func (c *CompileCmd) Validate() error {
+	if c.Slots < 1 || c.Slots > alloc.MaxSlots {
+		return fmt.Errorf("--slots %d: must be 1..%d", c.Slots, alloc.MaxSlots)
+	}
 	_, err := c.kvType(c.KVType)
 	return err
 }
@@ -56,7 +62,7 @@ func (c *CompileCmd) Run() error {
 			fmt.Fprintf(os.Stderr, format+"\n", args...)
 		}
 	}
-	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: kv, Disabled: c.DisablePass, Weights: mode, Log: logf})
+	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: kv, Slots: c.Slots, Disabled: c.DisablePass, Weights: mode, Log: logf})
 	if err != nil {
 		return err
 	}

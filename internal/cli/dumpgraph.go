@@ -56,6 +56,7 @@ func (c *DumpGraphCmd) Run() error {
 		return err
 	}
 	var g *ir.Graph
+	var memLine string // a plan's KV and batch sizes
 	title := c.Model
 	if kind == "gguf" {
 		f, err := gguf.Open(c.Model)
@@ -81,6 +82,10 @@ func (c *DumpGraphCmd) Run() error {
 		defer l.Close()
 		g = l.Graph
 		title += " (compiled)"
+		if pre, dec := l.Memory["prefill"], l.Memory["decode"]; pre != nil && dec != nil {
+			memLine = fmt.Sprintf("# memory: KV %s (%s, %s), prefill batch %d tokens, decode batch %d row(s)\n",
+				mib(pre.KVBytes), kvSlots(pre.Options), pre.Options.KVType, pre.Options.MaxTokens, dec.Options.MaxTokens)
+		}
 	}
 	if c.DOT {
 		return ir.WriteDOTWith(os.Stdout, g, title, dopt)
@@ -103,6 +108,7 @@ func (c *DumpGraphCmd) Run() error {
 		return nil
 	}
 	fmt.Printf("# %s: %s, %d nodes, %d values\n", title, g.Arch, len(g.Nodes), len(g.Values))
+	fmt.Print(memLine)
 	for _, n := range g.Nodes {
 		fmt.Printf("%s  [%s layer %d group %d]\n", n, n.Kernel, n.Layer, n.Group)
 	}

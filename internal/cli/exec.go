@@ -211,9 +211,19 @@ func (s *session) printStats(g *GenFlags, res *generate.Result) {
 		fmt.Fprintf(w, "prefill: %d barriers for %d tokens, %d fused groups per chunk\n", st.PrefillBarriers, st.PrefillTokens, len(s.graph.Prefill.Groups))
 	}
 	pre, dec := s.mem["prefill"], s.mem["decode"]
-	fmt.Fprintf(w, "memory: arena %s prefill (%d tokens; %s if unshared) / %s decode, private %s per worker, KV %s (%d positions, %s)\n",
+	fmt.Fprintf(w, "memory: arena %s prefill (%d tokens; %s if unshared) / %s decode, private %s per worker, KV %s (%s, %s)\n",
 		mib(pre.ArenaBytes), pre.Options.MaxTokens, mib(pre.SumBytes), mib(dec.ArenaBytes), mib(max(pre.PrivateBytes, dec.PrivateBytes)),
-		mib(pre.KVBytes), pre.Options.NCtx, pre.Options.KVType)
+		mib(pre.KVBytes), kvSlots(pre.Options), pre.Options.KVType)
+}
+
+// kvSlots describes the KV cache's shape: "4096 positions" for one slot,
+// "8 slots × 4096 positions" for a plan compiled with --slots 8 (KV
+// memory is slots × n_ctx rows).
+func kvSlots(o alloc.Options) string {
+	if n := o.SlotCount(); n > 1 {
+		return fmt.Sprintf("%d slots × %d positions", n, o.NCtx)
+	}
+	return fmt.Sprintf("%d positions", o.NCtx)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -18,6 +18,7 @@ func TestRewriteArgs(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"run m.gguf -ctk q8_0 -ctv q8_0", "run m.gguf --cache-type-k q8_0 --cache-type-v q8_0"},
 		{"run m.gguf -ctk=f16", "run m.gguf --cache-type-k=f16"},
+		{"bench p.plan -np 8 -np=4", "bench p.plan --parallel 8 --parallel=4"},
 		{"run m.gguf -n -1", "run m.gguf -n-1"},
 		{"run m.gguf --seed -1 --repeat-last-n -1", "run m.gguf --seed=-1 --repeat-last-n=-1"},
 		{"run m.gguf --temp -0.5", "run m.gguf --temp=-0.5"},
