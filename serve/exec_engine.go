@@ -1,33 +1,30 @@
 package serve
 
-import (
-	"fmt"
+import "github.com/minfer/minfer/exec"
 
-	"github.com/minfer/minfer/exec"
-)
-
-// ExecEngine is an Engine of one slot over a single-sequence exec.Model:
-// a batch is one Seq, evaluated with Model.Eval.
-type ExecEngine struct{ M *exec.Model }
-
-// EvalSeqs evaluates the one sequence of slot 0.
-func (e ExecEngine) EvalSeqs(seqs []Seq) ([][]float32, error) {
-	if len(seqs) != 1 || seqs[0].Slot != 0 {
-		return nil, fmt.Errorf("serve: the exec engine has one slot, got a batch of %d sequences", len(seqs))
-	}
-	s := seqs[0]
-	lg, err := e.M.Eval(s.Tokens, s.Positions, []int32{int32(len(s.Tokens) - 1)})
-	if err != nil || !s.Logits {
-		return [][]float32{nil}, err
-	}
-	return [][]float32{lg}, nil
+// ExecEngine is the Engine over a compiled exec.Model: one slot per KV
+// region of the plan (minferc compile --slots N), a batch evaluated in one
+// forward pass with Model.EvalSeqs, each sequence bit-identical to running
+// alone.
+type ExecEngine struct {
+	M   *exec.Model
+	buf []exec.Seq
 }
 
-// Slots is 1.
-func (e ExecEngine) Slots() int { return 1 }
+// EvalSeqs evaluates every Seq of the batch in one forward pass.
+func (e *ExecEngine) EvalSeqs(seqs []Seq) ([][]float32, error) {
+	e.buf = e.buf[:0]
+	for _, s := range seqs {
+		e.buf = append(e.buf, exec.Seq{Slot: s.Slot, Tokens: s.Tokens, Positions: s.Positions, Logits: s.Logits})
+	}
+	return e.M.EvalSeqs(e.buf)
+}
 
-// SlotContext is the model's context.
-func (e ExecEngine) SlotContext() int { return e.M.Graph().Params.NCtx }
+// Slots is the plan's number of KV slots.
+func (e *ExecEngine) Slots() int { return e.M.Slots() }
 
-// TruncateSlot truncates the model's KV cache.
-func (e ExecEngine) TruncateSlot(slot, n int) error { return e.M.Truncate(n) }
+// SlotContext is the positions each slot holds.
+func (e *ExecEngine) SlotContext() int { return e.M.SlotContext() }
+
+// TruncateSlot forgets a slot's positions from n on.
+func (e *ExecEngine) TruncateSlot(slot, n int) error { return e.M.TruncateSlot(slot, n) }

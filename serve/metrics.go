@@ -26,6 +26,7 @@ type metrics struct {
 	requests map[[2]string]int64 // endpoint, status code
 	ttft     histogram
 	steps    int64
+	stepSeqs int64 // sequences over all steps: stepSeqs/steps is the mean batch
 	stepSecs float64
 	// generated tokens per second of the last rateWindow seconds, a ring
 	// indexed by Unix second.
@@ -66,9 +67,10 @@ func (m *metrics) observeTTFT(d time.Duration) {
 	m.mu.Unlock()
 }
 
-func (m *metrics) stepDone(d time.Duration) {
+func (m *metrics) stepDone(d time.Duration, seqs int) {
 	m.mu.Lock()
 	m.steps++
+	m.stepSeqs += int64(seqs)
 	m.stepSecs += d.Seconds()
 	m.mu.Unlock()
 }
@@ -141,6 +143,7 @@ func (m *metrics) write(w io.Writer) {
 	one("minfer_engine_errors_total", "counter", "Failed evaluations.", m.engineErrors.Load())
 	one("minfer_handler_panics_total", "counter", "Recovered handler panics.", m.panics.Load())
 	one("minfer_steps_total", "counter", "Batched evaluations.", m.steps)
+	one("minfer_step_sequences_total", "counter", "Sequences over all batched evaluations (divided by minfer_steps_total: the mean batch).", m.stepSeqs)
 	one("minfer_step_seconds_total", "counter", "Time spent in batched evaluations.", strconv.FormatFloat(m.stepSecs, 'f', 6, 64))
 	metric("minfer_time_to_first_token_seconds", "histogram", "From the request's arrival to its first sampled token (queueing and prefill included).")
 	var cum int64

@@ -398,7 +398,7 @@ func (s *scheduler) step() {
 		}
 		return
 	}
-	s.metrics.stepDone(time.Since(t0))
+	s.metrics.stepDone(time.Since(t0), len(s.seqs))
 	for k, sq := range s.seqs {
 		st := s.owner[k]
 		if st.fed < len(st.j.req.Prompt) {

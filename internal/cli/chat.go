@@ -54,7 +54,7 @@ type chatModel struct {
 }
 
 // loadChatModel opens a plan, or compiles a GGUF in memory.
-func loadChatModel(path string, noVerify bool, nctx int, kv string, threads int, withCache bool) (*chatModel, error) {
+func loadChatModel(path string, noVerify bool, nctx int, kv string, threads, slots int, withCache bool) (*chatModel, error) {
 	kind, err := fileKind(path)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func loadChatModel(path string, noVerify bool, nctx int, kv string, threads int,
 		if err != nil {
 			return nil, err
 		}
-		s, closeFn, err := ggufSession(f, false, nctx, kv, threads)
+		s, closeFn, err := ggufSession(f, false, nctx, kv, threads, slots)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -192,7 +192,7 @@ func (c *ChatCmd) Run() error {
 	if err := g.check(); err != nil {
 		return err
 	}
-	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, g.threads(), c.PromptCache != "")
+	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, g.threads(), 1, c.PromptCache != "")
 	if err != nil {
 		return err
 	}

@@ -309,7 +309,7 @@ func (c *RunCmd) Run() error {
 	if !c.Reference {
 		warnContext(os.Stderr, f, c.NCtx)
 	}
-	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, c.threads())
+	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, c.threads(), 1)
 	if err != nil {
 		return err
 	}
@@ -318,7 +318,9 @@ func (c *RunCmd) Run() error {
 	return s.run(&c.GenFlags, os.Stdout)
 }
 
-func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*session, func(), error) {
+// ggufSession compiles f in memory (slots KV regions; 0 means 1) or, with
+// ref, wraps it in the reference interpreter.
+func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads, slots int) (*session, func(), error) {
 	s := &session{samp: sample.DefaultParams()}
 	setTok := func(g *ir.Graph) error {
 		v, err := compiler.Vocab(f, g)
@@ -354,7 +356,7 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*ses
 	if err := setTok(g); err != nil {
 		return nil, nil, err
 	}
-	mem, err := compiler.Memory(g, kvt, 0)
+	mem, err := compiler.Slots(g, kvt, 0, max(slots, 1))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -31,7 +31,8 @@ type ServeCmd struct {
 	NPredict      int           `short:"n" help:"Most tokens per answer when a request sets no max_tokens (-1: until end of generation or a full slot)." default:"-1" name:"n-predict"`
 	Threads       int           `short:"t" help:"Worker threads (0: all CPUs this process may use)."`
 	NoVerify      bool          `help:"Skip the weights checksum and source hash at load (plan)." name:"no-verify"`
-	NCtx          int           `short:"c" help:"KV cache positions for a GGUF (0: the model's, at most 4096)." name:"n-ctx" aliases:"ctx-size"`
+	NCtx          int           `short:"c" help:"KV cache positions per slot for a GGUF (0: the model's, at most 4096)." name:"n-ctx" aliases:"ctx-size"`
+	Parallel      int           `help:"Slots (sequences decoded together) for a GGUF; a plan has the slots it was compiled with (minferc compile --slots N)." default:"4" name:"parallel" aliases:"np"`
 	KVType        string        `help:"KV cache type for a GGUF: f32, f16, q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
 	MaxBody       int64         `help:"Largest request body in bytes (more: 413)." default:"8388608" name:"max-body"`
 	WriteTimeout  time.Duration `help:"A client that takes longer than this to accept one write is cut off and its slot freed." default:"30s" name:"write-timeout"`
@@ -54,6 +55,8 @@ func (c *ServeCmd) Run() error {
 	switch {
 	case c.Queue < 0:
 		return fmt.Errorf("--queue %d: give 0 or more", c.Queue)
+	case c.Parallel < 0:
+		return fmt.Errorf("--parallel %d: give 1 or more slots", c.Parallel)
 	case c.PrefillChunk < 1:
 		return fmt.Errorf("--prefill-chunk %d: give 1 or more", c.PrefillChunk)
 	case c.NPredict < -1 || c.NPredict == 0:
@@ -71,7 +74,7 @@ func (c *ServeCmd) Run() error {
 	}
 	log := slog.New(h)
 	t0 := time.Now()
-	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, g.threads(), false)
+	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, g.threads(), c.Parallel, false)
 	if err != nil {
 		return err
 	}
@@ -99,7 +102,7 @@ func (c *ServeCmd) Run() error {
 	if id == "" {
 		id = strings.TrimSuffix(filepath.Base(c.Model), filepath.Ext(c.Model))
 	}
-	eng := serve.ExecEngine{M: cm.m}
+	eng := &serve.ExecEngine{M: cm.m}
 	srv, err := serve.New(serve.Config{
 		Engine: eng, Tokenizer: cm.tok, NVocab: cm.nvocab, Template: tmpl, TemplateOptions: c.renderOptions(cm.tok),
 		ModelID: id, Defaults: samp, RandomSeed: randomSeed, MaxTokens: c.NPredict, APIKey: c.APIKey,

@@ -141,9 +141,12 @@ func TestServeOpenAIClient(t *testing.T) {
 // same whether a position was prefilled in a chunk or decoded.
 func TestServeExecConcurrent(t *testing.T) {
 	model := fixtures.Path(t, "models", "qwen2-synth-q4_k_m.gguf")
-	url := startServe(t, ServeCmd{Model: model, Threads: 2, PrefillChunk: 8, CachePrompt: true, TemplateFlags: TemplateFlags{ChatTemplate: "chatml"}})
+	// Each request alone on a one-slot server, then all at once on a
+	// four-slot one that decodes them together (exec.Model.EvalSeqs).
+	url1 := startServe(t, ServeCmd{Model: model, Threads: 2, Parallel: 1, PrefillChunk: 8, CachePrompt: true, TemplateFlags: TemplateFlags{ChatTemplate: "chatml"}})
+	url := startServe(t, ServeCmd{Model: model, Threads: 2, Parallel: 4, PrefillChunk: 8, CachePrompt: true, TemplateFlags: TemplateFlags{ChatTemplate: "chatml"}})
 	type result struct{ text, finish string }
-	post := func(path string, req map[string]any) (result, error) {
+	post := func(url, path string, req map[string]any) (result, error) {
 		b, _ := json.Marshal(req)
 		resp, err := http.Post(url+path, "application/json", bytes.NewReader(b))
 		if err != nil {
@@ -210,7 +213,7 @@ func TestServeExecConcurrent(t *testing.T) {
 	}
 	want := make([]result, len(jobs))
 	for i, j := range jobs {
-		r, err := post(j.path, j.req)
+		r, err := post(url1, j.path, j.req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +224,7 @@ func TestServeExecConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := post(j.path, j.req)
+			r, err := post(url, j.path, j.req)
 			if err != nil {
 				t.Error(err)
 			} else if r != want[i] {
@@ -236,6 +239,17 @@ func TestServeExecConcurrent(t *testing.T) {
 	}
 	m, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	// The four-slot server decoded requests together: more sequences
+	// than steps.
+	var steps, seqs int64
+	for _, line := range strings.Split(string(m), "\n") {
+		fmt.Sscanf(line, "minfer_steps_total %d", &steps)
+		fmt.Sscanf(line, "minfer_step_sequences_total %d", &seqs)
+	}
+	if steps == 0 || seqs <= steps {
+		t.Errorf("four slots: %d sequences in %d steps, want batches of more than one", seqs, steps)
+	}
+	t.Logf("four slots: %d sequences in %d steps", seqs, steps)
 	i := bytes.Index(m, []byte("\nminfer_prompt_tokens_cached_total "))
 	if i < 0 || bytes.HasPrefix(m[i+1:], []byte("minfer_prompt_tokens_cached_total 0\n")) {
 		t.Errorf("no prompt tokens reused:\n%s", m)
