@@ -1,4 +1,4 @@
-//go:build amd64 && !purego
+//go:build (amd64 || arm64) && !purego
 
 package cpu
 
@@ -19,22 +19,27 @@ func tierOK(tier string) bool {
 		return hasAVX512
 	case "avx512vnni":
 		return hasVNNI
+	case "neon":
+		return hasNEON
+	case "dotprod":
+		return hasDotProd
 	}
 	return false
 }
 
 // TestRowKernelTiers calls every row kernel of every SIMD tier directly
-// (not through the start-up dispatch, so the AVX2 kernels are tested on an
-// AVX-512 machine too) and checks each output's bits against the pure-Go
-// dot: K of one block up to qwen-sized rows, row ranges of every remainder
+// (not through the start-up dispatch) and checks each output's bits against the pure-Go
+// dot (on amd64 the AVX2 kernels are tested on an AVX-512 machine too, on
+// arm64 the base NEON kernels on a dotprod machine): K of one block up to qwen-sized rows, row ranges of every remainder
 // of the kernels' 2- and 4-row steps, random, raw-byte and extreme weight
 // blocks against random and extreme (±127/-128-heavy) activations.
 func TestRowKernelTiers(t *testing.T) {
 	r := rand.New(rand.NewPCG(91, 92))
+	t.Logf("start-up dispatch: %s", Features())
 	for _, k := range rowKernelTable() {
 		t.Run(k.typ.String()+"/"+k.tier, func(t *testing.T) {
 			if !tierOK(k.tier) {
-				t.Skipf("the CPU lacks the %s tier", k.tier)
+				t.Skipf("the %s tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it", k.tier)
 			}
 			dot := quant.DotFor(k.typ)
 			vdt := k.typ.VecDotType()
@@ -84,6 +89,7 @@ func TestRowKernelTiers(t *testing.T) {
 					}
 				}
 			}
+			t.Logf("%s kernel of the %s tier: bit-identical to the pure-Go dot", k.typ, k.tier)
 		})
 	}
 }
