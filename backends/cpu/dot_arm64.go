@@ -12,9 +12,8 @@ import "github.com/minfer/minfer/quant"
 // equal those on amd64: the integer lanes are the oracle's 8 lanes of 4
 // consecutive products (two 4-lane vectors), SCVTF, one fused FMLA per
 // lane and block with the float32 scale product, hsum_float_8 at the end
-// (see internal/asmgen/arm64dot.go for each type). The weight types
-// without an arm64 kernel (Q4_1, Q5_1, Q5_K, Q2_K, Q3_K, the float types)
-// use the pure-Go dots.
+// (see internal/asmgen/arm64dot.go for each type). The float weight types
+// (F32, F16, BF16) use the pure-Go dots.
 
 //go:noescape
 func rowsQ8_0DotProd(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
@@ -26,6 +25,27 @@ func rowsQ4_0DotProd(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 func rowsQ5_0DotProd(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
+func rowsQ4_1DotProd(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+//go:noescape
+func rowsQ5_1DotProd(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+//go:noescape
+func kqRowsQ4KDotProd(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
+func kqRowsQ5KDotProd(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
+func kqRowsQ6KDotProd(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
+func kqRowsQ2KDotProd(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
+func kqRowsQ3KDotProd(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
 func rowsQ8_0NEON(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
@@ -35,16 +55,25 @@ func rowsQ4_0NEON(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 func rowsQ5_0NEON(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
-func kqRowsQ4KDotProd(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+func rowsQ4_1NEON(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
-func kqRowsQ6KDotProd(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+func rowsQ5_1NEON(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
 func kqRowsQ4KNEON(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
 //go:noescape
+func kqRowsQ5KNEON(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
 func kqRowsQ6KNEON(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
+func kqRowsQ2KNEON(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+//go:noescape
+func kqRowsQ3KNEON(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
 // rowKernelTable lists every row kernel of both arm64 tiers, whether or
 // not the CPU has the tier (callers check hasNEON / hasDotProd).
@@ -53,13 +82,23 @@ func rowKernelTable() []rowKernel {
 		{quant.Q8_0, "dotprod", legacyRows(rowsQ8_0DotProd, 34, 34)},
 		{quant.Q4_0, "dotprod", legacyRows(rowsQ4_0DotProd, 18, 34)},
 		{quant.Q5_0, "dotprod", legacyRows(rowsQ5_0DotProd, 22, 34)},
+		{quant.Q4_1, "dotprod", legacyRows(rowsQ4_1DotProd, 20, 36)},
+		{quant.Q5_1, "dotprod", legacyRows(rowsQ5_1DotProd, 24, 36)},
 		{quant.Q4_K, "dotprod", kqRows(kqRowsQ4KDotProd, 144)},
+		{quant.Q5_K, "dotprod", kqRows(kqRowsQ5KDotProd, 176)},
 		{quant.Q6_K, "dotprod", kqRows(kqRowsQ6KDotProd, 210)},
+		{quant.Q2_K, "dotprod", kqRows(kqRowsQ2KDotProd, 84)},
+		{quant.Q3_K, "dotprod", kqRows(kqRowsQ3KDotProd, 110)},
 		{quant.Q8_0, "neon", legacyRows(rowsQ8_0NEON, 34, 34)},
 		{quant.Q4_0, "neon", legacyRows(rowsQ4_0NEON, 18, 34)},
 		{quant.Q5_0, "neon", legacyRows(rowsQ5_0NEON, 22, 34)},
+		{quant.Q4_1, "neon", legacyRows(rowsQ4_1NEON, 20, 36)},
+		{quant.Q5_1, "neon", legacyRows(rowsQ5_1NEON, 24, 36)},
 		{quant.Q4_K, "neon", kqRows(kqRowsQ4KNEON, 144)},
+		{quant.Q5_K, "neon", kqRows(kqRowsQ5KNEON, 176)},
 		{quant.Q6_K, "neon", kqRows(kqRowsQ6KNEON, 210)},
+		{quant.Q2_K, "neon", kqRows(kqRowsQ2KNEON, 84)},
+		{quant.Q3_K, "neon", kqRows(kqRowsQ3KNEON, 110)},
 	}
 }
 

@@ -191,6 +191,140 @@ rowsQ5_0DotProd_block:
 	BNE	rowsQ5_0DotProd_row
 	RET
 
+// func rowsQ4_1DotProd
+TEXT ·rowsQ4_1DotProd(SB), NOSPLIT, $0-48
+	MOVD	w+0(FP), R0
+	MOVD	wrb+8(FP), R1
+	MOVD	a+16(FP), R2
+	MOVD	nb+24(FP), R3
+	MOVD	y+32(FP), R4
+	MOVD	rows+40(FP), R5
+	WORD	$0x4f00e5ff	// movi v31.16b, #15
+rowsQ4_1DotProd_row:
+	MOVD	R0, R6
+	MOVD	R2, R7
+	MOVD	R3, R8
+	WORD	$0x6f00e400	// movi v0.2d, #0
+	WORD	$0x6f00e401	// movi v1.2d, #0
+	WORD	$0x6f00e419	// movi v25.2d, #0
+rowsQ4_1DotProd_block:
+	MOVHU	0(R6), R9
+	VMOV	R9, V2.S[0]
+	WORD	$0x1ee24042	// fcvt s2, h2
+	MOVHU	0(R7), R10
+	VMOV	R10, V3.S[0]
+	WORD	$0x1ee24063	// fcvt s3, h3
+	FMULS	F3, F2, F2
+	MOVHU	2(R6), R9
+	VMOV	R9, V11.S[0]
+	WORD	$0x1ee2416b	// fcvt s11, h11
+	MOVHU	2(R7), R10
+	VMOV	R10, V12.S[0]
+	WORD	$0x1ee2418c	// fcvt s12, h12
+	FMULS	F12, F11, F11
+	FADDS	F11, F25, F25
+	ADD	$4, R6
+	ADD	$4, R7
+	VLD1.P	16(R6), [V4.B16]
+	WORD	$0x4e3f1c85	// and v5.16b, v4.16b, v31.16b
+	WORD	$0x6f0c0484	// ushr v4.16b, v4.16b, #4
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f00e410	// movi v16.2d, #0
+	WORD	$0x4e8694b0	// sdot v16.4s, v5.16b, v6.16b
+	WORD	$0x6f00e411	// movi v17.2d, #0
+	WORD	$0x4e879491	// sdot v17.4s, v4.16b, v7.16b
+	WORD	$0x4e21da10	// scvtf v16.4s, v16.4s
+	WORD	$0x4e21da31	// scvtf v17.4s, v17.4s
+	WORD	$0x4f821200	// fmla v0.4s, v16.4s, v2.s[0]
+	WORD	$0x4f821221	// fmla v1.4s, v17.4s, v2.s[0]
+	SUBS	$1, R8
+	BNE	rowsQ4_1DotProd_block
+	WORD	$0x4e21d415	// fadd v21.4s, v0.4s, v1.4s
+	WORD	$0x6e1542b6	// ext v22.16b, v21.16b, v21.16b, #8
+	WORD	$0x0e36d6b6	// fadd v22.2s, v21.2s, v22.2s
+	WORD	$0x7e30dad4	// faddp s20, v22.2s
+	FADDS	F25, F20, F20
+	FMOVS	F20, (R4)
+	ADD	$4, R4
+	ADD	R1, R0
+	SUBS	$1, R5
+	BNE	rowsQ4_1DotProd_row
+	RET
+
+// func rowsQ5_1DotProd
+TEXT ·rowsQ5_1DotProd(SB), NOSPLIT, $0-48
+	MOVD	w+0(FP), R0
+	MOVD	wrb+8(FP), R1
+	MOVD	a+16(FP), R2
+	MOVD	nb+24(FP), R3
+	MOVD	y+32(FP), R4
+	MOVD	rows+40(FP), R5
+	WORD	$0x4f00e5ff	// movi v31.16b, #15
+	WORD	$0x4f00e61a	// movi v26.16b, #16
+	MOVD	$q5tabARM64<>(SB), R12
+	VLD1	(R12), [V27.B16, V28.B16, V29.B16]
+rowsQ5_1DotProd_row:
+	MOVD	R0, R6
+	MOVD	R2, R7
+	MOVD	R3, R8
+	WORD	$0x6f00e400	// movi v0.2d, #0
+	WORD	$0x6f00e401	// movi v1.2d, #0
+	WORD	$0x6f00e419	// movi v25.2d, #0
+rowsQ5_1DotProd_block:
+	MOVHU	0(R6), R9
+	VMOV	R9, V2.S[0]
+	WORD	$0x1ee24042	// fcvt s2, h2
+	MOVHU	0(R7), R10
+	VMOV	R10, V3.S[0]
+	WORD	$0x1ee24063	// fcvt s3, h3
+	FMULS	F3, F2, F2
+	MOVHU	2(R6), R9
+	VMOV	R9, V11.S[0]
+	WORD	$0x1ee2416b	// fcvt s11, h11
+	MOVHU	2(R7), R10
+	VMOV	R10, V12.S[0]
+	WORD	$0x1ee2418c	// fcvt s12, h12
+	FMULS	F12, F11, F11
+	FADDS	F11, F25, F25
+	ADD	$4, R6
+	ADD	$4, R7
+	MOVWU	(R6), R11
+	ADD	$4, R6
+	VMOV	R11, V8.S[0]
+	WORD	$0x4e1b0109	// tbl v9.16b, {v8.16b}, v27.16b
+	WORD	$0x4e1c010a	// tbl v10.16b, {v8.16b}, v28.16b
+	WORD	$0x4e3d8d29	// cmtst v9.16b, v9.16b, v29.16b
+	WORD	$0x4e3d8d4a	// cmtst v10.16b, v10.16b, v29.16b
+	WORD	$0x4e3a1d29	// and v9.16b, v9.16b, v26.16b
+	WORD	$0x4e3a1d4a	// and v10.16b, v10.16b, v26.16b
+	VLD1.P	16(R6), [V4.B16]
+	WORD	$0x4e3f1c85	// and v5.16b, v4.16b, v31.16b
+	WORD	$0x6f0c0484	// ushr v4.16b, v4.16b, #4
+	WORD	$0x4ea91ca5	// orr v5.16b, v5.16b, v9.16b
+	WORD	$0x4eaa1c84	// orr v4.16b, v4.16b, v10.16b
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f00e410	// movi v16.2d, #0
+	WORD	$0x4e8694b0	// sdot v16.4s, v5.16b, v6.16b
+	WORD	$0x6f00e411	// movi v17.2d, #0
+	WORD	$0x4e879491	// sdot v17.4s, v4.16b, v7.16b
+	WORD	$0x4e21da10	// scvtf v16.4s, v16.4s
+	WORD	$0x4e21da31	// scvtf v17.4s, v17.4s
+	WORD	$0x4f821200	// fmla v0.4s, v16.4s, v2.s[0]
+	WORD	$0x4f821221	// fmla v1.4s, v17.4s, v2.s[0]
+	SUBS	$1, R8
+	BNE	rowsQ5_1DotProd_block
+	WORD	$0x4e21d415	// fadd v21.4s, v0.4s, v1.4s
+	WORD	$0x6e1542b6	// ext v22.16b, v21.16b, v21.16b, #8
+	WORD	$0x0e36d6b6	// fadd v22.2s, v21.2s, v22.2s
+	WORD	$0x7e30dad4	// faddp s20, v22.2s
+	FADDS	F25, F20, F20
+	FMOVS	F20, (R4)
+	ADD	$4, R4
+	ADD	R1, R0
+	SUBS	$1, R5
+	BNE	rowsQ5_1DotProd_row
+	RET
+
 // func kqRowsQ4KDotProd
 TEXT ·kqRowsQ4KDotProd(SB), NOSPLIT, $0-48
 	MOVD	w+0(FP), R0
@@ -347,6 +481,210 @@ kqRowsQ4KDotProd_block:
 	ADD	R1, R0
 	SUBS	$1, R5
 	BNE	kqRowsQ4KDotProd_row
+	RET
+
+// func kqRowsQ5KDotProd
+TEXT ·kqRowsQ5KDotProd(SB), NOSPLIT, $0-48
+	MOVD	w+0(FP), R0
+	MOVD	wrb+8(FP), R1
+	MOVD	a+16(FP), R2
+	MOVD	y+24(FP), R4
+	MOVD	rows+32(FP), R5
+	MOVD	nb+40(FP), R3
+	WORD	$0x4f00e5ff	// movi v31.16b, #15
+	WORD	$0x4f00e61d	// movi v29.16b, #16
+kqRowsQ5KDotProd_row:
+	MOVD	R0, R6
+	MOVD	R2, R7
+	MOVD	R3, R8
+	WORD	$0x6f00e400	// movi v0.2d, #0
+	WORD	$0x6f00e401	// movi v1.2d, #0
+	WORD	$0x6f00e41e	// movi v30.2d, #0
+kqRowsQ5KDotProd_block:
+	MOVHU	0(R6), R9
+	VMOV	R9, V2.S[0]
+	WORD	$0x1ee24042	// fcvt s2, h2
+	MOVHU	2(R6), R10
+	VMOV	R10, V3.S[0]
+	WORD	$0x1ee24063	// fcvt s3, h3
+	FMOVS	(R7), F4
+	FMULS	F4, F2, F2
+	FMULS	F4, F3, F3
+	FNEGS	F3, F3
+	MOVWU	4(R6), R11
+	MOVWU	8(R6), R12
+	MOVWU	12(R6), R13
+	ANDW	$0x3f3f3f3f, R11, R14
+	ANDW	$0x0f0f0f0f, R13, R15
+	LSRW	$6, R11, R19
+	ANDW	$0x03030303, R19, R19
+	ORRW	R19<<4, R15, R15
+	ORR	R15<<32, R14, R14
+	ANDW	$0x3f3f3f3f, R12, R20
+	LSRW	$4, R13, R15
+	ANDW	$0x0f0f0f0f, R15, R15
+	LSRW	$6, R12, R19
+	ANDW	$0x03030303, R19, R19
+	ORRW	R19<<4, R15, R15
+	ORR	R15<<32, R20, R20
+	VMOV	R14, V20.D[0]
+	VMOV	R20, V20.D[1]
+	WORD	$0x2f08a695	// uxtl v21.8h, v20.8b
+	WORD	$0x6f08a696	// uxtl2 v22.8h, v20.16b
+	WORD	$0x2f10a6b7	// uxtl v23.4s, v21.4h
+	WORD	$0x6f10a6b8	// uxtl2 v24.4s, v21.8h
+	WORD	$0x2f10a6d9	// uxtl v25.4s, v22.4h
+	WORD	$0x6f10a6da	// uxtl2 v26.4s, v22.8h
+	ADD	$260, R7, R19
+	VLD1	(R19), [V14.H8, V15.H8]
+	WORD	$0x4e6029ce	// saddlp v14.4s, v14.8h
+	WORD	$0x4e6029ef	// saddlp v15.4s, v15.8h
+	WORD	$0x4eb99dce	// mul v14.4s, v14.4s, v25.4s
+	WORD	$0x4eba9def	// mul v15.4s, v15.4s, v26.4s
+	WORD	$0x4eaf85ce	// add v14.4s, v14.4s, v15.4s
+	WORD	$0x4eb1b9ce	// addv s14, v14.4s
+	WORD	$0x4e21d9ce	// scvtf v14.4s, v14.4s
+	WORD	$0x4f8311de	// fmla v30.4s, v14.4s, v3.s[0]
+	ADD	$16, R6
+	ADD	$4, R7
+	VLD1.P	32(R6), [V14.B16, V15.B16]
+	WORD	$0x6f00e410	// movi v16.2d, #0
+	WORD	$0x6f00e411	// movi v17.2d, #0
+	VLD1.P	32(R6), [V4.B16, V5.B16]
+	VLD1.P	64(R7), [V6.B16, V7.B16, V8.B16, V9.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x6f0c048c	// ushr v12.16b, v4.16b, #4
+	WORD	$0x6f0c04ad	// ushr v13.16b, v5.16b, #4
+	WORD	$0x4f0c55d4	// shl v20.16b, v14.16b, #4
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d4a	// orr v10.16b, v10.16b, v20.16b
+	WORD	$0x4f0c55f4	// shl v20.16b, v15.16b, #4
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d6b	// orr v11.16b, v11.16b, v20.16b
+	WORD	$0x4f0b55d4	// shl v20.16b, v14.16b, #3
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d8c	// orr v12.16b, v12.16b, v20.16b
+	WORD	$0x4f0b55f4	// shl v20.16b, v15.16b, #3
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41dad	// orr v13.16b, v13.16b, v20.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f970250	// mla v16.4s, v18.4s, v23.s[0]
+	WORD	$0x6f970271	// mla v17.4s, v19.4s, v23.s[0]
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e889592	// sdot v18.4s, v12.16b, v8.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e8995b3	// sdot v19.4s, v13.16b, v9.16b
+	WORD	$0x6fb70250	// mla v16.4s, v18.4s, v23.s[1]
+	WORD	$0x6fb70271	// mla v17.4s, v19.4s, v23.s[1]
+	VLD1.P	32(R6), [V4.B16, V5.B16]
+	VLD1.P	64(R7), [V6.B16, V7.B16, V8.B16, V9.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x6f0c048c	// ushr v12.16b, v4.16b, #4
+	WORD	$0x6f0c04ad	// ushr v13.16b, v5.16b, #4
+	WORD	$0x4f0a55d4	// shl v20.16b, v14.16b, #2
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d4a	// orr v10.16b, v10.16b, v20.16b
+	WORD	$0x4f0a55f4	// shl v20.16b, v15.16b, #2
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d6b	// orr v11.16b, v11.16b, v20.16b
+	WORD	$0x4f0955d4	// shl v20.16b, v14.16b, #1
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d8c	// orr v12.16b, v12.16b, v20.16b
+	WORD	$0x4f0955f4	// shl v20.16b, v15.16b, #1
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41dad	// orr v13.16b, v13.16b, v20.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f970a50	// mla v16.4s, v18.4s, v23.s[2]
+	WORD	$0x6f970a71	// mla v17.4s, v19.4s, v23.s[2]
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e889592	// sdot v18.4s, v12.16b, v8.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e8995b3	// sdot v19.4s, v13.16b, v9.16b
+	WORD	$0x6fb70a50	// mla v16.4s, v18.4s, v23.s[3]
+	WORD	$0x6fb70a71	// mla v17.4s, v19.4s, v23.s[3]
+	VLD1.P	32(R6), [V4.B16, V5.B16]
+	VLD1.P	64(R7), [V6.B16, V7.B16, V8.B16, V9.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x6f0c048c	// ushr v12.16b, v4.16b, #4
+	WORD	$0x6f0c04ad	// ushr v13.16b, v5.16b, #4
+	WORD	$0x4e3d1dd4	// and v20.16b, v14.16b, v29.16b
+	WORD	$0x4eb41d4a	// orr v10.16b, v10.16b, v20.16b
+	WORD	$0x4e3d1df4	// and v20.16b, v15.16b, v29.16b
+	WORD	$0x4eb41d6b	// orr v11.16b, v11.16b, v20.16b
+	WORD	$0x6f0f05d4	// ushr v20.16b, v14.16b, #1
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d8c	// orr v12.16b, v12.16b, v20.16b
+	WORD	$0x6f0f05f4	// ushr v20.16b, v15.16b, #1
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41dad	// orr v13.16b, v13.16b, v20.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f980250	// mla v16.4s, v18.4s, v24.s[0]
+	WORD	$0x6f980271	// mla v17.4s, v19.4s, v24.s[0]
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e889592	// sdot v18.4s, v12.16b, v8.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e8995b3	// sdot v19.4s, v13.16b, v9.16b
+	WORD	$0x6fb80250	// mla v16.4s, v18.4s, v24.s[1]
+	WORD	$0x6fb80271	// mla v17.4s, v19.4s, v24.s[1]
+	VLD1.P	32(R6), [V4.B16, V5.B16]
+	VLD1.P	64(R7), [V6.B16, V7.B16, V8.B16, V9.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x6f0c048c	// ushr v12.16b, v4.16b, #4
+	WORD	$0x6f0c04ad	// ushr v13.16b, v5.16b, #4
+	WORD	$0x6f0e05d4	// ushr v20.16b, v14.16b, #2
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d4a	// orr v10.16b, v10.16b, v20.16b
+	WORD	$0x6f0e05f4	// ushr v20.16b, v15.16b, #2
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d6b	// orr v11.16b, v11.16b, v20.16b
+	WORD	$0x6f0d05d4	// ushr v20.16b, v14.16b, #3
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d8c	// orr v12.16b, v12.16b, v20.16b
+	WORD	$0x6f0d05f4	// ushr v20.16b, v15.16b, #3
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41dad	// orr v13.16b, v13.16b, v20.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f980a50	// mla v16.4s, v18.4s, v24.s[2]
+	WORD	$0x6f980a71	// mla v17.4s, v19.4s, v24.s[2]
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e889592	// sdot v18.4s, v12.16b, v8.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e8995b3	// sdot v19.4s, v13.16b, v9.16b
+	WORD	$0x6fb80a50	// mla v16.4s, v18.4s, v24.s[3]
+	WORD	$0x6fb80a71	// mla v17.4s, v19.4s, v24.s[3]
+	ADD	$32, R7
+	WORD	$0x4e21da10	// scvtf v16.4s, v16.4s
+	WORD	$0x4e21da31	// scvtf v17.4s, v17.4s
+	WORD	$0x4f821200	// fmla v0.4s, v16.4s, v2.s[0]
+	WORD	$0x4f821221	// fmla v1.4s, v17.4s, v2.s[0]
+	SUBS	$1, R8
+	BNE	kqRowsQ5KDotProd_block
+	WORD	$0x4e21d415	// fadd v21.4s, v0.4s, v1.4s
+	WORD	$0x6e1542b6	// ext v22.16b, v21.16b, v21.16b, #8
+	WORD	$0x0e36d6b6	// fadd v22.2s, v21.2s, v22.2s
+	WORD	$0x7e30dad4	// faddp s20, v22.2s
+	FADDS	F30, F20, F20
+	FMOVS	F20, (R4)
+	ADD	$4, R4
+	ADD	R1, R0
+	SUBS	$1, R5
+	BNE	kqRowsQ5KDotProd_row
 	RET
 
 // func kqRowsQ6KDotProd
@@ -528,6 +866,402 @@ kqRowsQ6KDotProd_block:
 	ADD	R1, R0
 	SUBS	$1, R5
 	BNE	kqRowsQ6KDotProd_row
+	RET
+
+// func kqRowsQ2KDotProd
+TEXT ·kqRowsQ2KDotProd(SB), NOSPLIT, $0-48
+	MOVD	w+0(FP), R0
+	MOVD	wrb+8(FP), R1
+	MOVD	a+16(FP), R2
+	MOVD	y+24(FP), R4
+	MOVD	rows+32(FP), R5
+	MOVD	nb+40(FP), R3
+	WORD	$0x4f00e47f	// movi v31.16b, #3
+	WORD	$0x4f00e5fd	// movi v29.16b, #15
+kqRowsQ2KDotProd_row:
+	MOVD	R0, R6
+	MOVD	R2, R7
+	MOVD	R3, R8
+	WORD	$0x6f00e400	// movi v0.2d, #0
+	WORD	$0x6f00e401	// movi v1.2d, #0
+kqRowsQ2KDotProd_block:
+	FMOVS	(R7), F4
+	ADD	$260, R7, R19
+	MOVHU	80(R6), R9
+	VMOV	R9, V2.S[0]
+	WORD	$0x1ee24042	// fcvt s2, h2
+	MOVHU	82(R6), R10
+	VMOV	R10, V3.S[0]
+	WORD	$0x1ee24063	// fcvt s3, h3
+	FMULS	F4, F2, F2
+	FMULS	F4, F3, F3
+	FNEGS	F3, F3
+	VLD1	(R6), [V20.B16]
+	VLD1	(R19), [V14.H8, V15.H8]
+	WORD	$0x6f0c0695	// ushr v21.16b, v20.16b, #4
+	WORD	$0x2f08a6b6	// uxtl v22.8h, v21.8b
+	WORD	$0x6f08a6b7	// uxtl2 v23.8h, v21.16b
+	WORD	$0x0e76c1d8	// smull v24.4s, v14.4h, v22.4h
+	WORD	$0x4e76c1d9	// smull2 v25.4s, v14.8h, v22.8h
+	WORD	$0x4eb9bf18	// addp v24.4s, v24.4s, v25.4s
+	WORD	$0x0e77c1f9	// smull v25.4s, v15.4h, v23.4h
+	WORD	$0x4e77c1fa	// smull2 v26.4s, v15.8h, v23.8h
+	WORD	$0x4ebabf39	// addp v25.4s, v25.4s, v26.4s
+	WORD	$0x4e21db18	// scvtf v24.4s, v24.4s
+	WORD	$0x4e21db39	// scvtf v25.4s, v25.4s
+	WORD	$0x4f831300	// fmla v0.4s, v24.4s, v3.s[0]
+	WORD	$0x4f831321	// fmla v1.4s, v25.4s, v3.s[0]
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x2f08a695	// uxtl v21.8h, v20.8b
+	WORD	$0x6f08a696	// uxtl2 v22.8h, v20.16b
+	WORD	$0x2f10a6b7	// uxtl v23.4s, v21.4h
+	WORD	$0x6f10a6b8	// uxtl2 v24.4s, v21.8h
+	WORD	$0x2f10a6d9	// uxtl v25.4s, v22.4h
+	WORD	$0x6f10a6da	// uxtl2 v26.4s, v22.8h
+	ADD	$16, R6, R20
+	ADD	$4, R7
+	WORD	$0x6f00e410	// movi v16.2d, #0
+	WORD	$0x6f00e411	// movi v17.2d, #0
+	VLD1.P	32(R20), [V4.B16, V5.B16]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f970250	// mla v16.4s, v18.4s, v23.s[0]
+	WORD	$0x6fb70271	// mla v17.4s, v19.4s, v23.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0e048a	// ushr v10.16b, v4.16b, #2
+	WORD	$0x6f0e04ab	// ushr v11.16b, v5.16b, #2
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f970a50	// mla v16.4s, v18.4s, v23.s[2]
+	WORD	$0x6fb70a71	// mla v17.4s, v19.4s, v23.s[3]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0c048a	// ushr v10.16b, v4.16b, #4
+	WORD	$0x6f0c04ab	// ushr v11.16b, v5.16b, #4
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f980250	// mla v16.4s, v18.4s, v24.s[0]
+	WORD	$0x6fb80271	// mla v17.4s, v19.4s, v24.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0a048a	// ushr v10.16b, v4.16b, #6
+	WORD	$0x6f0a04ab	// ushr v11.16b, v5.16b, #6
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f980a50	// mla v16.4s, v18.4s, v24.s[2]
+	WORD	$0x6fb80a71	// mla v17.4s, v19.4s, v24.s[3]
+	VLD1.P	32(R20), [V4.B16, V5.B16]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f990250	// mla v16.4s, v18.4s, v25.s[0]
+	WORD	$0x6fb90271	// mla v17.4s, v19.4s, v25.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0e048a	// ushr v10.16b, v4.16b, #2
+	WORD	$0x6f0e04ab	// ushr v11.16b, v5.16b, #2
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f990a50	// mla v16.4s, v18.4s, v25.s[2]
+	WORD	$0x6fb90a71	// mla v17.4s, v19.4s, v25.s[3]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0c048a	// ushr v10.16b, v4.16b, #4
+	WORD	$0x6f0c04ab	// ushr v11.16b, v5.16b, #4
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f9a0250	// mla v16.4s, v18.4s, v26.s[0]
+	WORD	$0x6fba0271	// mla v17.4s, v19.4s, v26.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0a048a	// ushr v10.16b, v4.16b, #6
+	WORD	$0x6f0a04ab	// ushr v11.16b, v5.16b, #6
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f9a0a50	// mla v16.4s, v18.4s, v26.s[2]
+	WORD	$0x6fba0a71	// mla v17.4s, v19.4s, v26.s[3]
+	ADD	$32, R7
+	ADD	$84, R6
+	WORD	$0x4e21da10	// scvtf v16.4s, v16.4s
+	WORD	$0x4e21da31	// scvtf v17.4s, v17.4s
+	WORD	$0x4f821200	// fmla v0.4s, v16.4s, v2.s[0]
+	WORD	$0x4f821221	// fmla v1.4s, v17.4s, v2.s[0]
+	SUBS	$1, R8
+	BNE	kqRowsQ2KDotProd_block
+	WORD	$0x4e21d415	// fadd v21.4s, v0.4s, v1.4s
+	WORD	$0x6e1542b6	// ext v22.16b, v21.16b, v21.16b, #8
+	WORD	$0x0e36d6b6	// fadd v22.2s, v21.2s, v22.2s
+	WORD	$0x7e30dad4	// faddp s20, v22.2s
+	FMOVS	F20, (R4)
+	ADD	$4, R4
+	ADD	R1, R0
+	SUBS	$1, R5
+	BNE	kqRowsQ2KDotProd_row
+	RET
+
+// func kqRowsQ3KDotProd
+TEXT ·kqRowsQ3KDotProd(SB), NOSPLIT, $0-48
+	MOVD	w+0(FP), R0
+	MOVD	wrb+8(FP), R1
+	MOVD	a+16(FP), R2
+	MOVD	y+24(FP), R4
+	MOVD	rows+32(FP), R5
+	MOVD	nb+40(FP), R3
+	WORD	$0x4f00e47f	// movi v31.16b, #3
+	WORD	$0x4f00e49e	// movi v30.16b, #4
+	WORD	$0x4f01e41d	// movi v29.16b, #32
+kqRowsQ3KDotProd_row:
+	MOVD	R0, R6
+	MOVD	R2, R7
+	MOVD	R3, R8
+	WORD	$0x6f00e400	// movi v0.2d, #0
+	WORD	$0x6f00e401	// movi v1.2d, #0
+kqRowsQ3KDotProd_block:
+	FMOVS	(R7), F4
+	ADD	$260, R7, R19
+	MOVHU	108(R6), R9
+	VMOV	R9, V2.S[0]
+	WORD	$0x1ee24042	// fcvt s2, h2
+	FMULS	F4, F2, F2
+	MOVWU	96(R6), R11
+	MOVWU	100(R6), R12
+	MOVWU	104(R6), R13
+	ANDW	$0x0f0f0f0f, R11, R14
+	ANDW	$0x03030303, R13, R15
+	ORRW	R15<<4, R14, R14
+	ANDW	$0x0f0f0f0f, R12, R20
+	LSRW	$2, R13, R15
+	ANDW	$0x03030303, R15, R15
+	ORRW	R15<<4, R20, R20
+	ORR	R20<<32, R14, R14
+	LSRW	$4, R11, R21
+	ANDW	$0x0f0f0f0f, R21, R21
+	LSRW	$4, R13, R15
+	ANDW	$0x03030303, R15, R15
+	ORRW	R15<<4, R21, R21
+	LSRW	$4, R12, R20
+	ANDW	$0x0f0f0f0f, R20, R20
+	LSRW	$6, R13, R15
+	ANDW	$0x03030303, R15, R15
+	ORRW	R15<<4, R20, R20
+	ORR	R20<<32, R21, R21
+	VMOV	R14, V20.D[0]
+	VMOV	R21, V20.D[1]
+	WORD	$0x6e3d8694	// sub v20.16b, v20.16b, v29.16b
+	WORD	$0x0f08a695	// sxtl v21.8h, v20.8b
+	WORD	$0x4f08a696	// sxtl2 v22.8h, v20.16b
+	WORD	$0x0f10a6b7	// sxtl v23.4s, v21.4h
+	WORD	$0x4f10a6b8	// sxtl2 v24.4s, v21.8h
+	WORD	$0x0f10a6d9	// sxtl v25.4s, v22.4h
+	WORD	$0x4f10a6da	// sxtl2 v26.4s, v22.8h
+	VLD1	(R6), [V14.B16, V15.B16]
+	ADD	$32, R6, R20
+	ADD	$4, R7
+	WORD	$0x6f00e410	// movi v16.2d, #0
+	WORD	$0x6f00e411	// movi v17.2d, #0
+	VLD1.P	32(R20), [V4.B16, V5.B16]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x4f00e42d	// movi v13.16b, #1
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f970250	// mla v16.4s, v18.4s, v23.s[0]
+	WORD	$0x6fb70271	// mla v17.4s, v19.4s, v23.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0e048a	// ushr v10.16b, v4.16b, #2
+	WORD	$0x6f0e04ab	// ushr v11.16b, v5.16b, #2
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f00e44d	// movi v13.16b, #2
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f970a50	// mla v16.4s, v18.4s, v23.s[2]
+	WORD	$0x6fb70a71	// mla v17.4s, v19.4s, v23.s[3]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0c048a	// ushr v10.16b, v4.16b, #4
+	WORD	$0x6f0c04ab	// ushr v11.16b, v5.16b, #4
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f00e48d	// movi v13.16b, #4
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f980250	// mla v16.4s, v18.4s, v24.s[0]
+	WORD	$0x6fb80271	// mla v17.4s, v19.4s, v24.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0a048a	// ushr v10.16b, v4.16b, #6
+	WORD	$0x6f0a04ab	// ushr v11.16b, v5.16b, #6
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f00e50d	// movi v13.16b, #8
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f980a50	// mla v16.4s, v18.4s, v24.s[2]
+	WORD	$0x6fb80a71	// mla v17.4s, v19.4s, v24.s[3]
+	VLD1.P	32(R20), [V4.B16, V5.B16]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x4f00e60d	// movi v13.16b, #16
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f990250	// mla v16.4s, v18.4s, v25.s[0]
+	WORD	$0x6fb90271	// mla v17.4s, v19.4s, v25.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0e048a	// ushr v10.16b, v4.16b, #2
+	WORD	$0x6f0e04ab	// ushr v11.16b, v5.16b, #2
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f01e40d	// movi v13.16b, #32
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f990a50	// mla v16.4s, v18.4s, v25.s[2]
+	WORD	$0x6fb90a71	// mla v17.4s, v19.4s, v25.s[3]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0c048a	// ushr v10.16b, v4.16b, #4
+	WORD	$0x6f0c04ab	// ushr v11.16b, v5.16b, #4
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f02e40d	// movi v13.16b, #64
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f9a0250	// mla v16.4s, v18.4s, v26.s[0]
+	WORD	$0x6fba0271	// mla v17.4s, v19.4s, v26.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0a048a	// ushr v10.16b, v4.16b, #6
+	WORD	$0x6f0a04ab	// ushr v11.16b, v5.16b, #6
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f04e40d	// movi v13.16b, #128
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x4e869552	// sdot v18.4s, v10.16b, v6.16b
+	WORD	$0x6f00e413	// movi v19.2d, #0
+	WORD	$0x4e879573	// sdot v19.4s, v11.16b, v7.16b
+	WORD	$0x6f9a0a50	// mla v16.4s, v18.4s, v26.s[2]
+	WORD	$0x6fba0a71	// mla v17.4s, v19.4s, v26.s[3]
+	ADD	$32, R7
+	ADD	$110, R6
+	WORD	$0x4e21da10	// scvtf v16.4s, v16.4s
+	WORD	$0x4e21da31	// scvtf v17.4s, v17.4s
+	WORD	$0x4f821200	// fmla v0.4s, v16.4s, v2.s[0]
+	WORD	$0x4f821221	// fmla v1.4s, v17.4s, v2.s[0]
+	SUBS	$1, R8
+	BNE	kqRowsQ3KDotProd_block
+	WORD	$0x4e21d415	// fadd v21.4s, v0.4s, v1.4s
+	WORD	$0x6e1542b6	// ext v22.16b, v21.16b, v21.16b, #8
+	WORD	$0x0e36d6b6	// fadd v22.2s, v21.2s, v22.2s
+	WORD	$0x7e30dad4	// faddp s20, v22.2s
+	FMOVS	F20, (R4)
+	ADD	$4, R4
+	ADD	R1, R0
+	SUBS	$1, R5
+	BNE	kqRowsQ3KDotProd_row
 	RET
 
 // func rowsQ8_0NEON
@@ -713,6 +1447,152 @@ rowsQ5_0NEON_block:
 	ADD	R1, R0
 	SUBS	$1, R5
 	BNE	rowsQ5_0NEON_row
+	RET
+
+// func rowsQ4_1NEON
+TEXT ·rowsQ4_1NEON(SB), NOSPLIT, $0-48
+	MOVD	w+0(FP), R0
+	MOVD	wrb+8(FP), R1
+	MOVD	a+16(FP), R2
+	MOVD	nb+24(FP), R3
+	MOVD	y+32(FP), R4
+	MOVD	rows+40(FP), R5
+	WORD	$0x4f00e5ff	// movi v31.16b, #15
+rowsQ4_1NEON_row:
+	MOVD	R0, R6
+	MOVD	R2, R7
+	MOVD	R3, R8
+	WORD	$0x6f00e400	// movi v0.2d, #0
+	WORD	$0x6f00e401	// movi v1.2d, #0
+	WORD	$0x6f00e419	// movi v25.2d, #0
+rowsQ4_1NEON_block:
+	MOVHU	0(R6), R9
+	VMOV	R9, V2.S[0]
+	WORD	$0x1ee24042	// fcvt s2, h2
+	MOVHU	0(R7), R10
+	VMOV	R10, V3.S[0]
+	WORD	$0x1ee24063	// fcvt s3, h3
+	FMULS	F3, F2, F2
+	MOVHU	2(R6), R9
+	VMOV	R9, V11.S[0]
+	WORD	$0x1ee2416b	// fcvt s11, h11
+	MOVHU	2(R7), R10
+	VMOV	R10, V12.S[0]
+	WORD	$0x1ee2418c	// fcvt s12, h12
+	FMULS	F12, F11, F11
+	FADDS	F11, F25, F25
+	ADD	$4, R6
+	ADD	$4, R7
+	VLD1.P	16(R6), [V4.B16]
+	WORD	$0x4e3f1c85	// and v5.16b, v4.16b, v31.16b
+	WORD	$0x6f0c0484	// ushr v4.16b, v4.16b, #4
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x0e26c0b0	// smull v16.8h, v5.8b, v6.8b
+	WORD	$0x4e26c0b2	// smull2 v18.8h, v5.16b, v6.16b
+	WORD	$0x4e602a10	// saddlp v16.4s, v16.8h
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4eb2be10	// addp v16.4s, v16.4s, v18.4s
+	WORD	$0x0e27c091	// smull v17.8h, v4.8b, v7.8b
+	WORD	$0x4e27c093	// smull2 v19.8h, v4.16b, v7.16b
+	WORD	$0x4e602a31	// saddlp v17.4s, v17.8h
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4eb3be31	// addp v17.4s, v17.4s, v19.4s
+	WORD	$0x4e21da10	// scvtf v16.4s, v16.4s
+	WORD	$0x4e21da31	// scvtf v17.4s, v17.4s
+	WORD	$0x4f821200	// fmla v0.4s, v16.4s, v2.s[0]
+	WORD	$0x4f821221	// fmla v1.4s, v17.4s, v2.s[0]
+	SUBS	$1, R8
+	BNE	rowsQ4_1NEON_block
+	WORD	$0x4e21d415	// fadd v21.4s, v0.4s, v1.4s
+	WORD	$0x6e1542b6	// ext v22.16b, v21.16b, v21.16b, #8
+	WORD	$0x0e36d6b6	// fadd v22.2s, v21.2s, v22.2s
+	WORD	$0x7e30dad4	// faddp s20, v22.2s
+	FADDS	F25, F20, F20
+	FMOVS	F20, (R4)
+	ADD	$4, R4
+	ADD	R1, R0
+	SUBS	$1, R5
+	BNE	rowsQ4_1NEON_row
+	RET
+
+// func rowsQ5_1NEON
+TEXT ·rowsQ5_1NEON(SB), NOSPLIT, $0-48
+	MOVD	w+0(FP), R0
+	MOVD	wrb+8(FP), R1
+	MOVD	a+16(FP), R2
+	MOVD	nb+24(FP), R3
+	MOVD	y+32(FP), R4
+	MOVD	rows+40(FP), R5
+	WORD	$0x4f00e5ff	// movi v31.16b, #15
+	WORD	$0x4f00e61a	// movi v26.16b, #16
+	MOVD	$q5tabARM64<>(SB), R12
+	VLD1	(R12), [V27.B16, V28.B16, V29.B16]
+rowsQ5_1NEON_row:
+	MOVD	R0, R6
+	MOVD	R2, R7
+	MOVD	R3, R8
+	WORD	$0x6f00e400	// movi v0.2d, #0
+	WORD	$0x6f00e401	// movi v1.2d, #0
+	WORD	$0x6f00e419	// movi v25.2d, #0
+rowsQ5_1NEON_block:
+	MOVHU	0(R6), R9
+	VMOV	R9, V2.S[0]
+	WORD	$0x1ee24042	// fcvt s2, h2
+	MOVHU	0(R7), R10
+	VMOV	R10, V3.S[0]
+	WORD	$0x1ee24063	// fcvt s3, h3
+	FMULS	F3, F2, F2
+	MOVHU	2(R6), R9
+	VMOV	R9, V11.S[0]
+	WORD	$0x1ee2416b	// fcvt s11, h11
+	MOVHU	2(R7), R10
+	VMOV	R10, V12.S[0]
+	WORD	$0x1ee2418c	// fcvt s12, h12
+	FMULS	F12, F11, F11
+	FADDS	F11, F25, F25
+	ADD	$4, R6
+	ADD	$4, R7
+	MOVWU	(R6), R11
+	ADD	$4, R6
+	VMOV	R11, V8.S[0]
+	WORD	$0x4e1b0109	// tbl v9.16b, {v8.16b}, v27.16b
+	WORD	$0x4e1c010a	// tbl v10.16b, {v8.16b}, v28.16b
+	WORD	$0x4e3d8d29	// cmtst v9.16b, v9.16b, v29.16b
+	WORD	$0x4e3d8d4a	// cmtst v10.16b, v10.16b, v29.16b
+	WORD	$0x4e3a1d29	// and v9.16b, v9.16b, v26.16b
+	WORD	$0x4e3a1d4a	// and v10.16b, v10.16b, v26.16b
+	VLD1.P	16(R6), [V4.B16]
+	WORD	$0x4e3f1c85	// and v5.16b, v4.16b, v31.16b
+	WORD	$0x6f0c0484	// ushr v4.16b, v4.16b, #4
+	WORD	$0x4ea91ca5	// orr v5.16b, v5.16b, v9.16b
+	WORD	$0x4eaa1c84	// orr v4.16b, v4.16b, v10.16b
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x0e26c0b0	// smull v16.8h, v5.8b, v6.8b
+	WORD	$0x4e26c0b2	// smull2 v18.8h, v5.16b, v6.16b
+	WORD	$0x4e602a10	// saddlp v16.4s, v16.8h
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4eb2be10	// addp v16.4s, v16.4s, v18.4s
+	WORD	$0x0e27c091	// smull v17.8h, v4.8b, v7.8b
+	WORD	$0x4e27c093	// smull2 v19.8h, v4.16b, v7.16b
+	WORD	$0x4e602a31	// saddlp v17.4s, v17.8h
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4eb3be31	// addp v17.4s, v17.4s, v19.4s
+	WORD	$0x4e21da10	// scvtf v16.4s, v16.4s
+	WORD	$0x4e21da31	// scvtf v17.4s, v17.4s
+	WORD	$0x4f821200	// fmla v0.4s, v16.4s, v2.s[0]
+	WORD	$0x4f821221	// fmla v1.4s, v17.4s, v2.s[0]
+	SUBS	$1, R8
+	BNE	rowsQ5_1NEON_block
+	WORD	$0x4e21d415	// fadd v21.4s, v0.4s, v1.4s
+	WORD	$0x6e1542b6	// ext v22.16b, v21.16b, v21.16b, #8
+	WORD	$0x0e36d6b6	// fadd v22.2s, v21.2s, v22.2s
+	WORD	$0x7e30dad4	// faddp s20, v22.2s
+	FADDS	F25, F20, F20
+	FMOVS	F20, (R4)
+	ADD	$4, R4
+	ADD	R1, R0
+	SUBS	$1, R5
+	BNE	rowsQ5_1NEON_row
 	RET
 
 // func kqRowsQ4KNEON
@@ -919,6 +1799,258 @@ kqRowsQ4KNEON_block:
 	ADD	R1, R0
 	SUBS	$1, R5
 	BNE	kqRowsQ4KNEON_row
+	RET
+
+// func kqRowsQ5KNEON
+TEXT ·kqRowsQ5KNEON(SB), NOSPLIT, $0-48
+	MOVD	w+0(FP), R0
+	MOVD	wrb+8(FP), R1
+	MOVD	a+16(FP), R2
+	MOVD	y+24(FP), R4
+	MOVD	rows+32(FP), R5
+	MOVD	nb+40(FP), R3
+	WORD	$0x4f00e5ff	// movi v31.16b, #15
+	WORD	$0x4f00e61d	// movi v29.16b, #16
+kqRowsQ5KNEON_row:
+	MOVD	R0, R6
+	MOVD	R2, R7
+	MOVD	R3, R8
+	WORD	$0x6f00e400	// movi v0.2d, #0
+	WORD	$0x6f00e401	// movi v1.2d, #0
+	WORD	$0x6f00e41e	// movi v30.2d, #0
+kqRowsQ5KNEON_block:
+	MOVHU	0(R6), R9
+	VMOV	R9, V2.S[0]
+	WORD	$0x1ee24042	// fcvt s2, h2
+	MOVHU	2(R6), R10
+	VMOV	R10, V3.S[0]
+	WORD	$0x1ee24063	// fcvt s3, h3
+	FMOVS	(R7), F4
+	FMULS	F4, F2, F2
+	FMULS	F4, F3, F3
+	FNEGS	F3, F3
+	MOVWU	4(R6), R11
+	MOVWU	8(R6), R12
+	MOVWU	12(R6), R13
+	ANDW	$0x3f3f3f3f, R11, R14
+	ANDW	$0x0f0f0f0f, R13, R15
+	LSRW	$6, R11, R19
+	ANDW	$0x03030303, R19, R19
+	ORRW	R19<<4, R15, R15
+	ORR	R15<<32, R14, R14
+	ANDW	$0x3f3f3f3f, R12, R20
+	LSRW	$4, R13, R15
+	ANDW	$0x0f0f0f0f, R15, R15
+	LSRW	$6, R12, R19
+	ANDW	$0x03030303, R19, R19
+	ORRW	R19<<4, R15, R15
+	ORR	R15<<32, R20, R20
+	VMOV	R14, V20.D[0]
+	VMOV	R20, V20.D[1]
+	WORD	$0x2f08a695	// uxtl v21.8h, v20.8b
+	WORD	$0x6f08a696	// uxtl2 v22.8h, v20.16b
+	WORD	$0x2f10a6b7	// uxtl v23.4s, v21.4h
+	WORD	$0x6f10a6b8	// uxtl2 v24.4s, v21.8h
+	WORD	$0x2f10a6d9	// uxtl v25.4s, v22.4h
+	WORD	$0x6f10a6da	// uxtl2 v26.4s, v22.8h
+	ADD	$260, R7, R19
+	VLD1	(R19), [V14.H8, V15.H8]
+	WORD	$0x4e6029ce	// saddlp v14.4s, v14.8h
+	WORD	$0x4e6029ef	// saddlp v15.4s, v15.8h
+	WORD	$0x4eb99dce	// mul v14.4s, v14.4s, v25.4s
+	WORD	$0x4eba9def	// mul v15.4s, v15.4s, v26.4s
+	WORD	$0x4eaf85ce	// add v14.4s, v14.4s, v15.4s
+	WORD	$0x4eb1b9ce	// addv s14, v14.4s
+	WORD	$0x4e21d9ce	// scvtf v14.4s, v14.4s
+	WORD	$0x4f8311de	// fmla v30.4s, v14.4s, v3.s[0]
+	ADD	$16, R6
+	ADD	$4, R7
+	VLD1.P	32(R6), [V14.B16, V15.B16]
+	WORD	$0x6f00e410	// movi v16.2d, #0
+	WORD	$0x6f00e411	// movi v17.2d, #0
+	VLD1.P	32(R6), [V4.B16, V5.B16]
+	VLD1.P	64(R7), [V6.B16, V7.B16, V8.B16, V9.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x6f0c048c	// ushr v12.16b, v4.16b, #4
+	WORD	$0x6f0c04ad	// ushr v13.16b, v5.16b, #4
+	WORD	$0x4f0c55d4	// shl v20.16b, v14.16b, #4
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d4a	// orr v10.16b, v10.16b, v20.16b
+	WORD	$0x4f0c55f4	// shl v20.16b, v15.16b, #4
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d6b	// orr v11.16b, v11.16b, v20.16b
+	WORD	$0x4f0b55d4	// shl v20.16b, v14.16b, #3
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d8c	// orr v12.16b, v12.16b, v20.16b
+	WORD	$0x4f0b55f4	// shl v20.16b, v15.16b, #3
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41dad	// orr v13.16b, v13.16b, v20.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c17c	// smull2 v28.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602b9c	// saddlp v28.4s, v28.8h
+	WORD	$0x4ebcbe73	// addp v19.4s, v19.4s, v28.4s
+	WORD	$0x6f970250	// mla v16.4s, v18.4s, v23.s[0]
+	WORD	$0x6f970271	// mla v17.4s, v19.4s, v23.s[0]
+	WORD	$0x0e28c192	// smull v18.8h, v12.8b, v8.8b
+	WORD	$0x4e28c19b	// smull2 v27.8h, v12.16b, v8.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e29c1b3	// smull v19.8h, v13.8b, v9.8b
+	WORD	$0x4e29c1bc	// smull2 v28.8h, v13.16b, v9.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602b9c	// saddlp v28.4s, v28.8h
+	WORD	$0x4ebcbe73	// addp v19.4s, v19.4s, v28.4s
+	WORD	$0x6fb70250	// mla v16.4s, v18.4s, v23.s[1]
+	WORD	$0x6fb70271	// mla v17.4s, v19.4s, v23.s[1]
+	VLD1.P	32(R6), [V4.B16, V5.B16]
+	VLD1.P	64(R7), [V6.B16, V7.B16, V8.B16, V9.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x6f0c048c	// ushr v12.16b, v4.16b, #4
+	WORD	$0x6f0c04ad	// ushr v13.16b, v5.16b, #4
+	WORD	$0x4f0a55d4	// shl v20.16b, v14.16b, #2
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d4a	// orr v10.16b, v10.16b, v20.16b
+	WORD	$0x4f0a55f4	// shl v20.16b, v15.16b, #2
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d6b	// orr v11.16b, v11.16b, v20.16b
+	WORD	$0x4f0955d4	// shl v20.16b, v14.16b, #1
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d8c	// orr v12.16b, v12.16b, v20.16b
+	WORD	$0x4f0955f4	// shl v20.16b, v15.16b, #1
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41dad	// orr v13.16b, v13.16b, v20.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c17c	// smull2 v28.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602b9c	// saddlp v28.4s, v28.8h
+	WORD	$0x4ebcbe73	// addp v19.4s, v19.4s, v28.4s
+	WORD	$0x6f970a50	// mla v16.4s, v18.4s, v23.s[2]
+	WORD	$0x6f970a71	// mla v17.4s, v19.4s, v23.s[2]
+	WORD	$0x0e28c192	// smull v18.8h, v12.8b, v8.8b
+	WORD	$0x4e28c19b	// smull2 v27.8h, v12.16b, v8.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e29c1b3	// smull v19.8h, v13.8b, v9.8b
+	WORD	$0x4e29c1bc	// smull2 v28.8h, v13.16b, v9.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602b9c	// saddlp v28.4s, v28.8h
+	WORD	$0x4ebcbe73	// addp v19.4s, v19.4s, v28.4s
+	WORD	$0x6fb70a50	// mla v16.4s, v18.4s, v23.s[3]
+	WORD	$0x6fb70a71	// mla v17.4s, v19.4s, v23.s[3]
+	VLD1.P	32(R6), [V4.B16, V5.B16]
+	VLD1.P	64(R7), [V6.B16, V7.B16, V8.B16, V9.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x6f0c048c	// ushr v12.16b, v4.16b, #4
+	WORD	$0x6f0c04ad	// ushr v13.16b, v5.16b, #4
+	WORD	$0x4e3d1dd4	// and v20.16b, v14.16b, v29.16b
+	WORD	$0x4eb41d4a	// orr v10.16b, v10.16b, v20.16b
+	WORD	$0x4e3d1df4	// and v20.16b, v15.16b, v29.16b
+	WORD	$0x4eb41d6b	// orr v11.16b, v11.16b, v20.16b
+	WORD	$0x6f0f05d4	// ushr v20.16b, v14.16b, #1
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d8c	// orr v12.16b, v12.16b, v20.16b
+	WORD	$0x6f0f05f4	// ushr v20.16b, v15.16b, #1
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41dad	// orr v13.16b, v13.16b, v20.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c17c	// smull2 v28.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602b9c	// saddlp v28.4s, v28.8h
+	WORD	$0x4ebcbe73	// addp v19.4s, v19.4s, v28.4s
+	WORD	$0x6f980250	// mla v16.4s, v18.4s, v24.s[0]
+	WORD	$0x6f980271	// mla v17.4s, v19.4s, v24.s[0]
+	WORD	$0x0e28c192	// smull v18.8h, v12.8b, v8.8b
+	WORD	$0x4e28c19b	// smull2 v27.8h, v12.16b, v8.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e29c1b3	// smull v19.8h, v13.8b, v9.8b
+	WORD	$0x4e29c1bc	// smull2 v28.8h, v13.16b, v9.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602b9c	// saddlp v28.4s, v28.8h
+	WORD	$0x4ebcbe73	// addp v19.4s, v19.4s, v28.4s
+	WORD	$0x6fb80250	// mla v16.4s, v18.4s, v24.s[1]
+	WORD	$0x6fb80271	// mla v17.4s, v19.4s, v24.s[1]
+	VLD1.P	32(R6), [V4.B16, V5.B16]
+	VLD1.P	64(R7), [V6.B16, V7.B16, V8.B16, V9.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x6f0c048c	// ushr v12.16b, v4.16b, #4
+	WORD	$0x6f0c04ad	// ushr v13.16b, v5.16b, #4
+	WORD	$0x6f0e05d4	// ushr v20.16b, v14.16b, #2
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d4a	// orr v10.16b, v10.16b, v20.16b
+	WORD	$0x6f0e05f4	// ushr v20.16b, v15.16b, #2
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d6b	// orr v11.16b, v11.16b, v20.16b
+	WORD	$0x6f0d05d4	// ushr v20.16b, v14.16b, #3
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41d8c	// orr v12.16b, v12.16b, v20.16b
+	WORD	$0x6f0d05f4	// ushr v20.16b, v15.16b, #3
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x4eb41dad	// orr v13.16b, v13.16b, v20.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c17c	// smull2 v28.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602b9c	// saddlp v28.4s, v28.8h
+	WORD	$0x4ebcbe73	// addp v19.4s, v19.4s, v28.4s
+	WORD	$0x6f980a50	// mla v16.4s, v18.4s, v24.s[2]
+	WORD	$0x6f980a71	// mla v17.4s, v19.4s, v24.s[2]
+	WORD	$0x0e28c192	// smull v18.8h, v12.8b, v8.8b
+	WORD	$0x4e28c19b	// smull2 v27.8h, v12.16b, v8.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e29c1b3	// smull v19.8h, v13.8b, v9.8b
+	WORD	$0x4e29c1bc	// smull2 v28.8h, v13.16b, v9.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602b9c	// saddlp v28.4s, v28.8h
+	WORD	$0x4ebcbe73	// addp v19.4s, v19.4s, v28.4s
+	WORD	$0x6fb80a50	// mla v16.4s, v18.4s, v24.s[3]
+	WORD	$0x6fb80a71	// mla v17.4s, v19.4s, v24.s[3]
+	ADD	$32, R7
+	WORD	$0x4e21da10	// scvtf v16.4s, v16.4s
+	WORD	$0x4e21da31	// scvtf v17.4s, v17.4s
+	WORD	$0x4f821200	// fmla v0.4s, v16.4s, v2.s[0]
+	WORD	$0x4f821221	// fmla v1.4s, v17.4s, v2.s[0]
+	SUBS	$1, R8
+	BNE	kqRowsQ5KNEON_block
+	WORD	$0x4e21d415	// fadd v21.4s, v0.4s, v1.4s
+	WORD	$0x6e1542b6	// ext v22.16b, v21.16b, v21.16b, #8
+	WORD	$0x0e36d6b6	// fadd v22.2s, v21.2s, v22.2s
+	WORD	$0x7e30dad4	// faddp s20, v22.2s
+	FADDS	F30, F20, F20
+	FMOVS	F20, (R4)
+	ADD	$4, R4
+	ADD	R1, R0
+	SUBS	$1, R5
+	BNE	kqRowsQ5KNEON_row
 	RET
 
 // func kqRowsQ6KNEON
@@ -1148,4 +2280,496 @@ kqRowsQ6KNEON_block:
 	ADD	R1, R0
 	SUBS	$1, R5
 	BNE	kqRowsQ6KNEON_row
+	RET
+
+// func kqRowsQ2KNEON
+TEXT ·kqRowsQ2KNEON(SB), NOSPLIT, $0-48
+	MOVD	w+0(FP), R0
+	MOVD	wrb+8(FP), R1
+	MOVD	a+16(FP), R2
+	MOVD	y+24(FP), R4
+	MOVD	rows+32(FP), R5
+	MOVD	nb+40(FP), R3
+	WORD	$0x4f00e47f	// movi v31.16b, #3
+	WORD	$0x4f00e5fd	// movi v29.16b, #15
+kqRowsQ2KNEON_row:
+	MOVD	R0, R6
+	MOVD	R2, R7
+	MOVD	R3, R8
+	WORD	$0x6f00e400	// movi v0.2d, #0
+	WORD	$0x6f00e401	// movi v1.2d, #0
+kqRowsQ2KNEON_block:
+	FMOVS	(R7), F4
+	ADD	$260, R7, R19
+	MOVHU	80(R6), R9
+	VMOV	R9, V2.S[0]
+	WORD	$0x1ee24042	// fcvt s2, h2
+	MOVHU	82(R6), R10
+	VMOV	R10, V3.S[0]
+	WORD	$0x1ee24063	// fcvt s3, h3
+	FMULS	F4, F2, F2
+	FMULS	F4, F3, F3
+	FNEGS	F3, F3
+	VLD1	(R6), [V20.B16]
+	VLD1	(R19), [V14.H8, V15.H8]
+	WORD	$0x6f0c0695	// ushr v21.16b, v20.16b, #4
+	WORD	$0x2f08a6b6	// uxtl v22.8h, v21.8b
+	WORD	$0x6f08a6b7	// uxtl2 v23.8h, v21.16b
+	WORD	$0x0e76c1d8	// smull v24.4s, v14.4h, v22.4h
+	WORD	$0x4e76c1d9	// smull2 v25.4s, v14.8h, v22.8h
+	WORD	$0x4eb9bf18	// addp v24.4s, v24.4s, v25.4s
+	WORD	$0x0e77c1f9	// smull v25.4s, v15.4h, v23.4h
+	WORD	$0x4e77c1fa	// smull2 v26.4s, v15.8h, v23.8h
+	WORD	$0x4ebabf39	// addp v25.4s, v25.4s, v26.4s
+	WORD	$0x4e21db18	// scvtf v24.4s, v24.4s
+	WORD	$0x4e21db39	// scvtf v25.4s, v25.4s
+	WORD	$0x4f831300	// fmla v0.4s, v24.4s, v3.s[0]
+	WORD	$0x4f831321	// fmla v1.4s, v25.4s, v3.s[0]
+	WORD	$0x4e3d1e94	// and v20.16b, v20.16b, v29.16b
+	WORD	$0x2f08a695	// uxtl v21.8h, v20.8b
+	WORD	$0x6f08a696	// uxtl2 v22.8h, v20.16b
+	WORD	$0x2f10a6b7	// uxtl v23.4s, v21.4h
+	WORD	$0x6f10a6b8	// uxtl2 v24.4s, v21.8h
+	WORD	$0x2f10a6d9	// uxtl v25.4s, v22.4h
+	WORD	$0x6f10a6da	// uxtl2 v26.4s, v22.8h
+	ADD	$16, R6, R20
+	ADD	$4, R7
+	WORD	$0x6f00e410	// movi v16.2d, #0
+	WORD	$0x6f00e411	// movi v17.2d, #0
+	VLD1.P	32(R20), [V4.B16, V5.B16]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f970250	// mla v16.4s, v18.4s, v23.s[0]
+	WORD	$0x6fb70271	// mla v17.4s, v19.4s, v23.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0e048a	// ushr v10.16b, v4.16b, #2
+	WORD	$0x6f0e04ab	// ushr v11.16b, v5.16b, #2
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f970a50	// mla v16.4s, v18.4s, v23.s[2]
+	WORD	$0x6fb70a71	// mla v17.4s, v19.4s, v23.s[3]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0c048a	// ushr v10.16b, v4.16b, #4
+	WORD	$0x6f0c04ab	// ushr v11.16b, v5.16b, #4
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f980250	// mla v16.4s, v18.4s, v24.s[0]
+	WORD	$0x6fb80271	// mla v17.4s, v19.4s, v24.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0a048a	// ushr v10.16b, v4.16b, #6
+	WORD	$0x6f0a04ab	// ushr v11.16b, v5.16b, #6
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f980a50	// mla v16.4s, v18.4s, v24.s[2]
+	WORD	$0x6fb80a71	// mla v17.4s, v19.4s, v24.s[3]
+	VLD1.P	32(R20), [V4.B16, V5.B16]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f990250	// mla v16.4s, v18.4s, v25.s[0]
+	WORD	$0x6fb90271	// mla v17.4s, v19.4s, v25.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0e048a	// ushr v10.16b, v4.16b, #2
+	WORD	$0x6f0e04ab	// ushr v11.16b, v5.16b, #2
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f990a50	// mla v16.4s, v18.4s, v25.s[2]
+	WORD	$0x6fb90a71	// mla v17.4s, v19.4s, v25.s[3]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0c048a	// ushr v10.16b, v4.16b, #4
+	WORD	$0x6f0c04ab	// ushr v11.16b, v5.16b, #4
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f9a0250	// mla v16.4s, v18.4s, v26.s[0]
+	WORD	$0x6fba0271	// mla v17.4s, v19.4s, v26.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0a048a	// ushr v10.16b, v4.16b, #6
+	WORD	$0x6f0a04ab	// ushr v11.16b, v5.16b, #6
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f9a0a50	// mla v16.4s, v18.4s, v26.s[2]
+	WORD	$0x6fba0a71	// mla v17.4s, v19.4s, v26.s[3]
+	ADD	$32, R7
+	ADD	$84, R6
+	WORD	$0x4e21da10	// scvtf v16.4s, v16.4s
+	WORD	$0x4e21da31	// scvtf v17.4s, v17.4s
+	WORD	$0x4f821200	// fmla v0.4s, v16.4s, v2.s[0]
+	WORD	$0x4f821221	// fmla v1.4s, v17.4s, v2.s[0]
+	SUBS	$1, R8
+	BNE	kqRowsQ2KNEON_block
+	WORD	$0x4e21d415	// fadd v21.4s, v0.4s, v1.4s
+	WORD	$0x6e1542b6	// ext v22.16b, v21.16b, v21.16b, #8
+	WORD	$0x0e36d6b6	// fadd v22.2s, v21.2s, v22.2s
+	WORD	$0x7e30dad4	// faddp s20, v22.2s
+	FMOVS	F20, (R4)
+	ADD	$4, R4
+	ADD	R1, R0
+	SUBS	$1, R5
+	BNE	kqRowsQ2KNEON_row
+	RET
+
+// func kqRowsQ3KNEON
+TEXT ·kqRowsQ3KNEON(SB), NOSPLIT, $0-48
+	MOVD	w+0(FP), R0
+	MOVD	wrb+8(FP), R1
+	MOVD	a+16(FP), R2
+	MOVD	y+24(FP), R4
+	MOVD	rows+32(FP), R5
+	MOVD	nb+40(FP), R3
+	WORD	$0x4f00e47f	// movi v31.16b, #3
+	WORD	$0x4f00e49e	// movi v30.16b, #4
+	WORD	$0x4f01e41d	// movi v29.16b, #32
+kqRowsQ3KNEON_row:
+	MOVD	R0, R6
+	MOVD	R2, R7
+	MOVD	R3, R8
+	WORD	$0x6f00e400	// movi v0.2d, #0
+	WORD	$0x6f00e401	// movi v1.2d, #0
+kqRowsQ3KNEON_block:
+	FMOVS	(R7), F4
+	ADD	$260, R7, R19
+	MOVHU	108(R6), R9
+	VMOV	R9, V2.S[0]
+	WORD	$0x1ee24042	// fcvt s2, h2
+	FMULS	F4, F2, F2
+	MOVWU	96(R6), R11
+	MOVWU	100(R6), R12
+	MOVWU	104(R6), R13
+	ANDW	$0x0f0f0f0f, R11, R14
+	ANDW	$0x03030303, R13, R15
+	ORRW	R15<<4, R14, R14
+	ANDW	$0x0f0f0f0f, R12, R20
+	LSRW	$2, R13, R15
+	ANDW	$0x03030303, R15, R15
+	ORRW	R15<<4, R20, R20
+	ORR	R20<<32, R14, R14
+	LSRW	$4, R11, R21
+	ANDW	$0x0f0f0f0f, R21, R21
+	LSRW	$4, R13, R15
+	ANDW	$0x03030303, R15, R15
+	ORRW	R15<<4, R21, R21
+	LSRW	$4, R12, R20
+	ANDW	$0x0f0f0f0f, R20, R20
+	LSRW	$6, R13, R15
+	ANDW	$0x03030303, R15, R15
+	ORRW	R15<<4, R20, R20
+	ORR	R20<<32, R21, R21
+	VMOV	R14, V20.D[0]
+	VMOV	R21, V20.D[1]
+	WORD	$0x6e3d8694	// sub v20.16b, v20.16b, v29.16b
+	WORD	$0x0f08a695	// sxtl v21.8h, v20.8b
+	WORD	$0x4f08a696	// sxtl2 v22.8h, v20.16b
+	WORD	$0x0f10a6b7	// sxtl v23.4s, v21.4h
+	WORD	$0x4f10a6b8	// sxtl2 v24.4s, v21.8h
+	WORD	$0x0f10a6d9	// sxtl v25.4s, v22.4h
+	WORD	$0x4f10a6da	// sxtl2 v26.4s, v22.8h
+	VLD1	(R6), [V14.B16, V15.B16]
+	ADD	$32, R6, R20
+	ADD	$4, R7
+	WORD	$0x6f00e410	// movi v16.2d, #0
+	WORD	$0x6f00e411	// movi v17.2d, #0
+	VLD1.P	32(R20), [V4.B16, V5.B16]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x4f00e42d	// movi v13.16b, #1
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f970250	// mla v16.4s, v18.4s, v23.s[0]
+	WORD	$0x6fb70271	// mla v17.4s, v19.4s, v23.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0e048a	// ushr v10.16b, v4.16b, #2
+	WORD	$0x6f0e04ab	// ushr v11.16b, v5.16b, #2
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f00e44d	// movi v13.16b, #2
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f970a50	// mla v16.4s, v18.4s, v23.s[2]
+	WORD	$0x6fb70a71	// mla v17.4s, v19.4s, v23.s[3]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0c048a	// ushr v10.16b, v4.16b, #4
+	WORD	$0x6f0c04ab	// ushr v11.16b, v5.16b, #4
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f00e48d	// movi v13.16b, #4
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f980250	// mla v16.4s, v18.4s, v24.s[0]
+	WORD	$0x6fb80271	// mla v17.4s, v19.4s, v24.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0a048a	// ushr v10.16b, v4.16b, #6
+	WORD	$0x6f0a04ab	// ushr v11.16b, v5.16b, #6
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f00e50d	// movi v13.16b, #8
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f980a50	// mla v16.4s, v18.4s, v24.s[2]
+	WORD	$0x6fb80a71	// mla v17.4s, v19.4s, v24.s[3]
+	VLD1.P	32(R20), [V4.B16, V5.B16]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x4e3f1c8a	// and v10.16b, v4.16b, v31.16b
+	WORD	$0x4e3f1cab	// and v11.16b, v5.16b, v31.16b
+	WORD	$0x4f00e60d	// movi v13.16b, #16
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f990250	// mla v16.4s, v18.4s, v25.s[0]
+	WORD	$0x6fb90271	// mla v17.4s, v19.4s, v25.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0e048a	// ushr v10.16b, v4.16b, #2
+	WORD	$0x6f0e04ab	// ushr v11.16b, v5.16b, #2
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f01e40d	// movi v13.16b, #32
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f990a50	// mla v16.4s, v18.4s, v25.s[2]
+	WORD	$0x6fb90a71	// mla v17.4s, v19.4s, v25.s[3]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0c048a	// ushr v10.16b, v4.16b, #4
+	WORD	$0x6f0c04ab	// ushr v11.16b, v5.16b, #4
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f02e40d	// movi v13.16b, #64
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f9a0250	// mla v16.4s, v18.4s, v26.s[0]
+	WORD	$0x6fba0271	// mla v17.4s, v19.4s, v26.s[1]
+	VLD1.P	32(R7), [V6.B16, V7.B16]
+	WORD	$0x6f0a048a	// ushr v10.16b, v4.16b, #6
+	WORD	$0x6f0a04ab	// ushr v11.16b, v5.16b, #6
+	WORD	$0x4e3f1d4a	// and v10.16b, v10.16b, v31.16b
+	WORD	$0x4e3f1d6b	// and v11.16b, v11.16b, v31.16b
+	WORD	$0x4f04e40d	// movi v13.16b, #128
+	WORD	$0x4e2d8dcc	// cmtst v12.16b, v14.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d4a	// orr v10.16b, v10.16b, v12.16b
+	WORD	$0x6e3e854a	// sub v10.16b, v10.16b, v30.16b
+	WORD	$0x4e2d8dec	// cmtst v12.16b, v15.16b, v13.16b
+	WORD	$0x4e3e1d8c	// and v12.16b, v12.16b, v30.16b
+	WORD	$0x4eac1d6b	// orr v11.16b, v11.16b, v12.16b
+	WORD	$0x6e3e856b	// sub v11.16b, v11.16b, v30.16b
+	WORD	$0x0e26c152	// smull v18.8h, v10.8b, v6.8b
+	WORD	$0x4e26c15b	// smull2 v27.8h, v10.16b, v6.16b
+	WORD	$0x4e602a52	// saddlp v18.4s, v18.8h
+	WORD	$0x4e602b7b	// saddlp v27.4s, v27.8h
+	WORD	$0x4ebbbe52	// addp v18.4s, v18.4s, v27.4s
+	WORD	$0x0e27c173	// smull v19.8h, v11.8b, v7.8b
+	WORD	$0x4e27c168	// smull2 v8.8h, v11.16b, v7.16b
+	WORD	$0x4e602a73	// saddlp v19.4s, v19.8h
+	WORD	$0x4e602908	// saddlp v8.4s, v8.8h
+	WORD	$0x4ea8be73	// addp v19.4s, v19.4s, v8.4s
+	WORD	$0x6f9a0a50	// mla v16.4s, v18.4s, v26.s[2]
+	WORD	$0x6fba0a71	// mla v17.4s, v19.4s, v26.s[3]
+	ADD	$32, R7
+	ADD	$110, R6
+	WORD	$0x4e21da10	// scvtf v16.4s, v16.4s
+	WORD	$0x4e21da31	// scvtf v17.4s, v17.4s
+	WORD	$0x4f821200	// fmla v0.4s, v16.4s, v2.s[0]
+	WORD	$0x4f821221	// fmla v1.4s, v17.4s, v2.s[0]
+	SUBS	$1, R8
+	BNE	kqRowsQ3KNEON_block
+	WORD	$0x4e21d415	// fadd v21.4s, v0.4s, v1.4s
+	WORD	$0x6e1542b6	// ext v22.16b, v21.16b, v21.16b, #8
+	WORD	$0x0e36d6b6	// fadd v22.2s, v21.2s, v22.2s
+	WORD	$0x7e30dad4	// faddp s20, v22.2s
+	FMOVS	F20, (R4)
+	ADD	$4, R4
+	ADD	R1, R0
+	SUBS	$1, R5
+	BNE	kqRowsQ3KNEON_row
 	RET

@@ -67,6 +67,7 @@ func (n *neon) add(d, x, y int) {
 func (n *neon) sub(d, x, y int) {
 	n.word(rrr(0x6ea08400, d, x, y), "sub v%d.4s, v%d.4s, v%d.4s", d, x, y)
 }
+func (n *neon) addv(d, x int) { n.word(rrr(0x4eb1b800, d, x, 0), "addv s%d, v%d.4s", d, x) }
 func (n *neon) mul(d, x, y int) {
 	n.word(rrr(0x4ea09c00, d, x, y), "mul v%d.4s, v%d.4s, v%d.4s", d, x, y)
 }
@@ -110,6 +111,19 @@ func (n *neon) ushrB(d, x, sh int) {
 }
 func (n *neon) shlB(d, x, sh int) {
 	n.word(rrr(0x4f005400, d, x, 0)|uint32(8+sh)<<16, "shl v%d.16b, v%d.16b, #%d", d, x, sh)
+}
+
+// bitTo4 sets d to the bytes of x shifted so that bit b lands on bit 4
+// (the caller masks with 0x10).
+func (n *neon) bitTo4(d, x, b int) {
+	switch {
+	case b < 4:
+		n.shlB(d, x, 4-b)
+	case b > 4:
+		n.ushrB(d, x, b-4)
+	default:
+		panic("bitTo4: bit 4 needs no shift")
+	}
 }
 func (n *neon) moviB(d, imm int) {
 	n.word(0x4f00e400|uint32(imm>>5&7)<<16|uint32(imm&31)<<5|uint32(d), "movi v%d.16b, #%d", d, imm)
