@@ -93,3 +93,52 @@ func TestRowKernelTiers(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkRowKernelTiers measures every row kernel of every tier this CPU
+// has (rowKernelTable, called directly) and the pure-Go dot of the same
+// type ("go") on a decode-shaped mat-mul: 512 weight rows of K = 1024
+// (2 MiB or less of weights: in L2/L3) against one activation row. MB/s is
+// weight bytes read.
+func BenchmarkRowKernelTiers(b *testing.B) {
+	const N, K = 512, 1024
+	r := rand.New(rand.NewPCG(5, 6))
+	type impl struct {
+		typ  quant.Type
+		tier string
+		f    RowsFunc
+	}
+	var impls []impl
+	done := map[quant.Type]bool{}
+	for _, k := range rowKernelTable() {
+		if !done[k.typ] {
+			done[k.typ] = true
+			dot := quant.DotFor(k.typ)
+			impls = append(impls, impl{k.typ, "go", func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
+				for n := n0; n < n1; n++ {
+					y[n] = dot(K, w[n*wrb:(n+1)*wrb], a)
+				}
+			}})
+		}
+		impls = append(impls, impl{k.typ, k.tier, k.f})
+	}
+	for _, im := range impls {
+		b.Run(im.typ.String()+"/"+im.tier, func(b *testing.B) {
+			if im.tier != "go" && !tierOK(im.tier) {
+				b.Skipf("the %s tier is unavailable", im.tier)
+			}
+			w, wrb := rowTestWeights(b, r, im.typ, N, K, 0)
+			vdt := im.typ.VecDotType()
+			arb, _ := vdt.RowSize(K)
+			act := make([]byte, arb)
+			if err := quant.QuantizeAct(vdt, kqRandRow(r, K, 0), act); err != nil {
+				b.Fatal(err)
+			}
+			y := make([]float32, N)
+			b.SetBytes(int64(N * wrb))
+			for b.Loop() {
+				im.f(K, w, wrb, act, y, 0, N)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N, "ns/row")
+		})
+	}
+}

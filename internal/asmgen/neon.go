@@ -181,3 +181,25 @@ func (n *neon) hsum4(dst, v, t int) {
 	n.fadd2(t, v, t)
 	n.faddp2(dst, t)
 }
+
+// Activation quantizer instructions.
+
+func (n *neon) fabs(d, x int) { n.word(rrr(0x4ea0f800, d, x, 0), "fabs v%d.4s, v%d.4s", d, x) }
+func (n *neon) fmax(d, x, y int) {
+	n.word(rrr(0x4e20f400, d, x, y), "fmax v%d.4s, v%d.4s, v%d.4s", d, x, y)
+}
+func (n *neon) fmaxv(d, x int) { n.word(rrr(0x6e30f800, d, x, 0), "fmaxv s%d, v%d.4s", d, x) }
+func (n *neon) fmulElem(d, x, y, i int) {
+	n.word(elemS(0x4f809000, d, x, y, i), "fmul v%d.4s, v%d.4s, v%d.s[%d]", d, x, y, i)
+}
+func (n *neon) fcvtns(d, x int) { n.word(rrr(0x4e21a800, d, x, 0), "fcvtns v%d.4s, v%d.4s", d, x) }
+func (n *neon) sqxtnS(d, x int) { n.word(rrr(0x0e614800, d, x, 0), "sqxtn v%d.4h, v%d.4s", d, x) }
+func (n *neon) sqxtn2S(d, x int) {
+	n.word(rrr(0x4e614800, d, x, 0), "sqxtn2 v%d.8h, v%d.4s", d, x)
+}
+func (n *neon) sqxtnH(d, x int) { n.word(rrr(0x0e214800, d, x, 0), "sqxtn v%d.8b, v%d.8h", d, x) }
+func (n *neon) sqxtn2H(d, x int) {
+	n.word(rrr(0x4e214800, d, x, 0), "sqxtn2 v%d.16b, v%d.8h", d, x)
+}
+func (n *neon) fcvtSH(d, x int) { n.word(rrr(0x1e23c000, d, x, 0), "fcvt h%d, s%d", d, x) }
+func (n *neon) scvtfS(d, x int) { n.word(rrr(0x5e21d800, d, x, 0), "scvtf s%d, s%d", d, x) }
