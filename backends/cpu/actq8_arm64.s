@@ -157,3 +157,109 @@ quantQ8_1NEON_block:
 	SUBS	$1, R2
 	BNE	quantQ8_1NEON_block
 	RET
+
+// func quantQ8KNEON
+TEXT ·quantQ8KNEON(SB), NOSPLIT, $0-24
+	MOVD	src+0(FP), R0
+	MOVD	dst+8(FP), R1
+	MOVD	nb+16(FP), R2
+	MOVW	$0x4b400000, R9
+	VDUP	R9, V24.S4
+	MOVW	$0x007fffff, R9
+	VDUP	R9, V25.S4
+	MOVW	$0x00400000, R9
+	VDUP	R9, V26.S4
+	MOVW	$127, R9
+	VDUP	R9, V27.S4
+quantQ8KNEON_block:
+	MOVD	R0, R10
+	MOVD	$16, R11
+	WORD	$0x6f00e410	// movi v16.2d, #0
+	WORD	$0x6f00e411	// movi v17.2d, #0
+	WORD	$0x6f00e412	// movi v18.2d, #0
+	WORD	$0x6f00e413	// movi v19.2d, #0
+quantQ8KNEON_amax:
+	VLD1.P	64(R10), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD	$0x4ea0f800	// fabs v0.4s, v0.4s
+	WORD	$0x4e20c610	// fmaxnm v16.4s, v16.4s, v0.4s
+	WORD	$0x4ea0f821	// fabs v1.4s, v1.4s
+	WORD	$0x4e21c631	// fmaxnm v17.4s, v17.4s, v1.4s
+	WORD	$0x4ea0f842	// fabs v2.4s, v2.4s
+	WORD	$0x4e22c652	// fmaxnm v18.4s, v18.4s, v2.4s
+	WORD	$0x4ea0f863	// fabs v3.4s, v3.4s
+	WORD	$0x4e23c673	// fmaxnm v19.4s, v19.4s, v3.4s
+	SUBS	$1, R11
+	BNE	quantQ8KNEON_amax
+	WORD	$0x4e31c610	// fmaxnm v16.4s, v16.4s, v17.4s
+	WORD	$0x4e33c652	// fmaxnm v18.4s, v18.4s, v19.4s
+	WORD	$0x4e32c610	// fmaxnm v16.4s, v16.4s, v18.4s
+	WORD	$0x6e30ca10	// fmaxnmv s16, v16.4s
+	VMOV	V16.S[0], R9
+	CBZW	R9, quantQ8KNEON_zero
+	MOVD	R0, R10
+quantQ8KNEON_find:
+	MOVWU.P	4(R10), R12
+	ANDW	$0x7fffffff, R12, R13
+	CMPW	R9, R13
+	BNE	quantQ8KNEON_find
+	VMOV	R12, V17.S[0]
+	MOVW	$0xc2fe0000, R13
+	VMOV	R13, V18.S[0]
+	FDIVS	F17, F18, F19
+	MOVW	$0x3f800000, R13
+	VMOV	R13, V20.S[0]
+	FDIVS	F19, F20, F21
+	FMOVS	F21, (R1)
+	ADD	$4, R1, R14
+	ADD	$260, R1, R15
+	MOVD	$16, R11
+quantQ8KNEON_q:
+	VLD1.P	64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD	$0x4f939000	// fmul v0.4s, v0.4s, v19.s[0]
+	WORD	$0x4e38d400	// fadd v0.4s, v0.4s, v24.4s
+	WORD	$0x4e391c00	// and v0.16b, v0.16b, v25.16b
+	WORD	$0x6eba8400	// sub v0.4s, v0.4s, v26.4s
+	WORD	$0x4ebb6c00	// smin v0.4s, v0.4s, v27.4s
+	WORD	$0x4f939021	// fmul v1.4s, v1.4s, v19.s[0]
+	WORD	$0x4e38d421	// fadd v1.4s, v1.4s, v24.4s
+	WORD	$0x4e391c21	// and v1.16b, v1.16b, v25.16b
+	WORD	$0x6eba8421	// sub v1.4s, v1.4s, v26.4s
+	WORD	$0x4ebb6c21	// smin v1.4s, v1.4s, v27.4s
+	WORD	$0x4f939042	// fmul v2.4s, v2.4s, v19.s[0]
+	WORD	$0x4e38d442	// fadd v2.4s, v2.4s, v24.4s
+	WORD	$0x4e391c42	// and v2.16b, v2.16b, v25.16b
+	WORD	$0x6eba8442	// sub v2.4s, v2.4s, v26.4s
+	WORD	$0x4ebb6c42	// smin v2.4s, v2.4s, v27.4s
+	WORD	$0x4f939063	// fmul v3.4s, v3.4s, v19.s[0]
+	WORD	$0x4e38d463	// fadd v3.4s, v3.4s, v24.4s
+	WORD	$0x4e391c63	// and v3.16b, v3.16b, v25.16b
+	WORD	$0x6eba8463	// sub v3.4s, v3.4s, v26.4s
+	WORD	$0x4ebb6c63	// smin v3.4s, v3.4s, v27.4s
+	WORD	$0x0e612800	// xtn v0.4h, v0.4s
+	WORD	$0x4e612820	// xtn2 v0.8h, v1.4s
+	WORD	$0x0e612841	// xtn v1.4h, v2.4s
+	WORD	$0x4e612861	// xtn2 v1.8h, v3.4s
+	WORD	$0x0e212800	// xtn v0.8b, v0.8h
+	WORD	$0x4e212820	// xtn2 v0.16b, v1.8h
+	VST1.P	[V0.B16], 16(R14)
+	WORD	$0x4e303801	// saddlv h1, v0.16b
+	VMOV	V1.H[0], R13
+	MOVH	R13, (R15)
+	ADD	$2, R15
+	SUBS	$1, R11
+	BNE	quantQ8KNEON_q
+	B	quantQ8KNEON_next
+quantQ8KNEON_zero:
+	MOVD	R1, R13
+	MOVD	$36, R11
+quantQ8KNEON_clear:
+	MOVD.P	ZR, 8(R13)
+	SUBS	$1, R11
+	BNE	quantQ8KNEON_clear
+	MOVW	ZR, (R13)
+	ADD	$1024, R0
+quantQ8KNEON_next:
+	ADD	$292, R1
+	SUBS	$1, R2
+	BNE	quantQ8KNEON_block
+	RET

@@ -203,3 +203,18 @@ func (n *neon) sqxtn2H(d, x int) {
 }
 func (n *neon) fcvtSH(d, x int) { n.word(rrr(0x1e23c000, d, x, 0), "fcvt h%d, s%d", d, x) }
 func (n *neon) scvtfS(d, x int) { n.word(rrr(0x5e21d800, d, x, 0), "scvtf s%d, s%d", d, x) }
+
+// Q8_K quantizer instructions.
+
+func (n *neon) fmaxnm(d, x, y int) {
+	n.word(rrr(0x4e20c400, d, x, y), "fmaxnm v%d.4s, v%d.4s, v%d.4s", d, x, y)
+}
+func (n *neon) fmaxnmv(d, x int) { n.word(rrr(0x6e30c800, d, x, 0), "fmaxnmv s%d, v%d.4s", d, x) }
+func (n *neon) smin(d, x, y int) {
+	n.word(rrr(0x4ea06c00, d, x, y), "smin v%d.4s, v%d.4s, v%d.4s", d, x, y)
+}
+func (n *neon) xtnS(d, x int)   { n.word(rrr(0x0e612800, d, x, 0), "xtn v%d.4h, v%d.4s", d, x) }
+func (n *neon) xtn2S(d, x int)  { n.word(rrr(0x4e612800, d, x, 0), "xtn2 v%d.8h, v%d.4s", d, x) }
+func (n *neon) xtnH(d, x int)   { n.word(rrr(0x0e212800, d, x, 0), "xtn v%d.8b, v%d.8h", d, x) }
+func (n *neon) xtn2H(d, x int)  { n.word(rrr(0x4e212800, d, x, 0), "xtn2 v%d.16b, v%d.8h", d, x) }
+func (n *neon) saddlv(d, x int) { n.word(rrr(0x4e303800, d, x, 0), "saddlv h%d, v%d.16b", d, x) }
