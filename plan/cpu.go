@@ -74,11 +74,16 @@ func Machine(required ...string) CPUInfo {
 	return CPUInfo{Arch: runtime.GOARCH, Required: slices.Compact(req), Machine: MachineFeatures()}
 }
 
-// CheckCPU refuses a plan whose architecture differs from this machine's or
-// whose kernels need a CPU feature this machine lacks, naming it.
+// CheckCPU refuses a plan whose kernels need a CPU feature this machine
+// lacks, naming it, or that needs features of another architecture. A plan
+// that needs no feature (what minferc writes: it holds the GGUF block
+// layouts, which every kernel tier of every architecture reads, and no
+// tier-specific layout) runs on any architecture: one compiled on amd64
+// runs on arm64 and the other way round.
 func CheckCPU(c CPUInfo) error {
-	if c.Arch != runtime.GOARCH {
-		return fmt.Errorf("plan.bin: compiled for %s; this machine is %s — recompile with minferc compile", c.Arch, runtime.GOARCH)
+	if c.Arch != runtime.GOARCH && len(c.Required) > 0 {
+		return fmt.Errorf("plan.bin: compiled for %s with kernels that need %s; this machine is %s — recompile with minferc compile",
+			c.Arch, strings.Join(c.Required, ", "), runtime.GOARCH)
 	}
 	known, have := features()
 	var lacking, unknown []string

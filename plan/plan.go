@@ -98,8 +98,9 @@ func (o Options) SlotCount() int { return max(1, o.Slots) }
 
 // CPUInfo is the CPU fingerprint of a plan.
 type CPUInfo struct {
-	// Arch is the GOARCH the plan was compiled for; a plan is refused on
-	// any other architecture.
+	// Arch is the GOARCH the plan was compiled on. A plan with Required
+	// features is refused on any other architecture; one without (every
+	// plan minferc writes) runs on any.
 	Arch string
 	// Required lists the golang.org/x/sys/cpu feature names (lower case,
 	// without "Has": "avx2", "fma", "avx512vnni", "asimddp") the plan's

@@ -398,7 +398,8 @@ func TestCPURequirement(t *testing.T) {
 		want string
 	}{
 		{Machine("fakefeature"), "plan.bin: compiled for a CPU with fakefeature"},
-		{CPUInfo{Arch: "sparc64"}, "compiled for sparc64"},
+		{CPUInfo{Arch: "sparc64", Required: []string{"vis3"}}, "compiled for sparc64 with kernels that need vis3"},
+		{CPUInfo{Arch: "sparc64"}, ""}, // no feature needed: runs on any architecture
 	} {
 		p := compile(t, f, Embed)
 		p.CPU = c.cpu
@@ -406,7 +407,14 @@ func TestCPURequirement(t *testing.T) {
 		if err := Write(path, p, f, nil); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Open(path)
+		l, err := Open(path)
+		if c.want == "" {
+			if err != nil {
+				t.Fatalf("%+v: %v", c.cpu, err)
+			}
+			l.Close()
+			continue
+		}
 		wantErr(t, err, c.want)
 	}
 	// A feature x/sys/cpu knows and this CPU lacks is named.

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"os"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sys/cpu"
@@ -9,7 +10,7 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// The instruction-set tiers a kernel may use, decided once at start-up from
+// The amd64 instruction-set tiers a kernel may use, decided once at start-up from
 // the CPU's features. MINFER_NO_AVX512=1 drops the AVX-512 tier,
 // MINFER_NO_AVX2=1 drops every SIMD tier (the pure-Go kernels remain; they
 // are also what a `-tags purego` build uses everywhere).
@@ -18,6 +19,14 @@ var (
 	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
 		cpu.X86.HasAVX512DQ && os.Getenv("MINFER_NO_AVX512") == ""
 	hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
+)
+
+// The arm64 tiers: base NEON (ASIMD, which every arm64 CPU has) and ARMv8.2
+// dotprod (SDOT). MINFER_NO_DOTPROD=1 drops the dotprod tier (the NEON
+// kernels remain), MINFER_NO_NEON=1 drops both (pure Go).
+var (
+	hasNEON    = runtime.GOARCH == "arm64" && cpu.ARM64.HasASIMD && os.Getenv("MINFER_NO_NEON") == ""
+	hasDotProd = hasNEON && cpu.ARM64.HasASIMDDP && os.Getenv("MINFER_NO_DOTPROD") == ""
 )
 
 // RowsFunc computes y[n] = dot(W row n, a) for the weight rows n in
@@ -73,6 +82,10 @@ func Features() string {
 		tier = "avx512"
 	case hasAVX2:
 		tier = "avx2"
+	case hasDotProd:
+		tier = "dotprod"
+	case hasNEON:
+		tier = "neon"
 	}
 	if len(tiers) == 0 {
 		return tier

@@ -1,9 +1,11 @@
 // Package cpu holds the kernels of minfer's CPU executor. Each kernel has a
 // pure-Go version, the oracle (built alone with -tags purego), and on amd64
 // Go-assembly versions for the AVX2 (+FMA, F16C) and AVX-512 (F/BW/VL/DQ,
-// VNNI) tiers: dispatch.go chooses one per kernel once at start-up from the
-// CPU's features (MINFER_NO_AVX512=1 and MINFER_NO_AVX2=1 drop tiers), and
-// Features names the choice.
+// VNNI) tiers, on arm64 for the dotprod (SDOT) and base NEON tiers (the
+// quantized row kernels; docs/ARM64.md): dispatch.go chooses one per kernel
+// once at start-up from the CPU's features (MINFER_NO_AVX512=1,
+// MINFER_NO_AVX2=1, MINFER_NO_DOTPROD=1 and MINFER_NO_NEON=1 drop tiers),
+// and Features names the choice.
 //
 // Conventions shared by every kernel:
 //

@@ -2,11 +2,7 @@
 
 package cpu
 
-import (
-	"fmt"
-
-	"github.com/minfer/minfer/quant"
-)
+import "github.com/minfer/minfer/quant"
 
 // AVX2 row kernels for the K-quant weight types against Q8_K activations
 // (dot_kquant_amd64.s). Each reproduces the float order of the pure-Go dot
@@ -47,33 +43,6 @@ func kqRowsQ3KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 //go:noescape
 func kqRowsQ4KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
-type kqRowsAsm func(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
-
-// kqBlockQ8K is the size of one Q8_K super-block (d, 256 int8, 16 bsums).
-const kqBlockQ8K = 292
-
-// kqRows wraps an asm row kernel for a weight type of bs bytes per
-// super-block into a RowsFunc, checking the bounds the kernel relies on.
-func kqRows(f kqRowsAsm, bs int) RowsFunc {
-	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
-		if n1 <= n0 {
-			return
-		}
-		nb := K / 256
-		if K%256 != 0 || n0 < 0 || wrb < nb*bs {
-			panic(fmt.Sprintf("cpu: k-quant rows: bad shape K=%d wrb=%d n0=%d", K, wrb, n0))
-		}
-		_ = y[n1-1]
-		if nb == 0 {
-			clear(y[n0:n1])
-			return
-		}
-		_ = w[(n1-1)*wrb+nb*bs-1]
-		_ = a[nb*kqBlockQ8K-1]
-		f(&w[n0*wrb], wrb, &a[0], &y[n0], n1-n0, nb)
-	}
-}
-
 func init() {
 	if !hasAVX2 {
 		return
@@ -87,14 +56,6 @@ func init() {
 	registerRows(quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176))
 	registerRows(quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84))
 	registerRows(quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110))
-}
-
-// rowKernel is one SIMD row kernel of one tier, for the tests and
-// benchmarks that call every tier directly.
-type rowKernel struct {
-	typ  quant.Type
-	tier string // "avx2", "avx512" (F/BW/VL/DQ) or "avx512vnni"
-	f    RowsFunc
 }
 
 // rowKernelTable lists every row kernel of every tier, whether or not the

@@ -266,7 +266,7 @@ func BenchmarkKQuantStream(b *testing.B) {
 // flavours: quantized from random rows (kind 0), raw random bytes with
 // small finite f16 scales (kind 1: every quant bit pattern), and blocks of
 // extreme bytes, all 0x00 or all 0xff apart from the scales (kind 2).
-func rowTestWeights(t *testing.T, r *rand.Rand, wt quant.Type, N, K, kind int) ([]byte, int) {
+func rowTestWeights(t testing.TB, r *rand.Rand, wt quant.Type, N, K, kind int) ([]byte, int) {
 	wrb, err := wt.RowSize(K)
 	if err != nil {
 		t.Fatal(err)

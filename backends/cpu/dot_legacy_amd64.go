@@ -48,32 +48,6 @@ func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 //go:noescape
 func rowsQ5_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
-type rowsAsm func(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-
-// legacyRows wraps an asm row kernel for weight blocks of wts bytes and
-// activation blocks of ats bytes with the bounds checks the asm omits.
-func legacyRows(f rowsAsm, wts, ats int) RowsFunc {
-	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
-		if n1 <= n0 {
-			return
-		}
-		nb := K / 32
-		if nb == 0 {
-			for n := n0; n < n1; n++ {
-				y[n] = 0
-			}
-			return
-		}
-		if nb*wts > wrb {
-			panic("cpu: weight row shorter than K")
-		}
-		_ = w[(n1-1)*wrb+nb*wts-1]
-		_ = a[nb*ats-1]
-		_ = y[n1-1]
-		f(&w[n0*wrb], wrb, &a[0], nb, &y[n0], n1-n0)
-	}
-}
-
 func init() {
 	if !hasAVX2 {
 		return

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -13,7 +14,8 @@ import (
 )
 
 // The kernel tier is chosen once per process from the CPU and the
-// MINFER_NO_AVX512 / MINFER_NO_AVX2 switches, so a plan compiled on one
+// MINFER_NO_AVX512 / MINFER_NO_AVX2 switches (arm64: MINFER_NO_DOTPROD /
+// MINFER_NO_NEON), so a plan compiled on one
 // tier and executed on another is tested by executing the same plan file in
 // child processes (this test binary re-run with the switch set). Plans
 // hold the GGUF block layouts, which every tier reads, so each child must
@@ -51,6 +53,9 @@ func TestPlanAcrossTiers(t *testing.T) {
 	}
 	type tier struct{ name, env string }
 	tiers := []tier{{"avx2 (MINFER_NO_AVX512=1)", "MINFER_NO_AVX512=1"}, {"pure Go (MINFER_NO_AVX2=1)", "MINFER_NO_AVX2=1"}}
+	if runtime.GOARCH == "arm64" {
+		tiers = []tier{{"neon (MINFER_NO_DOTPROD=1)", "MINFER_NO_DOTPROD=1"}, {"pure Go (MINFER_NO_NEON=1)", "MINFER_NO_NEON=1"}}
+	}
 	here := cpu.Features()
 	t.Logf("this process: %s", here)
 	if strings.HasPrefix(here, "pure Go") {

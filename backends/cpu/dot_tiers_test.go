@@ -1,4 +1,4 @@
-//go:build amd64 && !purego
+//go:build (amd64 || arm64) && !purego
 
 package cpu
 
@@ -19,22 +19,27 @@ func tierOK(tier string) bool {
 		return hasAVX512
 	case "avx512vnni":
 		return hasVNNI
+	case "neon":
+		return hasNEON
+	case "dotprod":
+		return hasDotProd
 	}
 	return false
 }
 
 // TestRowKernelTiers calls every row kernel of every SIMD tier directly
-// (not through the start-up dispatch, so the AVX2 kernels are tested on an
-// AVX-512 machine too) and checks each output's bits against the pure-Go
-// dot: K of one block up to qwen-sized rows, row ranges of every remainder
+// (not through the start-up dispatch) and checks each output's bits against the pure-Go
+// dot (on amd64 the AVX2 kernels are tested on an AVX-512 machine too, on
+// arm64 the base NEON kernels on a dotprod machine): K of one block up to qwen-sized rows, row ranges of every remainder
 // of the kernels' 2- and 4-row steps, random, raw-byte and extreme weight
 // blocks against random and extreme (±127/-128-heavy) activations.
 func TestRowKernelTiers(t *testing.T) {
 	r := rand.New(rand.NewPCG(91, 92))
+	t.Logf("start-up dispatch: %s", Features())
 	for _, k := range rowKernelTable() {
 		t.Run(k.typ.String()+"/"+k.tier, func(t *testing.T) {
 			if !tierOK(k.tier) {
-				t.Skipf("the CPU lacks the %s tier", k.tier)
+				t.Skipf("the %s tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it", k.tier)
 			}
 			dot := quant.DotFor(k.typ)
 			vdt := k.typ.VecDotType()
@@ -84,6 +89,56 @@ func TestRowKernelTiers(t *testing.T) {
 					}
 				}
 			}
+			t.Logf("%s kernel of the %s tier: bit-identical to the pure-Go dot", k.typ, k.tier)
+		})
+	}
+}
+
+// BenchmarkRowKernelTiers measures every row kernel of every tier this CPU
+// has (rowKernelTable, called directly) and the pure-Go dot of the same
+// type ("go") on a decode-shaped mat-mul: 512 weight rows of K = 1024
+// (2 MiB or less of weights: in L2/L3) against one activation row. MB/s is
+// weight bytes read.
+func BenchmarkRowKernelTiers(b *testing.B) {
+	const N, K = 512, 1024
+	r := rand.New(rand.NewPCG(5, 6))
+	type impl struct {
+		typ  quant.Type
+		tier string
+		f    RowsFunc
+	}
+	var impls []impl
+	done := map[quant.Type]bool{}
+	for _, k := range rowKernelTable() {
+		if !done[k.typ] {
+			done[k.typ] = true
+			dot := quant.DotFor(k.typ)
+			impls = append(impls, impl{k.typ, "go", func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
+				for n := n0; n < n1; n++ {
+					y[n] = dot(K, w[n*wrb:(n+1)*wrb], a)
+				}
+			}})
+		}
+		impls = append(impls, impl{k.typ, k.tier, k.f})
+	}
+	for _, im := range impls {
+		b.Run(im.typ.String()+"/"+im.tier, func(b *testing.B) {
+			if im.tier != "go" && !tierOK(im.tier) {
+				b.Skipf("the %s tier is unavailable", im.tier)
+			}
+			w, wrb := rowTestWeights(b, r, im.typ, N, K, 0)
+			vdt := im.typ.VecDotType()
+			arb, _ := vdt.RowSize(K)
+			act := make([]byte, arb)
+			if err := quant.QuantizeAct(vdt, kqRandRow(r, K, 0), act); err != nil {
+				b.Fatal(err)
+			}
+			y := make([]float32, N)
+			b.SetBytes(int64(N * wrb))
+			for b.Loop() {
+				im.f(K, w, wrb, act, y, 0, N)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N, "ns/row")
 		})
 	}
 }
