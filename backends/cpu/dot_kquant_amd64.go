@@ -112,6 +112,7 @@ func rowKernelTable() []rowKernel {
 		{quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34)},
 		{quant.Q5_0, "avx512vnni", legacyRows(rowsQ5_0VNNI, 22, 34)},
 		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
+		{quant.Q4_0, "avx512vnni", legacyRows(rowsQ4_0VNNI, 18, 34)},
 		{quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36)},
 		{quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36)},
 	}
