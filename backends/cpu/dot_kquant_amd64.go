@@ -21,8 +21,8 @@ import (
 // row. The Go wrappers check every bound the asm will touch. The Q4_K,
 // Q5_K and Q6_K kernels take rows in pairs sharing the activation walk
 // (and for Q4_K/Q5_K one header unpack for both rows) and prefetch the next
-// pair's bytes 4 KiB ahead; Q4_K also has an AVX-512 VNNI kernel (ZMM,
-// VPDPBUSD/VPDPWSSD) with the same bits. Measured (BenchmarkDecode) the
+// pair's bytes 4 KiB ahead; Q4_K (four rows per step) and Q6_K also have
+// AVX-512 VNNI kernels (ZMM, VPDPBUSD/VPDPWSSD) with the same bits. Measured (BenchmarkDecode) the
 // AVX2 kernels are bound by vector ALU throughput (their in-L2 speed is
 // close to their streamed speed), not by the memory read.
 
@@ -46,6 +46,12 @@ func kqRowsQ3KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 //
 //go:noescape
 func kqRowsQ4KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+// kqRowsQ6KVNNI is the Q6_K kernel of the AVX-512 VNNI tier (ZMM, two
+// sub-blocks of a row per register; see dot_kquant_amd64.s), same bits.
+//
+//go:noescape
+func kqRowsQ6KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
 type kqRowsAsm func(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
@@ -83,7 +89,11 @@ func init() {
 	} else {
 		registerRows(quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144))
 	}
-	registerRows(quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210))
+	if hasVNNI {
+		registerRows(quant.Q6_K, "avx512vnni", kqRows(kqRowsQ6KVNNI, 210))
+	} else {
+		registerRows(quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210))
+	}
 	registerRows(quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176))
 	registerRows(quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84))
 	registerRows(quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110))
@@ -105,6 +115,7 @@ func rowKernelTable() []rowKernel {
 		{quant.Q4_K, "avx512vnni", kqRows(kqRowsQ4KVNNI, 144)},
 		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
 		{quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210)},
+		{quant.Q6_K, "avx512vnni", kqRows(kqRowsQ6KVNNI, 210)},
 		{quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84)},
 		{quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110)},
 		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},

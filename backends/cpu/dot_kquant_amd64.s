@@ -1362,3 +1362,180 @@ q4kvblock1:
 q4kvdone:
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------- Q6_K, AVX-512 VNNI
+// kqRowsQ6KVNNI: one ZMM holds two 32-element sub-blocks of one row (c in
+// the low 256 bits, c+1 in the high ones), so the activations are one
+// contiguous 64-byte operand of VPDPBUSD. Per half n of a super-block:
+// ql[64n..64n+63] loaded once, qh[32n..] broadcast to both halves; the
+// 6-bit values (0..63) of sub-blocks 0,1 are ql&15 | (qh<<{4,2})&0x30
+// and of sub-blocks 2,3 (ql>>4)&15 | (qh>>{0,2})&0x30 (VPSLLVW/VPSRLVW
+// per half, one VPTERNLOGD to merge). VPDPBUSD gives dword k of a half =
+// Σ of 4 products (|Σ| ≤ 4·63·128, a sign-extended int16), VPDPWSSD by the
+// dword (scale, 0) adds scale·Σ exactly to the int32 lane, scales per
+// 16 elements chosen by VPERMD from the row's 16 sign-extended scales. The
+// int lanes start at the oracle's -32·(sc·bsums) term (lanes 0..7, the AVX2
+// kernel's VPMADDWD), the two halves are added at the end of the
+// super-block (exact int32), then one VCVTDQ2PS and one FMA by d8·d, the
+// oracle's float steps; the result is hsum_float_8. Rows go in pairs
+// (row A: Y0, Z2, Z23..Z30; row B: Y1, Z3, Z4..Z9) for independent work;
+// a last odd row goes alone. Z14 bytes 0x0F, Z15 bytes 0x30, Z16..Z19 the
+// VPERMD scale indices, Z20 / Z21 the VPSLLVW / VPSRLVW counts, Z22 dwords
+// 0xFFFF.
+
+DATA kq6VIdx<>+0(SB)/8, $0x0000000000000000
+DATA kq6VIdx<>+8(SB)/8, $0x0000000000000000
+DATA kq6VIdx<>+16(SB)/8, $0x0000000100000001
+DATA kq6VIdx<>+24(SB)/8, $0x0000000100000001
+DATA kq6VIdx<>+32(SB)/8, $0x0000000200000002
+DATA kq6VIdx<>+40(SB)/8, $0x0000000200000002
+DATA kq6VIdx<>+48(SB)/8, $0x0000000300000003
+DATA kq6VIdx<>+56(SB)/8, $0x0000000300000003
+GLOBL kq6VIdx<>(SB), RODATA|NOPTR, $64
+// VPSLLVW counts: 4 in the low half, 2 in the high half; VPSRLVW: 0, 2.
+DATA kq6VShl<>+0(SB)/8, $0x0004000400040004
+DATA kq6VShl<>+8(SB)/8, $0x0004000400040004
+DATA kq6VShl<>+16(SB)/8, $0x0004000400040004
+DATA kq6VShl<>+24(SB)/8, $0x0004000400040004
+DATA kq6VShl<>+32(SB)/8, $0x0002000200020002
+DATA kq6VShl<>+40(SB)/8, $0x0002000200020002
+DATA kq6VShl<>+48(SB)/8, $0x0002000200020002
+DATA kq6VShl<>+56(SB)/8, $0x0002000200020002
+GLOBL kq6VShl<>(SB), RODATA|NOPTR, $64
+DATA kq6VShr<>+0(SB)/8, $0
+DATA kq6VShr<>+8(SB)/8, $0
+DATA kq6VShr<>+16(SB)/8, $0
+DATA kq6VShr<>+24(SB)/8, $0
+DATA kq6VShr<>+32(SB)/8, $0x0002000200020002
+DATA kq6VShr<>+40(SB)/8, $0x0002000200020002
+DATA kq6VShr<>+48(SB)/8, $0x0002000200020002
+DATA kq6VShr<>+56(SB)/8, $0x0002000200020002
+GLOBL kq6VShr<>(SB), RODATA|NOPTR, $64
+
+// One sub-block pair: T = the u8 values, against the 64 activations at
+// AOFF(BX); IDX picks the scales from S; ACC += scale·Σ.
+#define Q6KVDOT(T, AOFF, S, IDX, D, SC, ACC) \
+	VPXORD   D, D, D           \
+	VPDPBUSD AOFF(BX), T, D    \
+	VPERMD   S, IDX, SC        \
+	VPDPWSSD SC, D, ACC
+
+// Half n of a super-block (ql at QLO, qh at QHO, q8 at AOFF).
+#define Q6KVHALF(W, QLO, QHO, AOFF, IDXA, IDXB, S, ACC, QL, QH, T, U, D, SC) \
+	VMOVDQU64       QLO(W), QL                \
+	VBROADCASTI64X4 QHO(W), QH                \
+	VPANDD          Z14, QL, T                \
+	VPSLLVW         Z20, QH, U                \
+	VPTERNLOGD      $0xF8, Z15, U, T          \
+	Q6KVDOT(T, AOFF, S, IDXA, D, SC, ACC)     \
+	VPSRLW          $4, QL, T                 \
+	VPANDD          Z14, T, T                 \
+	VPSRLVW         Z21, QH, U                \
+	VPTERNLOGD      $0xF8, Z15, U, T          \
+	Q6KVDOT(T, AOFF+64, S, IDXB, D, SC, ACC)
+
+// One Q6_K super-block of the row at W: FACC += d8·d × sumi.
+#define Q6KVBLOCK(W, FACC, ACC, YACC, YT, XT, YD, XD, GR, S, QL, QH, T, U, D, SC) \
+	VPMOVSXBD    192(W), S                    \
+	VPANDD       Z22, S, S                    \
+	VPMOVSXBW    192(W), YT                   \
+	VPMADDWD     260(BX), YT, YT              \
+	VPSLLD       $5, YT, YT                   \
+	VPXOR        YACC, YACC, YACC             \
+	VPSUBD       YT, YACC, YACC               \
+	MOVWLZX      208(W), GR                   \
+	VMOVD        GR, XD                       \
+	VCVTPH2PS    XD, XD                       \
+	VMULSS       (BX), XD, XD                 \
+	VBROADCASTSS XD, YD                       \
+	Q6KVHALF(W, 0, 128, 4, Z16, Z17, S, ACC, QL, QH, T, U, D, SC)   \
+	Q6KVHALF(W, 64, 160, 132, Z18, Z19, S, ACC, QL, QH, T, U, D, SC) \
+	VEXTRACTI64X4 $1, ACC, YT                 \
+	VPADDD       YT, YACC, YACC               \
+	VCVTDQ2PS    YACC, YACC                   \
+	VFMADD231PS  YACC, YD, FACC
+
+#define Q6KVBLOCKA(W) Q6KVBLOCK(W, Y0, Z2, Y2, Y10, X10, Y12, X12, R11, Z23, Z24, Z25, Z26, Z27, Z28, Z29)
+#define Q6KVBLOCKB(W) Q6KVBLOCK(W, Y1, Z3, Y3, Y11, X11, Y13, X13, R12, Z30, Z4, Z5, Z6, Z7, Z8, Z9)
+
+// func kqRowsQ6KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+TEXT ·kqRowsQ6KVNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x0000ffff, AX
+	VPBROADCASTD AX, Z22
+	VMOVDQU64 kq6VIdx<>(SB), Z16
+	MOVL $4, AX
+	VPBROADCASTD AX, Z17
+	VPADDD Z17, Z16, Z17
+	VPADDD Z17, Z17, Z18
+	VPSUBD Z16, Z18, Z18
+	VPADDD Z17, Z18, Z19
+	VPSUBD Z16, Z19, Z19
+	VMOVDQU64 kq6VShl<>(SB), Z20
+	VMOVDQU64 kq6VShr<>(SB), Z21
+
+q6kvpair:
+	CMPQ R10, $2
+	JLT  q6kvone
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ KQPFDIST(SI)(R8*2), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q6kvblock2:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	PREFETCHT0 320(R13)
+	PREFETCHT0 384(R13)
+	ADDQ $420, R13
+	Q6KVBLOCKA(AX)
+	Q6KVBLOCKB(DX)
+	ADDQ $210, AX
+	ADDQ $210, DX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q6kvblock2
+
+	HSUM8(Y0, X0, X2)
+	VMOVSS X0, (R9)
+	HSUM8(Y1, X1, X2)
+	VMOVSS X1, 4(R9)
+	ADDQ $8, R9
+	LEAQ (SI)(R8*2), SI
+	SUBQ $2, R10
+	JMP  q6kvpair
+
+q6kvone:
+	TESTQ R10, R10
+	JZ    q6kvdone
+	VXORPS Y0, Y0, Y0
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q6kvblock1:
+	Q6KVBLOCKA(AX)
+	ADDQ $210, AX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q6kvblock1
+	HSUM8(Y0, X0, X2)
+	VMOVSS X0, (R9)
+
+q6kvdone:
+	VZEROUPPER
+	RET
