@@ -1539,3 +1539,179 @@ q6kvblock1:
 q6kvdone:
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------- Q5_K, AVX-512 VNNI
+// kqRowsQ5KVNNI: the Q4_K quad kernel (kqRowsQ4KVNNI's q4kvquad) with the
+// Q5_K 5th bits and mins term. rows must be a multiple of 4 (the Go
+// wrapper sends the rest to the AVX2 kernel). Per super-block the qh bytes
+// of the pairs A,B and C,D are loaded once (Z3, Z5); for chunk j the low
+// nibbles take bit 2j and the high ones bit 2j+1 of each qh byte, moved to
+// bit 4 by one VPROLD (by 4-b mod 32: a rotation keeps bit b of every
+// byte inside the byte) and merged by VPTERNLOGD with the 0x10 mask (Z24):
+// values 0..31. The mins: the four dword products of a row are added
+// (exact int32) to summ, and lane 4r of Z2 takes the oracle's scalar
+// summs = FMA(-dmin·d8, summ, summs) as one FNMADD; the result is
+// hsum_float_8(acc) + summs, as Q5KSTORE does for the AVX2 kernel.
+
+#define Q5KHDR4V \
+	VMOVDQU      260(BX), X13             \
+	VPHADDW      276(BX), X13, X13        \
+	VSHUFI32X4   $0, Z13, Z13, Z13        \
+	VMOVDQU      (AX), X3                 \
+	VINSERTI128  $1, (DX), Y3, Y3         \
+	VMOVDQU      (R11), X5                \
+	VINSERTI128  $1, (R12), Y5, Y5        \
+	VINSERTI64X4 $1, Y5, Z3, Z3           \
+	VMOVDQU64    kqQuadHdr<>(SB), Z5      \
+	VPERMD       Z3, Z5, Z4               \
+	VCVTPH2PS    X4, Y4                   \
+	VBROADCASTSS (BX), Y5                 \
+	VMULPS       Y5, Y4, Y4               \
+	VPSHUFD      $0xED, Z3, Z6            \
+	VPSRLVD      kqK4Shift4<>(SB), Z6, Z6 \
+	VPANDD       kqK4MaskA4<>(SB), Z6, Z6 \
+	VPSHUFD      $0xA5, Z3, Z7            \
+	VPSRLD       $2, Z7, Z7               \
+	VPANDD       kqK4MaskB4<>(SB), Z7, Z7 \
+	VPORD        Z7, Z6, Z6               \
+	VPSHUFB      kqMinsZX4<>(SB), Z6, Z7  \
+	VPMADDWD     Z13, Z7, Z7              \
+	VPSHUFD      $0x4E, Z7, Z5            \
+	VPADDD       Z5, Z7, Z7               \
+	VPSHUFD      $0xB1, Z7, Z5            \
+	VPADDD       Z5, Z7, Z7               \
+	VCVTDQ2PS    Z7, Z7                   \
+	VMOVDQU64    kqQuadDM<>(SB), Z5       \
+	VPERMPS      Z4, Z5, Z5               \
+	VFNMADD231PS Z7, Z5, Z2               \
+	VMOVDQU64    kqQuadScl<>(SB), Z5      \
+	VPERMQ       Z6, Z5, Z8               \
+	VPMOVZXBD    X8, Z9                   \
+	VEXTRACTI128 $1, Y8, X8               \
+	VPMOVZXBD    X8, Z10                  \
+	VMOVDQU64    16(AX), Y3               \
+	VINSERTI64X4 $1, 16(DX), Z3, Z3       \
+	VMOVDQU64    16(R11), Y5              \
+	VINSERTI64X4 $1, 16(R12), Z5, Z5
+
+// NIB |= bit 4 of (QH rotated left by R): the 5th bit of each value.
+#define Q5KVBIT(R, QH, NIB) \
+	VPROLD     $R, QH, Z6              \
+	VPTERNLOGD $0xF8, Z24, Z6, NIB
+
+#define Q5KVBIT0(QH, NIB) \
+	VPTERNLOGD $0xF8, Z24, QH, NIB
+
+#define Q5KQCHUNK(WOFF, AOFF, IDXL, IDXH, BITLO, BITHI) \
+	VMOVDQU64    WOFF(AX), Y26                  \
+	VINSERTI64X4 $1, WOFF(DX), Z26, Z26         \
+	VMOVDQU64    WOFF(R11), Y28                 \
+	VINSERTI64X4 $1, WOFF(R12), Z28, Z28        \
+	VPANDD       Z14, Z26, Z27                  \
+	VPSRLW       $4, Z26, Z26                   \
+	VPANDD       Z14, Z26, Z26                  \
+	VPANDD       Z14, Z28, Z29                  \
+	VPSRLW       $4, Z28, Z28                   \
+	VPANDD       Z14, Z28, Z28                  \
+	BITLO(Z3, Z27)                              \
+	BITLO(Z5, Z29)                              \
+	BITHI(Z3, Z26)                              \
+	BITHI(Z5, Z28)                              \
+	Q4KQHALF(Z27, Z29, AOFF, IDXL)              \
+	Q4KQHALF(Z26, Z28, AOFF+32, IDXH)
+
+#define Q5KB4(QH, NIB) Q5KVBIT(4, QH, NIB)
+#define Q5KB3(QH, NIB) Q5KVBIT(3, QH, NIB)
+#define Q5KB2(QH, NIB) Q5KVBIT(2, QH, NIB)
+#define Q5KB1(QH, NIB) Q5KVBIT(1, QH, NIB)
+#define Q5KB31(QH, NIB) Q5KVBIT(31, QH, NIB)
+#define Q5KB30(QH, NIB) Q5KVBIT(30, QH, NIB)
+#define Q5KB29(QH, NIB) Q5KVBIT(29, QH, NIB)
+
+// func kqRowsQ5KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+TEXT ·kqRowsQ5KVNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	VMOVDQU64 kqVNib<>(SB), Z14
+	VMOVDQU64 kqVScale0<>(SB), Z16
+	VMOVDQU64 kqVScale1<>(SB), Z17
+	VMOVDQU64 kqVScale2<>(SB), Z18
+	VMOVDQU64 kqVScale3<>(SB), Z19
+	VMOVDQU64 kqVScale4<>(SB), Z20
+	VMOVDQU64 kqVScale5<>(SB), Z21
+	VMOVDQU64 kqVScale6<>(SB), Z22
+	VMOVDQU64 kqVScale7<>(SB), Z23
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z24
+
+q5kvquad:
+	CMPQ R10, $4
+	JLT  q5kvdone
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	LEAQ KQPFDIST(SI)(R8*4), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q5kvqblock:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	PREFETCHT0 320(R13)
+	PREFETCHT0 384(R13)
+	PREFETCHT0 448(R13)
+	PREFETCHT0 512(R13)
+	PREFETCHT0 576(R13)
+	PREFETCHT0 640(R13)
+	ADDQ $704, R13
+	Q5KHDR4V
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z25, Z25, Z25
+	Q5KQCHUNK(48, 4, Z16, Z17, Q5KB4, Q5KB3)
+	Q5KQCHUNK(80, 68, Z18, Z19, Q5KB2, Q5KB1)
+	Q5KQCHUNK(112, 132, Z20, Z21, Q5KVBIT0, Q5KB31)
+	Q5KQCHUNK(144, 196, Z22, Z23, Q5KB30, Q5KB29)
+	VCVTDQ2PS    Z15, Z15
+	VMOVDQU64    kqQuadDAB<>(SB), Z8
+	VPERMPS      Z4, Z8, Z8
+	VFMADD231PS  Z15, Z8, Z0
+	VCVTDQ2PS    Z25, Z25
+	VMOVDQU64    kqQuadDCD<>(SB), Z8
+	VPERMPS      Z4, Z8, Z8
+	VFMADD231PS  Z25, Z8, Z1
+	ADDQ $176, AX
+	ADDQ $176, DX
+	ADDQ $176, R11
+	ADDQ $176, R12
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q5kvqblock
+
+	VEXTRACTF64X4 $1, Z0, Y5
+	VEXTRACTF64X4 $1, Z1, Y6
+	VMOVAPS       X2, X10
+	VEXTRACTF32X4 $1, Z2, X11
+	VEXTRACTF32X4 $2, Z2, X12
+	VEXTRACTF32X4 $3, Z2, X13
+	Q5KSTORE(Y0, X0, X10, 0)
+	Q5KSTORE(Y5, X5, X11, 4)
+	Q5KSTORE(Y1, X1, X12, 8)
+	Q5KSTORE(Y6, X6, X13, 12)
+	ADDQ $16, R9
+	LEAQ (SI)(R8*4), SI
+	SUBQ $4, R10
+	JMP  q5kvquad
+
+q5kvdone:
+	VZEROUPPER
+	RET
