@@ -2,7 +2,11 @@
 
 package cpu
 
-import "github.com/minfer/minfer/quant"
+import (
+	"unsafe"
+
+	"github.com/minfer/minfer/quant"
+)
 
 // AVX2 row kernels for the K-quant weight types against Q8_K activations
 // (dot_kquant_amd64.s). Each reproduces the float order of the pure-Go dot
@@ -17,8 +21,8 @@ import "github.com/minfer/minfer/quant"
 // row. The Go wrappers check every bound the asm will touch. The Q4_K,
 // Q5_K and Q6_K kernels take rows in pairs sharing the activation walk
 // (and for Q4_K/Q5_K one header unpack for both rows) and prefetch the next
-// pair's bytes 4 KiB ahead; Q4_K also has an AVX-512 VNNI kernel (ZMM,
-// VPDPBUSD/VPDPWSSD) with the same bits. Measured (BenchmarkDecode) the
+// pair's bytes 4 KiB ahead; Q4_K, Q5_K (four rows per step) and Q6_K also
+// have AVX-512 VNNI kernels (ZMM, VPDPBUSD/VPDPWSSD) with the same bits. Measured (BenchmarkDecode) the
 // AVX2 kernels are bound by vector ALU throughput (their in-L2 speed is
 // close to their streamed speed), not by the memory read.
 
@@ -43,6 +47,36 @@ func kqRowsQ3KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 //go:noescape
 func kqRowsQ4KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 
+// kqRowsQ6KVNNI is the Q6_K kernel of the AVX-512 VNNI tier (ZMM, two
+// sub-blocks of a row per register; see dot_kquant_amd64.s), same bits.
+//
+//go:noescape
+func kqRowsQ6KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+// kqRowsQ5KVNNI is the Q5_K kernel of the AVX-512 VNNI tier (four rows
+// per step on ZMM, as the Q4_K one; see dot_kquant_amd64.s), same bits. It
+// takes a multiple of 4 rows: kqRowsQuad sends the rest to the AVX2
+// kernel.
+//
+//go:noescape
+func kqRowsQ5KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+
+// kqRowsQuad runs f4 on the rows in groups of 4 and f1 on the 0..3 left.
+func kqRowsQuad(f4, f1 kqRowsAsm) kqRowsAsm {
+	return func(w *byte, wrb int, a *byte, y *float32, rows int, nb int) {
+		r4 := rows &^ 3
+		if r4 > 0 {
+			f4(w, wrb, a, y, r4, nb)
+		}
+		if rows > r4 {
+			// The wrapper checked every byte of these rows; the
+			// offsets stay inside the slices it took w and y from.
+			f1((*byte)(unsafe.Add(unsafe.Pointer(w), r4*wrb)), wrb, a,
+				(*float32)(unsafe.Add(unsafe.Pointer(y), r4*4)), rows-r4, nb)
+		}
+	}
+}
+
 func init() {
 	if !hasAVX2 {
 		return
@@ -52,8 +86,16 @@ func init() {
 	} else {
 		registerRows(quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144))
 	}
-	registerRows(quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210))
-	registerRows(quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176))
+	if hasVNNI {
+		registerRows(quant.Q6_K, "avx512vnni", kqRows(kqRowsQ6KVNNI, 210))
+	} else {
+		registerRows(quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210))
+	}
+	if hasVNNI {
+		registerRows(quant.Q5_K, "avx512vnni", kqRows(kqRowsQuad(kqRowsQ5KVNNI, kqRowsQ5KAVX2), 176))
+	} else {
+		registerRows(quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176))
+	}
 	registerRows(quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84))
 	registerRows(quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110))
 }
@@ -65,7 +107,9 @@ func rowKernelTable() []rowKernel {
 		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
 		{quant.Q4_K, "avx512vnni", kqRows(kqRowsQ4KVNNI, 144)},
 		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
+		{quant.Q5_K, "avx512vnni", kqRows(kqRowsQuad(kqRowsQ5KVNNI, kqRowsQ5KAVX2), 176)},
 		{quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210)},
+		{quant.Q6_K, "avx512vnni", kqRows(kqRowsQ6KVNNI, 210)},
 		{quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84)},
 		{quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110)},
 		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},
@@ -73,6 +117,7 @@ func rowKernelTable() []rowKernel {
 		{quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34)},
 		{quant.Q5_0, "avx512vnni", legacyRows(rowsQ5_0VNNI, 22, 34)},
 		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
+		{quant.Q4_0, "avx512vnni", legacyRows(rowsQ4_0VNNI, 18, 34)},
 		{quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36)},
 		{quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36)},
 	}

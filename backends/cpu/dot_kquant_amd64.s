@@ -936,6 +936,11 @@ q3kblock:
 // 0..3 A, 4..7 B), Z14 nibble mask, Z16..Z23 the VPERMD indices taking
 // scale 2j+h of each row to its half (kqVScale), Z24 kqVLane04; Y13 bsum
 // pairs; Y3..Y12, Z15 temporaries. A last odd row goes through Q4KBLOCK.
+// Rows go four at a time first (q4kvquad): the pairs A,B and C,D in Z0 and
+// Z1 share one header pass on four 128-bit lanes (Q4KHDR4V, mins of the
+// four rows in Z2) and one broadcast of each activation half (Z11), their
+// integer sums in Z15 and Z25, Z26..Z31 the weights and scales; then a
+// pair, then an odd row. The float steps per row are the pair's.
 
 DATA kqVScale0<>+0(SB)/8, $0x0000000000000000
 DATA kqVScale0<>+8(SB)/8, $0x0000000000000000
@@ -1049,6 +1054,164 @@ GLOBL kqVNib<>(SB), RODATA|NOPTR, $64
 	Q4KVHALF(Z10, AOFF, IDXL)                   \
 	Q4KVHALF(Z9, AOFF+32, IDXH)
 
+
+// 64-byte forms of the K4SCALES constants, for four rows' headers at once
+// (row r in 128-bit lane r).
+DATA kqK4Shift4<>+0(SB)/8, $0
+DATA kqK4Shift4<>+8(SB)/8, $0x0000000400000000
+DATA kqK4Shift4<>+16(SB)/8, $0
+DATA kqK4Shift4<>+24(SB)/8, $0x0000000400000000
+DATA kqK4Shift4<>+32(SB)/8, $0
+DATA kqK4Shift4<>+40(SB)/8, $0x0000000400000000
+DATA kqK4Shift4<>+48(SB)/8, $0
+DATA kqK4Shift4<>+56(SB)/8, $0x0000000400000000
+GLOBL kqK4Shift4<>(SB), RODATA|NOPTR, $64
+DATA kqK4MaskA4<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA4<>+8(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA4<>+16(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA4<>+24(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA4<>+32(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA4<>+40(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA4<>+48(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA kqK4MaskA4<>+56(SB)/8, $0x0f0f0f0f3f3f3f3f
+GLOBL kqK4MaskA4<>(SB), RODATA|NOPTR, $64
+DATA kqK4MaskB4<>+0(SB)/8, $0x3030303000000000
+DATA kqK4MaskB4<>+8(SB)/8, $0x3030303000000000
+DATA kqK4MaskB4<>+16(SB)/8, $0x3030303000000000
+DATA kqK4MaskB4<>+24(SB)/8, $0x3030303000000000
+DATA kqK4MaskB4<>+32(SB)/8, $0x3030303000000000
+DATA kqK4MaskB4<>+40(SB)/8, $0x3030303000000000
+DATA kqK4MaskB4<>+48(SB)/8, $0x3030303000000000
+DATA kqK4MaskB4<>+56(SB)/8, $0x3030303000000000
+GLOBL kqK4MaskB4<>(SB), RODATA|NOPTR, $64
+DATA kqMinsZX4<>+0(SB)/8, $0x800b800a80098008
+DATA kqMinsZX4<>+8(SB)/8, $0x800f800e800d800c
+DATA kqMinsZX4<>+16(SB)/8, $0x800b800a80098008
+DATA kqMinsZX4<>+24(SB)/8, $0x800f800e800d800c
+DATA kqMinsZX4<>+32(SB)/8, $0x800b800a80098008
+DATA kqMinsZX4<>+40(SB)/8, $0x800f800e800d800c
+DATA kqMinsZX4<>+48(SB)/8, $0x800b800a80098008
+DATA kqMinsZX4<>+56(SB)/8, $0x800f800e800d800c
+GLOBL kqMinsZX4<>(SB), RODATA|NOPTR, $64
+// kqQuadHdr: VPERMD indices taking dword 0 of each 128-bit lane (the
+// rows' f16 d|dmin) to dwords 0..3; kqQuadScl: VPERMQ indices taking
+// qword 0 of each lane (the rows' scales) to qwords 0..3.
+DATA kqQuadHdr<>+0(SB)/8, $0x0000000400000000
+DATA kqQuadHdr<>+8(SB)/8, $0x0000000c00000008
+DATA kqQuadHdr<>+16(SB)/8, $0
+DATA kqQuadHdr<>+24(SB)/8, $0
+DATA kqQuadHdr<>+32(SB)/8, $0
+DATA kqQuadHdr<>+40(SB)/8, $0
+DATA kqQuadHdr<>+48(SB)/8, $0
+DATA kqQuadHdr<>+56(SB)/8, $0
+GLOBL kqQuadHdr<>(SB), RODATA|NOPTR, $64
+DATA kqQuadScl<>+0(SB)/8, $0
+DATA kqQuadScl<>+8(SB)/8, $2
+DATA kqQuadScl<>+16(SB)/8, $4
+DATA kqQuadScl<>+24(SB)/8, $6
+DATA kqQuadScl<>+32(SB)/8, $0
+DATA kqQuadScl<>+40(SB)/8, $0
+DATA kqQuadScl<>+48(SB)/8, $0
+DATA kqQuadScl<>+56(SB)/8, $0
+GLOBL kqQuadScl<>(SB), RODATA|NOPTR, $64
+// VPERMPS indices over [dA, dmA, dB, dmB, dC, dmC, dD, dmD] (times d8):
+// kqQuadDAB = dA ×8 | dB ×8, kqQuadDCD = dC ×8 | dD ×8, kqQuadDM =
+// dmA ×4 | dmB ×4 | dmC ×4 | dmD ×4.
+DATA kqQuadDAB<>+0(SB)/8, $0
+DATA kqQuadDAB<>+8(SB)/8, $0
+DATA kqQuadDAB<>+16(SB)/8, $0
+DATA kqQuadDAB<>+24(SB)/8, $0
+DATA kqQuadDAB<>+32(SB)/8, $0x0000000200000002
+DATA kqQuadDAB<>+40(SB)/8, $0x0000000200000002
+DATA kqQuadDAB<>+48(SB)/8, $0x0000000200000002
+DATA kqQuadDAB<>+56(SB)/8, $0x0000000200000002
+GLOBL kqQuadDAB<>(SB), RODATA|NOPTR, $64
+DATA kqQuadDCD<>+0(SB)/8, $0x0000000400000004
+DATA kqQuadDCD<>+8(SB)/8, $0x0000000400000004
+DATA kqQuadDCD<>+16(SB)/8, $0x0000000400000004
+DATA kqQuadDCD<>+24(SB)/8, $0x0000000400000004
+DATA kqQuadDCD<>+32(SB)/8, $0x0000000600000006
+DATA kqQuadDCD<>+40(SB)/8, $0x0000000600000006
+DATA kqQuadDCD<>+48(SB)/8, $0x0000000600000006
+DATA kqQuadDCD<>+56(SB)/8, $0x0000000600000006
+GLOBL kqQuadDCD<>(SB), RODATA|NOPTR, $64
+DATA kqQuadDM<>+0(SB)/8, $0x0000000100000001
+DATA kqQuadDM<>+8(SB)/8, $0x0000000100000001
+DATA kqQuadDM<>+16(SB)/8, $0x0000000300000003
+DATA kqQuadDM<>+24(SB)/8, $0x0000000300000003
+DATA kqQuadDM<>+32(SB)/8, $0x0000000500000005
+DATA kqQuadDM<>+40(SB)/8, $0x0000000500000005
+DATA kqQuadDM<>+48(SB)/8, $0x0000000700000007
+DATA kqQuadDM<>+56(SB)/8, $0x0000000700000007
+GLOBL kqQuadDM<>(SB), RODATA|NOPTR, $64
+
+// Q4KHDR4V: the header work of four rows A (AX), B (DX), C (R11), D (R12)
+// against the activation block at BX, one row per 128-bit lane:
+//   Y4  = [dA·d8, dmA·d8, dB·d8, dmB·d8, dC·d8, dmC·d8, dD·d8, dmD·d8]
+//   Z2 -= (dm·d8) × mins·(bsum pairs)  (lanes 4r..4r+3 row r; the pair
+//         kernel's FNMADD per lane)
+//   Z9, Z10 = the scales of rows A,B / C,D as dwords (the pair kernel's Z7)
+// Uses Z3, Z5..Z8, Z13.
+#define Q4KHDR4V \
+	VMOVDQU      260(BX), X13             \
+	VPHADDW      276(BX), X13, X13        \
+	VSHUFI32X4   $0, Z13, Z13, Z13        \
+	VMOVDQU      (AX), X3                 \
+	VINSERTI128  $1, (DX), Y3, Y3         \
+	VMOVDQU      (R11), X5                \
+	VINSERTI128  $1, (R12), Y5, Y5        \
+	VINSERTI64X4 $1, Y5, Z3, Z3           \
+	VMOVDQU64    kqQuadHdr<>(SB), Z5      \
+	VPERMD       Z3, Z5, Z4               \
+	VCVTPH2PS    X4, Y4                   \
+	VBROADCASTSS (BX), Y5                 \
+	VMULPS       Y5, Y4, Y4               \
+	VPSHUFD      $0xED, Z3, Z6            \
+	VPSRLVD      kqK4Shift4<>(SB), Z6, Z6 \
+	VPANDD       kqK4MaskA4<>(SB), Z6, Z6 \
+	VPSHUFD      $0xA5, Z3, Z7            \
+	VPSRLD       $2, Z7, Z7               \
+	VPANDD       kqK4MaskB4<>(SB), Z7, Z7 \
+	VPORD        Z7, Z6, Z6               \
+	VPSHUFB      kqMinsZX4<>(SB), Z6, Z7  \
+	VPMADDWD     Z13, Z7, Z7              \
+	VCVTDQ2PS    Z7, Z7                   \
+	VMOVDQU64    kqQuadDM<>(SB), Z5       \
+	VPERMPS      Z4, Z5, Z5               \
+	VFNMADD231PS Z7, Z5, Z2               \
+	VMOVDQU64    kqQuadScl<>(SB), Z5      \
+	VPERMQ       Z6, Z5, Z8               \
+	VPMOVZXBD    X8, Z9                   \
+	VEXTRACTI128 $1, Y8, X8               \
+	VPMOVZXBD    X8, Z10
+
+// Chunk half of both pairs: the activations q8 at AOFF broadcast once
+// (Z11), then per pair Q4KVHALF's VPDPBUSD and scaled VPDPWSSD.
+#define Q4KQHALF(NAB, NCD, AOFF, IDX) \
+	VBROADCASTI64X4 AOFF(BX), Z11    \
+	VPXORD          Z12, Z12, Z12    \
+	VPDPBUSD        Z11, NAB, Z12    \
+	VPERMD          Z9, IDX, Z31     \
+	VPDPWSSD        Z31, Z12, Z15    \
+	VPXORD          Z13, Z13, Z13    \
+	VPDPBUSD        Z11, NCD, Z13    \
+	VPERMD          Z10, IDX, Z30    \
+	VPDPWSSD        Z30, Z13, Z25
+
+#define Q4KQCHUNK(WOFF, AOFF, IDXL, IDXH) \
+	VMOVDQU64    WOFF(AX), Y26                  \
+	VINSERTI64X4 $1, WOFF(DX), Z26, Z26         \
+	VMOVDQU64    WOFF(R11), Y28                 \
+	VINSERTI64X4 $1, WOFF(R12), Z28, Z28        \
+	VPANDD       Z14, Z26, Z27                  \
+	VPSRLW       $4, Z26, Z26                   \
+	VPANDD       Z14, Z26, Z26                  \
+	VPANDD       Z14, Z28, Z29                  \
+	VPSRLW       $4, Z28, Z28                   \
+	VPANDD       Z14, Z28, Z28                  \
+	Q4KQHALF(Z27, Z29, AOFF, IDXL)              \
+	Q4KQHALF(Z26, Z28, AOFF+32, IDXH)
+
 // func kqRowsQ4KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 TEXT ·kqRowsQ4KVNNI(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
@@ -1066,6 +1229,71 @@ TEXT ·kqRowsQ4KVNNI(SB), NOSPLIT, $0-48
 	VMOVDQU64 kqVScale6<>(SB), Z22
 	VMOVDQU64 kqVScale7<>(SB), Z23
 	VMOVDQU64 kqVLane04<>(SB), Z24
+
+	// Four rows at a time: pairs A,B (Z0) and C,D (Z1) sharing the
+	// header work (Q4KHDR4V) and the activation loads; mins in Z2.
+q4kvquad:
+	CMPQ R10, $4
+	JLT  q4kvpair
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	LEAQ KQPFDIST(SI)(R8*4), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q4kvqblock:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	PREFETCHT0 320(R13)
+	PREFETCHT0 384(R13)
+	PREFETCHT0 448(R13)
+	PREFETCHT0 512(R13)
+	ADDQ $576, R13
+	Q4KHDR4V
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z25, Z25, Z25
+	Q4KQCHUNK(16, 4, Z16, Z17)
+	Q4KQCHUNK(48, 68, Z18, Z19)
+	Q4KQCHUNK(80, 132, Z20, Z21)
+	Q4KQCHUNK(112, 196, Z22, Z23)
+	VCVTDQ2PS    Z15, Z15
+	VMOVDQU64    kqQuadDAB<>(SB), Z8
+	VPERMPS      Z4, Z8, Z8
+	VFMADD231PS  Z15, Z8, Z0
+	VCVTDQ2PS    Z25, Z25
+	VMOVDQU64    kqQuadDCD<>(SB), Z8
+	VPERMPS      Z4, Z8, Z8
+	VFMADD231PS  Z25, Z8, Z1
+	ADDQ $144, AX
+	ADDQ $144, DX
+	ADDQ $144, R11
+	ADDQ $144, R12
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q4kvqblock
+
+	VEXTRACTF64X4 $1, Z0, Y5
+	VEXTRACTF64X4 $1, Z1, Y6
+	VMOVAPS       X2, X10
+	VEXTRACTF32X4 $1, Z2, X11
+	VEXTRACTF32X4 $2, Z2, X12
+	VEXTRACTF32X4 $3, Z2, X13
+	Q4KSTORE(Y0, X0, X10, 0)
+	Q4KSTORE(Y5, X5, X11, 4)
+	Q4KSTORE(Y1, X1, X12, 8)
+	Q4KSTORE(Y6, X6, X13, 12)
+	ADDQ $16, R9
+	LEAQ (SI)(R8*4), SI
+	SUBQ $4, R10
+	JMP  q4kvquad
 
 q4kvpair:
 	CMPQ R10, $2
@@ -1132,5 +1360,358 @@ q4kvblock1:
 	Q4KSTORE(Y0, X0, X1, 0)
 
 q4kvdone:
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------- Q6_K, AVX-512 VNNI
+// kqRowsQ6KVNNI: one ZMM holds two 32-element sub-blocks of one row (c in
+// the low 256 bits, c+1 in the high ones), so the activations are one
+// contiguous 64-byte operand of VPDPBUSD. Per half n of a super-block:
+// ql[64n..64n+63] loaded once, qh[32n..] broadcast to both halves; the
+// 6-bit values (0..63) of sub-blocks 0,1 are ql&15 | (qh<<{4,2})&0x30
+// and of sub-blocks 2,3 (ql>>4)&15 | (qh>>{0,2})&0x30 (VPSLLVW/VPSRLVW
+// per half, one VPTERNLOGD to merge). VPDPBUSD gives dword k of a half =
+// Σ of 4 products (|Σ| ≤ 4·63·128, a sign-extended int16), VPDPWSSD by the
+// dword (scale, 0) adds scale·Σ exactly to the int32 lane, scales per
+// 16 elements chosen by VPERMD from the row's 16 sign-extended scales. The
+// int lanes start at the oracle's -32·(sc·bsums) term (lanes 0..7, the AVX2
+// kernel's VPMADDWD), the two halves are added at the end of the
+// super-block (exact int32), then one VCVTDQ2PS and one FMA by d8·d, the
+// oracle's float steps; the result is hsum_float_8. Rows go in pairs
+// (row A: Y0, Z2, Z23..Z30; row B: Y1, Z3, Z4..Z9) for independent work;
+// a last odd row goes alone. Z14 bytes 0x0F, Z15 bytes 0x30, Z16..Z19 the
+// VPERMD scale indices, Z20 / Z21 the VPSLLVW / VPSRLVW counts, Z22 dwords
+// 0xFFFF.
+
+DATA kq6VIdx<>+0(SB)/8, $0x0000000000000000
+DATA kq6VIdx<>+8(SB)/8, $0x0000000000000000
+DATA kq6VIdx<>+16(SB)/8, $0x0000000100000001
+DATA kq6VIdx<>+24(SB)/8, $0x0000000100000001
+DATA kq6VIdx<>+32(SB)/8, $0x0000000200000002
+DATA kq6VIdx<>+40(SB)/8, $0x0000000200000002
+DATA kq6VIdx<>+48(SB)/8, $0x0000000300000003
+DATA kq6VIdx<>+56(SB)/8, $0x0000000300000003
+GLOBL kq6VIdx<>(SB), RODATA|NOPTR, $64
+// VPSLLVW counts: 4 in the low half, 2 in the high half; VPSRLVW: 0, 2.
+DATA kq6VShl<>+0(SB)/8, $0x0004000400040004
+DATA kq6VShl<>+8(SB)/8, $0x0004000400040004
+DATA kq6VShl<>+16(SB)/8, $0x0004000400040004
+DATA kq6VShl<>+24(SB)/8, $0x0004000400040004
+DATA kq6VShl<>+32(SB)/8, $0x0002000200020002
+DATA kq6VShl<>+40(SB)/8, $0x0002000200020002
+DATA kq6VShl<>+48(SB)/8, $0x0002000200020002
+DATA kq6VShl<>+56(SB)/8, $0x0002000200020002
+GLOBL kq6VShl<>(SB), RODATA|NOPTR, $64
+DATA kq6VShr<>+0(SB)/8, $0
+DATA kq6VShr<>+8(SB)/8, $0
+DATA kq6VShr<>+16(SB)/8, $0
+DATA kq6VShr<>+24(SB)/8, $0
+DATA kq6VShr<>+32(SB)/8, $0x0002000200020002
+DATA kq6VShr<>+40(SB)/8, $0x0002000200020002
+DATA kq6VShr<>+48(SB)/8, $0x0002000200020002
+DATA kq6VShr<>+56(SB)/8, $0x0002000200020002
+GLOBL kq6VShr<>(SB), RODATA|NOPTR, $64
+
+// One sub-block pair: T = the u8 values, against the 64 activations at
+// AOFF(BX); IDX picks the scales from S; ACC += scale·Σ.
+#define Q6KVDOT(T, AOFF, S, IDX, D, SC, ACC) \
+	VPXORD   D, D, D           \
+	VPDPBUSD AOFF(BX), T, D    \
+	VPERMD   S, IDX, SC        \
+	VPDPWSSD SC, D, ACC
+
+// Half n of a super-block (ql at QLO, qh at QHO, q8 at AOFF).
+#define Q6KVHALF(W, QLO, QHO, AOFF, IDXA, IDXB, S, ACC, QL, QH, T, U, D, SC) \
+	VMOVDQU64       QLO(W), QL                \
+	VBROADCASTI64X4 QHO(W), QH                \
+	VPANDD          Z14, QL, T                \
+	VPSLLVW         Z20, QH, U                \
+	VPTERNLOGD      $0xF8, Z15, U, T          \
+	Q6KVDOT(T, AOFF, S, IDXA, D, SC, ACC)     \
+	VPSRLW          $4, QL, T                 \
+	VPANDD          Z14, T, T                 \
+	VPSRLVW         Z21, QH, U                \
+	VPTERNLOGD      $0xF8, Z15, U, T          \
+	Q6KVDOT(T, AOFF+64, S, IDXB, D, SC, ACC)
+
+// One Q6_K super-block of the row at W: FACC += d8·d × sumi.
+#define Q6KVBLOCK(W, FACC, ACC, YACC, YT, XT, YD, XD, GR, S, QL, QH, T, U, D, SC) \
+	VPMOVSXBD    192(W), S                    \
+	VPANDD       Z22, S, S                    \
+	VPMOVSXBW    192(W), YT                   \
+	VPMADDWD     260(BX), YT, YT              \
+	VPSLLD       $5, YT, YT                   \
+	VPXOR        YACC, YACC, YACC             \
+	VPSUBD       YT, YACC, YACC               \
+	MOVWLZX      208(W), GR                   \
+	VMOVD        GR, XD                       \
+	VCVTPH2PS    XD, XD                       \
+	VMULSS       (BX), XD, XD                 \
+	VBROADCASTSS XD, YD                       \
+	Q6KVHALF(W, 0, 128, 4, Z16, Z17, S, ACC, QL, QH, T, U, D, SC)   \
+	Q6KVHALF(W, 64, 160, 132, Z18, Z19, S, ACC, QL, QH, T, U, D, SC) \
+	VEXTRACTI64X4 $1, ACC, YT                 \
+	VPADDD       YT, YACC, YACC               \
+	VCVTDQ2PS    YACC, YACC                   \
+	VFMADD231PS  YACC, YD, FACC
+
+#define Q6KVBLOCKA(W) Q6KVBLOCK(W, Y0, Z2, Y2, Y10, X10, Y12, X12, R11, Z23, Z24, Z25, Z26, Z27, Z28, Z29)
+#define Q6KVBLOCKB(W) Q6KVBLOCK(W, Y1, Z3, Y3, Y11, X11, Y13, X13, R12, Z30, Z4, Z5, Z6, Z7, Z8, Z9)
+
+// func kqRowsQ6KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+TEXT ·kqRowsQ6KVNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z15
+	MOVL $0x0000ffff, AX
+	VPBROADCASTD AX, Z22
+	VMOVDQU64 kq6VIdx<>(SB), Z16
+	MOVL $4, AX
+	VPBROADCASTD AX, Z17
+	VPADDD Z17, Z16, Z17
+	VPADDD Z17, Z17, Z18
+	VPSUBD Z16, Z18, Z18
+	VPADDD Z17, Z18, Z19
+	VPSUBD Z16, Z19, Z19
+	VMOVDQU64 kq6VShl<>(SB), Z20
+	VMOVDQU64 kq6VShr<>(SB), Z21
+
+q6kvpair:
+	CMPQ R10, $2
+	JLT  q6kvone
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ KQPFDIST(SI)(R8*2), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q6kvblock2:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	PREFETCHT0 320(R13)
+	PREFETCHT0 384(R13)
+	ADDQ $420, R13
+	Q6KVBLOCKA(AX)
+	Q6KVBLOCKB(DX)
+	ADDQ $210, AX
+	ADDQ $210, DX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q6kvblock2
+
+	HSUM8(Y0, X0, X2)
+	VMOVSS X0, (R9)
+	HSUM8(Y1, X1, X2)
+	VMOVSS X1, 4(R9)
+	ADDQ $8, R9
+	LEAQ (SI)(R8*2), SI
+	SUBQ $2, R10
+	JMP  q6kvpair
+
+q6kvone:
+	TESTQ R10, R10
+	JZ    q6kvdone
+	VXORPS Y0, Y0, Y0
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q6kvblock1:
+	Q6KVBLOCKA(AX)
+	ADDQ $210, AX
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q6kvblock1
+	HSUM8(Y0, X0, X2)
+	VMOVSS X0, (R9)
+
+q6kvdone:
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------- Q5_K, AVX-512 VNNI
+// kqRowsQ5KVNNI: the Q4_K quad kernel (kqRowsQ4KVNNI's q4kvquad) with the
+// Q5_K 5th bits and mins term. rows must be a multiple of 4 (the Go
+// wrapper sends the rest to the AVX2 kernel). Per super-block the qh bytes
+// of the pairs A,B and C,D are loaded once (Z3, Z5); for chunk j the low
+// nibbles take bit 2j and the high ones bit 2j+1 of each qh byte, moved to
+// bit 4 by one VPROLD (by 4-b mod 32: a rotation keeps bit b of every
+// byte inside the byte) and merged by VPTERNLOGD with the 0x10 mask (Z24):
+// values 0..31. The mins: the four dword products of a row are added
+// (exact int32) to summ, and lane 4r of Z2 takes the oracle's scalar
+// summs = FMA(-dmin·d8, summ, summs) as one FNMADD; the result is
+// hsum_float_8(acc) + summs, as Q5KSTORE does for the AVX2 kernel.
+
+#define Q5KHDR4V \
+	VMOVDQU      260(BX), X13             \
+	VPHADDW      276(BX), X13, X13        \
+	VSHUFI32X4   $0, Z13, Z13, Z13        \
+	VMOVDQU      (AX), X3                 \
+	VINSERTI128  $1, (DX), Y3, Y3         \
+	VMOVDQU      (R11), X5                \
+	VINSERTI128  $1, (R12), Y5, Y5        \
+	VINSERTI64X4 $1, Y5, Z3, Z3           \
+	VMOVDQU64    kqQuadHdr<>(SB), Z5      \
+	VPERMD       Z3, Z5, Z4               \
+	VCVTPH2PS    X4, Y4                   \
+	VBROADCASTSS (BX), Y5                 \
+	VMULPS       Y5, Y4, Y4               \
+	VPSHUFD      $0xED, Z3, Z6            \
+	VPSRLVD      kqK4Shift4<>(SB), Z6, Z6 \
+	VPANDD       kqK4MaskA4<>(SB), Z6, Z6 \
+	VPSHUFD      $0xA5, Z3, Z7            \
+	VPSRLD       $2, Z7, Z7               \
+	VPANDD       kqK4MaskB4<>(SB), Z7, Z7 \
+	VPORD        Z7, Z6, Z6               \
+	VPSHUFB      kqMinsZX4<>(SB), Z6, Z7  \
+	VPMADDWD     Z13, Z7, Z7              \
+	VPSHUFD      $0x4E, Z7, Z5            \
+	VPADDD       Z5, Z7, Z7               \
+	VPSHUFD      $0xB1, Z7, Z5            \
+	VPADDD       Z5, Z7, Z7               \
+	VCVTDQ2PS    Z7, Z7                   \
+	VMOVDQU64    kqQuadDM<>(SB), Z5       \
+	VPERMPS      Z4, Z5, Z5               \
+	VFNMADD231PS Z7, Z5, Z2               \
+	VMOVDQU64    kqQuadScl<>(SB), Z5      \
+	VPERMQ       Z6, Z5, Z8               \
+	VPMOVZXBD    X8, Z9                   \
+	VEXTRACTI128 $1, Y8, X8               \
+	VPMOVZXBD    X8, Z10                  \
+	VMOVDQU64    16(AX), Y3               \
+	VINSERTI64X4 $1, 16(DX), Z3, Z3       \
+	VMOVDQU64    16(R11), Y5              \
+	VINSERTI64X4 $1, 16(R12), Z5, Z5
+
+// NIB |= bit 4 of (QH rotated left by R): the 5th bit of each value.
+#define Q5KVBIT(R, QH, NIB) \
+	VPROLD     $R, QH, Z6              \
+	VPTERNLOGD $0xF8, Z24, Z6, NIB
+
+#define Q5KVBIT0(QH, NIB) \
+	VPTERNLOGD $0xF8, Z24, QH, NIB
+
+#define Q5KQCHUNK(WOFF, AOFF, IDXL, IDXH, BITLO, BITHI) \
+	VMOVDQU64    WOFF(AX), Y26                  \
+	VINSERTI64X4 $1, WOFF(DX), Z26, Z26         \
+	VMOVDQU64    WOFF(R11), Y28                 \
+	VINSERTI64X4 $1, WOFF(R12), Z28, Z28        \
+	VPANDD       Z14, Z26, Z27                  \
+	VPSRLW       $4, Z26, Z26                   \
+	VPANDD       Z14, Z26, Z26                  \
+	VPANDD       Z14, Z28, Z29                  \
+	VPSRLW       $4, Z28, Z28                   \
+	VPANDD       Z14, Z28, Z28                  \
+	BITLO(Z3, Z27)                              \
+	BITLO(Z5, Z29)                              \
+	BITHI(Z3, Z26)                              \
+	BITHI(Z5, Z28)                              \
+	Q4KQHALF(Z27, Z29, AOFF, IDXL)              \
+	Q4KQHALF(Z26, Z28, AOFF+32, IDXH)
+
+#define Q5KB4(QH, NIB) Q5KVBIT(4, QH, NIB)
+#define Q5KB3(QH, NIB) Q5KVBIT(3, QH, NIB)
+#define Q5KB2(QH, NIB) Q5KVBIT(2, QH, NIB)
+#define Q5KB1(QH, NIB) Q5KVBIT(1, QH, NIB)
+#define Q5KB31(QH, NIB) Q5KVBIT(31, QH, NIB)
+#define Q5KB30(QH, NIB) Q5KVBIT(30, QH, NIB)
+#define Q5KB29(QH, NIB) Q5KVBIT(29, QH, NIB)
+
+// func kqRowsQ5KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+TEXT ·kqRowsQ5KVNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wrb+8(FP), R8
+	MOVQ a+16(FP), DI
+	MOVQ y+24(FP), R9
+	MOVQ rows+32(FP), R10
+	VMOVDQU64 kqVNib<>(SB), Z14
+	VMOVDQU64 kqVScale0<>(SB), Z16
+	VMOVDQU64 kqVScale1<>(SB), Z17
+	VMOVDQU64 kqVScale2<>(SB), Z18
+	VMOVDQU64 kqVScale3<>(SB), Z19
+	VMOVDQU64 kqVScale4<>(SB), Z20
+	VMOVDQU64 kqVScale5<>(SB), Z21
+	VMOVDQU64 kqVScale6<>(SB), Z22
+	VMOVDQU64 kqVScale7<>(SB), Z23
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z24
+
+q5kvquad:
+	CMPQ R10, $4
+	JLT  q5kvdone
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	MOVQ SI, AX
+	LEAQ (SI)(R8*1), DX
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	LEAQ KQPFDIST(SI)(R8*4), R13
+	MOVQ DI, BX
+	MOVQ nb+40(FP), CX
+
+q5kvqblock:
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	PREFETCHT0 320(R13)
+	PREFETCHT0 384(R13)
+	PREFETCHT0 448(R13)
+	PREFETCHT0 512(R13)
+	PREFETCHT0 576(R13)
+	PREFETCHT0 640(R13)
+	ADDQ $704, R13
+	Q5KHDR4V
+	VPXORD       Z15, Z15, Z15
+	VPXORD       Z25, Z25, Z25
+	Q5KQCHUNK(48, 4, Z16, Z17, Q5KB4, Q5KB3)
+	Q5KQCHUNK(80, 68, Z18, Z19, Q5KB2, Q5KB1)
+	Q5KQCHUNK(112, 132, Z20, Z21, Q5KVBIT0, Q5KB31)
+	Q5KQCHUNK(144, 196, Z22, Z23, Q5KB30, Q5KB29)
+	VCVTDQ2PS    Z15, Z15
+	VMOVDQU64    kqQuadDAB<>(SB), Z8
+	VPERMPS      Z4, Z8, Z8
+	VFMADD231PS  Z15, Z8, Z0
+	VCVTDQ2PS    Z25, Z25
+	VMOVDQU64    kqQuadDCD<>(SB), Z8
+	VPERMPS      Z4, Z8, Z8
+	VFMADD231PS  Z25, Z8, Z1
+	ADDQ $176, AX
+	ADDQ $176, DX
+	ADDQ $176, R11
+	ADDQ $176, R12
+	ADDQ $292, BX
+	DECQ CX
+	JNZ  q5kvqblock
+
+	VEXTRACTF64X4 $1, Z0, Y5
+	VEXTRACTF64X4 $1, Z1, Y6
+	VMOVAPS       X2, X10
+	VEXTRACTF32X4 $1, Z2, X11
+	VEXTRACTF32X4 $2, Z2, X12
+	VEXTRACTF32X4 $3, Z2, X13
+	Q5KSTORE(Y0, X0, X10, 0)
+	Q5KSTORE(Y5, X5, X11, 4)
+	Q5KSTORE(Y1, X1, X12, 8)
+	Q5KSTORE(Y6, X6, X13, 12)
+	ADDQ $16, R9
+	LEAQ (SI)(R8*4), SI
+	SUBQ $4, R10
+	JMP  q5kvquad
+
+q5kvdone:
 	VZEROUPPER
 	RET

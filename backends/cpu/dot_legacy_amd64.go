@@ -22,10 +22,12 @@ import "github.com/minfer/minfer/quant"
 // sign), exact unless a weight byte and its activation byte are both -128,
 // which the activation quantizer never produces (|q| ≤ 127).
 //
-// With AVX-512 VNNI, Q8_0 and Q5_0 use VPDPBUSD on YMM (EVEX) for the
-// integer part (exact for every input: the weights biased to unsigned, the
-// bias times the activation sums subtracted in int32) and an opmask for
-// the Q5 5th bits; the float part is unchanged.
+// With AVX-512 VNNI, Q8_0, Q5_0 and Q4_0 use VPDPBUSD for the integer part
+// (exact for every input: the weights biased to unsigned, the bias times
+// the activation sums subtracted in int32) and an opmask for the Q5 5th
+// bits, on two row pairs per step, each pair in one ZMM register (one
+// VPDPBUSD, VCVTDQ2PS and FMA for both rows); the float part per row is
+// unchanged.
 
 //go:noescape
 func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
@@ -48,17 +50,20 @@ func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 //go:noescape
 func rowsQ5_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
+//go:noescape
+func rowsQ4_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
 func init() {
 	if !hasAVX2 {
 		return
 	}
-	q80, q50, tier := rowsQ8_0AVX2, rowsQ5_0AVX2, "avx2"
+	q80, q50, q40, tier := rowsQ8_0AVX2, rowsQ5_0AVX2, rowsQ4_0AVX2, "avx2"
 	if hasVNNI {
-		q80, q50, tier = rowsQ8_0VNNI, rowsQ5_0VNNI, "avx512vnni"
+		q80, q50, q40, tier = rowsQ8_0VNNI, rowsQ5_0VNNI, rowsQ4_0VNNI, "avx512vnni"
 	}
 	registerRows(quant.Q8_0, tier, legacyRows(q80, 34, 34))
 	registerRows(quant.Q5_0, tier, legacyRows(q50, 22, 34))
-	registerRows(quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34))
+	registerRows(quant.Q4_0, tier, legacyRows(q40, 18, 34))
 	registerRows(quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36))
 	registerRows(quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36))
 }

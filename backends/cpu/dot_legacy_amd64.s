@@ -517,12 +517,52 @@ q51done:
 	RET
 
 // ---------------------------------------------------------------- AVX-512 VNNI
-// The same kernels with the integer part on VPDPBUSD (EVEX, 256-bit) and
-// the Q5 5th bits through an opmask; the float part is the same 8-lane FMA
-// per block, so the bits are the same. The weights go into VPDPBUSD as
-// unsigned bytes (Q8_0: x+128, Q5_0: q5 = x+16) and the accumulator
-// starts at −(128 or 16)·Σ y of each 4 bytes (Y13, once per activation
-// block), which leaves the exact Σ x·y for every input.
+// The same kernels with the integer part on VPDPBUSD and the Q5 5th bits
+// through an opmask; the float part is the same 8-lane FMA per block and
+// row, so the bits are the same. The weights go into VPDPBUSD as unsigned
+// bytes (Q8_0: x+128, Q5_0: q5 = x+16, Q4_0: q4 = x+8) and the
+// accumulator starts at −(128, 16 or 8)·Σ y of each 4 bytes (Z13, once
+// per activation block), which leaves the exact Σ x·y for every input.
+//
+// Rows go four at a time as two pairs on ZMM registers, row A (B) of a
+// pair in the low (high) 256 bits: one VPDPBUSD, one VCVTDQ2PS and one FMA
+// serve both rows of a pair, against the activation quants broadcast to
+// both halves (Z4). Z0 / Z1 are the pairs' float accumulators (rows 0,1 /
+// 2,3 of the group), Z20 / Z21 the VPERMPS indices spreading the four rows'
+// d_w·d_a (X6, from SCALE4R) to [row 0 ×8 | row 1 ×8] / [row 2 | row 3]
+// (Z2, Z3); Z12 the bias bytes, Z14 bytes 0x0F, K2 the upper-half dword
+// mask. Each half keeps its row's 8 lanes and block order, and
+// hsum_float_8 runs on each half at the end. The rows left (< 4) go one
+// at a time on YMM (the *ROWVNNI macros).
+
+DATA vnPairIdx01<>+0(SB)/8, $0
+DATA vnPairIdx01<>+8(SB)/8, $0
+DATA vnPairIdx01<>+16(SB)/8, $0
+DATA vnPairIdx01<>+24(SB)/8, $0
+DATA vnPairIdx01<>+32(SB)/8, $0x0000000100000001
+DATA vnPairIdx01<>+40(SB)/8, $0x0000000100000001
+DATA vnPairIdx01<>+48(SB)/8, $0x0000000100000001
+DATA vnPairIdx01<>+56(SB)/8, $0x0000000100000001
+GLOBL vnPairIdx01<>(SB), RODATA|NOPTR, $64
+DATA vnPairIdx23<>+0(SB)/8, $0x0000000200000002
+DATA vnPairIdx23<>+8(SB)/8, $0x0000000200000002
+DATA vnPairIdx23<>+16(SB)/8, $0x0000000200000002
+DATA vnPairIdx23<>+24(SB)/8, $0x0000000200000002
+DATA vnPairIdx23<>+32(SB)/8, $0x0000000300000003
+DATA vnPairIdx23<>+40(SB)/8, $0x0000000300000003
+DATA vnPairIdx23<>+48(SB)/8, $0x0000000300000003
+DATA vnPairIdx23<>+56(SB)/8, $0x0000000300000003
+GLOBL vnPairIdx23<>(SB), RODATA|NOPTR, $64
+// vnNibShift: VPSRLVD counts shifting 128-bit lanes 1 and 3 right by 4.
+DATA vnNibShift<>+0(SB)/8, $0
+DATA vnNibShift<>+8(SB)/8, $0
+DATA vnNibShift<>+16(SB)/8, $0x0000000400000004
+DATA vnNibShift<>+24(SB)/8, $0x0000000400000004
+DATA vnNibShift<>+32(SB)/8, $0
+DATA vnNibShift<>+40(SB)/8, $0
+DATA vnNibShift<>+48(SB)/8, $0x0000000400000004
+DATA vnNibShift<>+56(SB)/8, $0x0000000400000004
+GLOBL vnNibShift<>(SB), RODATA|NOPTR, $64
 
 // Y13 = −Σ (Y12 bytes)·y over each 4 bytes of the activation block Y4.
 #define ACTOFF \
@@ -530,6 +570,98 @@ q51done:
 	VPXOR    Y13, Y13, Y13 \
 	VPDPBUSD Y4, Y12, Y13 \
 	VPSUBD   Y13, Y9, Y13
+
+// The activation block for a row group: d_a in X5, the quants in both
+// halves of Z4, Z13 = the ACTOFF offsets in both halves.
+#define ACTPAIR \
+	VPBROADCASTW    (DI), X5 \
+	VCVTPH2PS       X5, X5   \
+	VBROADCASTI64X4 2(DI), Z4 \
+	VPXORD          Z9, Z9, Z9 \
+	VPXORD          Z13, Z13, Z13 \
+	VPDPBUSD        Z4, Z12, Z13 \
+	VPSUBD          Z13, Z9, Z13
+
+// SCALE4 without the store: X6 = the four rows' d_w·d_a; then Z2, Z3 =
+// the pairs' per-half scales.
+#define SCALEPAIRS \
+	MOVWLZX   (SI)(R12*1), AX \
+	SHLQ      $16, AX         \
+	MOVWLZX   (SI)(R8*2), R14 \
+	ORQ       R14, AX         \
+	SHLQ      $16, AX         \
+	MOVWLZX   (SI)(R8*1), R14 \
+	ORQ       R14, AX         \
+	SHLQ      $16, AX         \
+	MOVWLZX   (SI), R14       \
+	ORQ       R14, AX         \
+	VMOVQ     AX, X6          \
+	VCVTPH2PS X6, X6          \
+	VMULPS    X5, X6, X6      \
+	VPERMPS   Z6, Z20, Z2     \
+	VPERMPS   Z6, Z21, Z3
+
+// Z9 = Z13 + Σ (Z7 bytes, unsigned)·y; to float; acc += scale·Z9.
+#define FINPAIR(scale, acc) \
+	VMOVDQA64   Z13, Z9 \
+	VPDPBUSD    Z4, Z7, Z9 \
+	VCVTDQ2PS   Z9, Z9 \
+	VFMADD231PS Z9, scale, acc
+
+// Z7 = the Q8_0 quants of rows at qa, qb (biased to unsigned).
+#define Q80PAIR(qa, qb) \
+	VMOVDQU64    qa, Y7 \
+	VINSERTI64X4 $1, qb, Z7, Z7 \
+	VPXORD       Z12, Z7, Z7
+
+// Z7 = the 32 nibbles of the rows at qa (low half) and qb (high half),
+// each half as NIBBLES lays out one row.
+#define NIBPAIR(qa, qb) \
+	VBROADCASTI32X4 qa, Z7 \
+	VBROADCASTI32X4 qb, K2, Z7 \
+	VPSRLVD         vnNibShift<>(SB), Z7, Z7 \
+	VPANDD          Z14, Z7, Z7
+
+// K1 = the 5th bits of the rows at ha (bits 0..31) and hb (32..63).
+#define QHPAIR(ha, hb) \
+	MOVL  ha, AX     \
+	MOVL  hb, R14    \
+	SHLQ  $32, R14   \
+	ORQ   R14, AX    \
+	KMOVQ AX, K1
+
+// Stores the four rows' sums (hsum_float_8 of each half) and moves on.
+#define STOREPAIRS \
+	VEXTRACTF64X4 $1, Z0, Y2 \
+	VEXTRACTF64X4 $1, Z1, Y3 \
+	HSUM(Y0, X0, X6) \
+	HSUM(Y2, X2, X6) \
+	HSUM(Y1, X1, X6) \
+	HSUM(Y3, X3, X6) \
+	VMOVSS X0, (BX)   \
+	VMOVSS X2, 4(BX)  \
+	VMOVSS X1, 8(BX)  \
+	VMOVSS X3, 12(BX) \
+	ADDQ   $16, BX    \
+	LEAQ   (R9)(R8*4), R9 \
+	SUBQ   $4, CX
+
+#define STARTPAIRS \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	MOVQ   R9, SI     \
+	MOVQ   R10, DI    \
+	MOVQ   R11, DX    \
+	LEAQ   PFDIST(R9)(R8*4), R13
+
+#define VNNICONSTS \
+	VMOVDQU64    vnPairIdx01<>(SB), Z20 \
+	VMOVDQU64    vnPairIdx23<>(SB), Z21 \
+	MOVL         $0x0F0F0F0F, AX \
+	VMOVD        AX, X14 \
+	VPBROADCASTD X14, Z14 \
+	MOVL         $0xFF00, AX \
+	KMOVW        AX, K2
 
 // Y9 = Y13 + Σ (Y7 bytes, unsigned)·y; to float; acc += Y6·Y9.
 #define FINISHVNNI(acc) \
@@ -543,11 +675,6 @@ q51done:
 	VPXOR qs, Y12, Y7 \
 	FINISHVNNI(acc)
 
-#define Q80ROWVNNI4(sc, qs, acc) \
-	WSCALE4(sc) \
-	VPXOR qs, Y12, Y7 \
-	FINISHVNNI(acc)
-
 #define Q50ROWVNNI(sc, qh, qs, acc) \
 	WSCALE(sc) \
 	NIBBLES(qs) \
@@ -555,37 +682,35 @@ q51done:
 	VPADDB Y12, Y7, K1, Y7 \
 	FINISHVNNI(acc)
 
-#define Q50ROWVNNI4(sc, qh, qs, acc) \
-	WSCALE4(sc) \
+#define Q40ROWVNNI(sc, qs, acc) \
+	WSCALE(sc) \
 	NIBBLES(qs) \
-	KMOVD  qh, K1 \
-	VPADDB Y12, Y7, K1, Y7 \
 	FINISHVNNI(acc)
 
 // func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ8_0VNNI(SB), NOSPLIT, $16-48
+TEXT ·rowsQ8_0VNNI(SB), NOSPLIT, $0-48
 	LOADARGS
+	VNNICONSTS
 	MOVL         $0x80808080, AX
 	VMOVD        AX, X12
-	VPBROADCASTD X12, Y12
+	VPBROADCASTD X12, Z12
 	CMPQ CX, $4
 	JLT  v80tail
 v80row4:
-	START4
+	STARTPAIRS
 v80blk4:
 	PREFETCH3(136)
-	ACT80
-	ACTOFF
-	SCALE4
-	Q80ROWVNNI4(0, 2(SI), Y0)
-	Q80ROWVNNI4(4, 2(SI)(R8*1), Y1)
-	Q80ROWVNNI4(8, 2(SI)(R8*2), Y2)
-	Q80ROWVNNI4(12, 2(SI)(R12*1), Y3)
+	ACTPAIR
+	SCALEPAIRS
+	Q80PAIR(2(SI), 2(SI)(R8*1))
+	FINPAIR(Z2, Z0)
+	Q80PAIR(2(SI)(R8*2), 2(SI)(R12*1))
+	FINPAIR(Z3, Z1)
 	ADDQ $34, SI
 	ADDQ $34, DI
 	DECQ DX
 	JNZ  v80blk4
-	STORE4
+	STOREPAIRS
 	CMPQ CX, $4
 	JGE  v80row4
 v80tail:
@@ -608,28 +733,33 @@ v80done:
 	RET
 
 // func rowsQ5_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ5_0VNNI(SB), NOSPLIT, $16-48
+TEXT ·rowsQ5_0VNNI(SB), NOSPLIT, $0-48
 	LOADARGS
-	CONSTS
-	VMOVDQU bit16<>(SB), Y12
+	VNNICONSTS
+	MOVL         $0x10101010, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Z12
 	CMPQ CX, $4
 	JLT  v50tail
 v50row4:
-	START4
+	STARTPAIRS
 v50blk4:
 	PREFETCH2(88)
-	ACT80
-	ACTOFF
-	SCALE4
-	Q50ROWVNNI4(0, 2(SI), 6(SI), Y0)
-	Q50ROWVNNI4(4, 2(SI)(R8*1), 6(SI)(R8*1), Y1)
-	Q50ROWVNNI4(8, 2(SI)(R8*2), 6(SI)(R8*2), Y2)
-	Q50ROWVNNI4(12, 2(SI)(R12*1), 6(SI)(R12*1), Y3)
+	ACTPAIR
+	SCALEPAIRS
+	NIBPAIR(6(SI), 6(SI)(R8*1))
+	QHPAIR(2(SI), 2(SI)(R8*1))
+	VPADDB Z12, Z7, K1, Z7
+	FINPAIR(Z2, Z0)
+	NIBPAIR(6(SI)(R8*2), 6(SI)(R12*1))
+	QHPAIR(2(SI)(R8*2), 2(SI)(R12*1))
+	VPADDB Z12, Z7, K1, Z7
+	FINPAIR(Z3, Z1)
 	ADDQ $22, SI
 	ADDQ $34, DI
 	DECQ DX
 	JNZ  v50blk4
-	STORE4
+	STOREPAIRS
 	CMPQ CX, $4
 	JGE  v50row4
 v50tail:
@@ -648,6 +778,51 @@ v50blk1:
 	STORE1
 	JNZ  v50row1
 v50done:
+	VZEROUPPER
+	RET
+
+// func rowsQ4_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+TEXT ·rowsQ4_0VNNI(SB), NOSPLIT, $0-48
+	LOADARGS
+	VNNICONSTS
+	MOVL         $0x08080808, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Z12
+	CMPQ CX, $4
+	JLT  v40tail
+v40row4:
+	STARTPAIRS
+v40blk4:
+	PREFETCH2(72)
+	ACTPAIR
+	SCALEPAIRS
+	NIBPAIR(2(SI), 2(SI)(R8*1))
+	FINPAIR(Z2, Z0)
+	NIBPAIR(2(SI)(R8*2), 2(SI)(R12*1))
+	FINPAIR(Z3, Z1)
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  v40blk4
+	STOREPAIRS
+	CMPQ CX, $4
+	JGE  v40row4
+v40tail:
+	TESTQ CX, CX
+	JZ    v40done
+v40row1:
+	START1
+v40blk1:
+	ACT80
+	ACTOFF
+	Q40ROWVNNI((SI), 2(SI), Y0)
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ DX
+	JNZ  v40blk1
+	STORE1
+	JNZ  v40row1
+v40done:
 	VZEROUPPER
 	RET
 

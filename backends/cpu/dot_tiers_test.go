@@ -142,3 +142,31 @@ func BenchmarkRowKernelTiers(b *testing.B) {
 		})
 	}
 }
+
+// TestRowKernelDispatch checks that the start-up dispatch installed, for
+// every weight type with a row kernel, the best tier of rowKernelTable the
+// CPU has (AVX-512 VNNI over AVX2), as Features reports it.
+func TestRowKernelDispatch(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no SIMD row kernels without AVX2")
+	}
+	best := map[quant.Type]string{}
+	for _, k := range rowKernelTable() {
+		if tierOK(k.tier) && (best[k.typ] == "" || k.tier == "avx512vnni") {
+			best[k.typ] = k.tier
+		}
+	}
+	installed := map[string]bool{}
+	for _, s := range tiers {
+		installed[s] = true
+	}
+	for typ, tier := range best {
+		name := "mat_mul/" + typ.String() + ":" + tier
+		if !installed[name] {
+			t.Errorf("%s not installed (installed: %v)", name, tiers)
+		}
+		if rowKernels[typ] == nil {
+			t.Errorf("%s: no row kernel registered", typ)
+		}
+	}
+}
