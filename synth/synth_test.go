@@ -30,7 +30,7 @@ func TestPresetsValidate(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	for _, name := range []string{"llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen2-0.5b", "qwen3-0.6b"} {
+	for _, name := range []string{"llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen2-0.5b", "qwen3-0.6b", "llama-3.2-1b", "qwen3-4b", "llama-3.1-8b"} {
 		if _, err := LookupPreset(name); err != nil {
 			t.Error(err)
 		}
@@ -57,6 +57,70 @@ func TestPresetsValidate(t *testing.T) {
 	}
 	if e := int64(p.NEmbd * p.NVocab); e != 136_134_656 {
 		t.Errorf("qwen2-0.5b embedding has %d parameters", e)
+	}
+}
+
+// TestRealSizes checks the parameter counts of the real-size presets
+// against the published totals (Llama 3.2 1B: 1.24B; Qwen3-4B: 4.0B, 3.6B
+// without the embedding; Llama 3.1 8B: 8.03B) and their Q4_K_M mixtures:
+// the tied embeddings (1B, 4B) and the untied output head (8B) in Q6_K, the
+// 8B's own embedding in Q4_K, attn_v and ffn_down in Q6_K on the
+// use_more_bits layers, everything else Q4_K (no fallbacks: every row is a
+// multiple of 256).
+func TestRealSizes(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		lo, hi    int64 // parameters
+		nonEmbdLo int64
+	}{
+		{"llama-3.2-1b", 1_235_000_000, 1_236_000_000, 0},
+		{"qwen3-4b", 4_022_000_000, 4_023_000_000, 3_600_000_000},
+		{"llama-3.1-8b", 8_030_000_000, 8_031_000_000, 0},
+	} {
+		p, err := LookupPreset(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := p.Params()
+		if n < c.lo || n > c.hi {
+			t.Errorf("%s: %d parameters, want %d..%d", c.name, n, c.lo, c.hi)
+		}
+		if ne := n - int64(p.NEmbd*p.NVocab); ne < c.nonEmbdLo {
+			t.Errorf("%s: %d parameters outside the embedding", c.name, ne)
+		}
+		types, err := TensorTypes(p, "q4_k_m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantEmbd, wantOut := quant.Q6_K, quant.Type(0)
+		if !p.Tied {
+			wantEmbd, wantOut = quant.Q4_K, quant.Q6_K
+		}
+		if got := types["token_embd.weight"]; got != wantEmbd {
+			t.Errorf("%s: token_embd %s, want %s", c.name, got, wantEmbd)
+		}
+		if got, ok := types["output.weight"]; ok != !p.Tied || got != wantOut {
+			t.Errorf("%s: output.weight %s (present %v), want %s", c.name, got, ok, wantOut)
+		}
+		more := 0
+		for i := 0; i < p.NLayer; i++ {
+			b := fmt.Sprintf("blk.%d.", i)
+			want := pick(useMoreBits(i, p.NLayer), quant.Q6_K, quant.Q4_K)
+			if useMoreBits(i, p.NLayer) {
+				more++
+			}
+			for _, n := range []string{"attn_v.weight", "ffn_down.weight"} {
+				if types[b+n] != want {
+					t.Errorf("%s: %s%s is %s, want %s", c.name, b, n, types[b+n], want)
+				}
+			}
+			for _, n := range []string{"attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight"} {
+				if types[b+n] != quant.Q4_K {
+					t.Errorf("%s: %s%s is %s, want q4_K", c.name, b, n, types[b+n])
+				}
+			}
+		}
+		t.Logf("%s: %d parameters, %d of %d layers with more bits", c.name, n, more, p.NLayer)
 	}
 }
 
@@ -296,8 +360,8 @@ func writeBytes(t *testing.T, o Options) []byte {
 // goroutines per tensor, and compares hashes; another seed must change the
 // weights.
 func TestDeterministic(t *testing.T) {
-	defer func(m int64) { minParallel = m }(minParallel)
-	minParallel = 1 // split even the tiny tensors among goroutines
+	defer func(m int64) { chunkElems = m }(chunkElems)
+	chunkElems = 300 // cut even the tiny tensors into many chunks
 	o := Options{Preset: "qwen3-tiny", Type: "q4_k_m", Seed: 7, Threads: 1}
 	a := writeBytes(t, o)
 	o.Threads = 3
