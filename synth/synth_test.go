@@ -124,6 +124,53 @@ func TestRealSizes(t *testing.T) {
 	}
 }
 
+// llamaQuantizeLlama32Q4KMBytes is the size of llama-quantize's Q4_K_M of
+// the llama-3.2-1b preset's f32 file (with the llama-bpe vocabulary).
+const llamaQuantizeLlama32Q4KMBytes = 807_690_016
+
+// TestLlama32MatchesLlamaQuantize checks the llama-3.2-1b Q4_K_M plan
+// against the per-tensor types llama.cpp's llama-quantize chose for the same
+// model (testdata, recorded once outside the repo: the f32 file is 5 GB),
+// and the file size against its output's.
+func TestLlama32MatchesLlamaQuantize(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "llama-3.2-1b-q4_k_m.llama-quantize.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			t.Fatalf("bad line %q", line)
+		}
+		want[f[0]] = f[1]
+	}
+	p, _ := LookupPreset("llama-3.2-1b")
+	types, err := TensorTypes(p, "q4_k_m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(types) != len(want) {
+		t.Errorf("%d tensors, llama-quantize's file has %d", len(types), len(want))
+	}
+	for name, typ := range types {
+		if want[name] != typ.String() {
+			t.Errorf("%s: %s, llama-quantize chose %q", name, typ, want[name])
+		}
+	}
+	vocab := fixtures.Path(t, "tokenizer", "ggml-vocab-llama-bpe.gguf")
+	size, err := FileSize(Options{Preset: "llama-3.2-1b", Type: "q4_k_m", VocabPath: vocab})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size != llamaQuantizeLlama32Q4KMBytes {
+		t.Errorf("file size %d, llama-quantize's is %d", size, llamaQuantizeLlama32Q4KMBytes)
+	}
+}
+
 func typeCounts(plan []TensorInfo) map[quant.Type]int {
 	c := map[quant.Type]int{}
 	for _, t := range plan {
