@@ -142,12 +142,8 @@ func (st *stream) writeTensor(i int, w io.Writer) error {
 // close stops the dispatcher and waits for the workers (their current job
 // finishes; nothing new starts).
 func (st *stream) close() {
-	st.once.Do(func() { close(st.quit) })
-	// Drain what the dispatcher queued so it cannot block on a full channel.
-	go func() {
-		for range st.order {
-		}
-	}()
-	st.wg.Wait()
-	close(st.order)
+	st.once.Do(func() {
+		close(st.quit)
+		st.wg.Wait()
+	})
 }

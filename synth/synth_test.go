@@ -3,6 +3,7 @@ package synth
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minfer/minfer/frontends/gguf"
 	"github.com/minfer/minfer/internal/fixtures"
@@ -429,6 +431,40 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("FileSize %d, wrote %d", size, len(d))
 	}
 	t.Logf("qwen3-tiny q4_k_m seed 7: %d bytes sha256 %s", len(a), sha(a))
+}
+
+// failAfter accepts n bytes, then fails.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		n := f.n
+		f.n = 0
+		return n, errors.New("disk full")
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// TestWriteError checks that a write error in the middle of the streamed
+// tensors is returned and stops the generating goroutines (no deadlock, no
+// goroutine left behind).
+func TestWriteError(t *testing.T) {
+	defer func(m int64) { chunkElems = m }(chunkElems)
+	chunkElems = 300
+	before := runtime.NumGoroutine()
+	for _, n := range []int{10, 100_000, 1_000_000} {
+		err := Write(&failAfter{n: n}, Options{Preset: "qwen3-tiny", Type: "q8_0", Threads: 3})
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("fail after %d bytes: error %v", n, err)
+		}
+	}
+	for i := 0; i < 100 && runtime.NumGoroutine() > before; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the failed writes, %d before", n, before)
+	}
 }
 
 // TestGolden pins the f32 bytes of one model (which depend only on synth's
