@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -26,7 +27,8 @@ type OpenOptions struct {
 // LoadStats says where load time went.
 type LoadStats struct {
 	Checksums       time.Duration // CRC-32C of the sections other than weights
-	WeightsChecksum time.Duration // CRC-32C of the weights section
+	WeightsChecksum time.Duration // CRC-32C of the weights section (parallel, overlapping decode and validation)
+	WeightsWait     time.Duration // time Parse waited for it after its other work
 	Decode          time.Duration // decoding the sections
 	Validate        time.Duration // graph, memory plan and weights index checks
 	SourceHash      time.Duration // SHA-256 of a referenced source GGUF
@@ -153,7 +155,8 @@ var knownSections = []string{secGraph, secMemory, secTokenizer, secSampling, sec
 
 // Parse decodes and validates a plan image held in memory: magic, version,
 // header and section table checksums, bounds of every section, the CRC-32C
-// of every section (of weights unless o.SkipWeightChecksum), then each
+// of every section (of weights unless o.SkipWeightChecksum: computed in
+// parallel chunks, see crcParallel, while the rest is checked), then each
 // section's content: the graph (rebuilt and checked with ir.Verify,
 // schedules included), the memory plans (alloc.Plan.ValidateSchedule), the
 // vocabulary, the sampling defaults, the options and the weights index
@@ -168,6 +171,16 @@ func Parse(data []byte, o OpenOptions) (*Loaded, error) {
 	}
 	secs := make(map[string][]byte, len(entries))
 	l := &Loaded{Plan: &Plan{}, data: data}
+	// The weights checksum runs on its own goroutines (crcParallel) while
+	// the other sections are decoded and validated on this one; it is
+	// waited for before Parse returns, on every path (the caller may unmap
+	// data as soon as Parse returns).
+	var (
+		weightsWG  sync.WaitGroup
+		weightsOK  bool
+		weightsCRC time.Duration
+	)
+	defer weightsWG.Wait()
 	t := time.Now()
 	for _, e := range entries {
 		known := false
@@ -193,12 +206,13 @@ func Parse(data []byte, o OpenOptions) (*Loaded, error) {
 				secs[e.Name] = b
 				continue
 			}
-			tw := time.Now()
-			ok := crc(b) == e.CRC
-			l.Stats.WeightsChecksum = time.Since(tw)
-			if !ok {
-				return nil, fmt.Errorf("plan.bin: section weights checksum mismatch (corrupt file)")
-			}
+			weightsWG.Add(1)
+			go func(b []byte, want uint32) {
+				defer weightsWG.Done()
+				tw := time.Now()
+				weightsOK = crcParallel(b) == want
+				weightsCRC = time.Since(tw)
+			}(b, e.CRC)
 			secs[e.Name] = b
 			continue
 		}
@@ -207,7 +221,7 @@ func Parse(data []byte, o OpenOptions) (*Loaded, error) {
 		}
 		secs[e.Name] = b
 	}
-	l.Stats.Checksums = time.Since(t) - l.Stats.WeightsChecksum
+	l.Stats.Checksums = time.Since(t)
 	for _, name := range []string{secGraph, secMemory, secSampling, secOptions, secCPU, secSource, secWeightsIndex} {
 		if _, ok := secs[name]; !ok {
 			return nil, fmt.Errorf("plan.bin: section %s is missing (corrupt file)", name)
@@ -282,5 +296,14 @@ func Parse(data []byte, o OpenOptions) (*Loaded, error) {
 		l.weights = ws
 	}
 	l.Stats.Validate = time.Since(t)
+	if hasWeights && !o.SkipWeightChecksum {
+		tw := time.Now()
+		weightsWG.Wait()
+		l.Stats.WeightsWait = time.Since(tw)
+		l.Stats.WeightsChecksum = weightsCRC
+		if !weightsOK {
+			return nil, fmt.Errorf("plan.bin: section weights checksum mismatch (corrupt file)")
+		}
+	}
 	return l, nil
 }

@@ -127,6 +127,26 @@ type Plan struct {
 	// tokenizer.chat_template), "" when it has none. It is stored in the
 	// optional chat_template section, so older readers still load the plan.
 	ChatTemplate string
+
+	tok *tokenizer.Tokenizer // built from Vocab by validation, see Tokenizer
+}
+
+// Tokenizer returns the tokenizer of Vocab (nil when the plan has none).
+// Loading a plan already builds it to validate the vocabulary, so this
+// returns that one instead of building it a second time (for a 150k-token
+// vocabulary, a large part of the start-up).
+func (p *Plan) Tokenizer() (*tokenizer.Tokenizer, error) {
+	if p.Vocab == nil {
+		return nil, nil
+	}
+	if p.tok == nil {
+		t, err := tokenizer.New(p.Vocab)
+		if err != nil {
+			return nil, err
+		}
+		p.tok = t
+	}
+	return p.tok, nil
 }
 
 // WeightSource supplies the raw bytes of the model's tensors by name (the

@@ -83,6 +83,34 @@ func validate(p *Plan) error {
 	if p.Graph == nil {
 		return fmt.Errorf("section %s: no graph", secGraph)
 	}
+	// Building the tokenizer (what the executor builds from the vocabulary:
+	// a plan that passes here loads) is the longest check; it runs on its
+	// own goroutine, once the vocabulary's structure is known good, while
+	// the graph and memory plans are verified. Errors are reported in the
+	// order the checks are written.
+	var (
+		vocabErr error
+		tokErr   error
+		tok      *tokenizer.Tokenizer
+		tokDone  = make(chan struct{})
+	)
+	if p.Vocab != nil {
+		vocabErr = checkVocab(p.Vocab)
+		if vocabErr == nil {
+			if n := len(p.Vocab.Tokens); n != p.Graph.Params.NVocab {
+				vocabErr = fmt.Errorf("%d tokens, but the model's vocabulary (logit rows) has %d", n, p.Graph.Params.NVocab)
+			}
+		}
+	}
+	if p.Vocab != nil && vocabErr == nil {
+		go func() {
+			defer close(tokDone)
+			tok, tokErr = tokenizer.New(p.Vocab)
+		}()
+	} else {
+		close(tokDone)
+	}
+	defer func() { <-tokDone }()
 	if err := verifyGraph(p.Graph); err != nil {
 		return fmt.Errorf("section %s: invalid graph: %w", secGraph, err)
 	}
@@ -94,18 +122,14 @@ func validate(p *Plan) error {
 	if err := validateMemory(p.Graph, p.Memory); err != nil {
 		return fmt.Errorf("section %s: %w", secMemory, err)
 	}
-	if p.Vocab != nil {
-		if err := checkVocab(p.Vocab); err != nil {
-			return fmt.Errorf("section %s: %w", secTokenizer, err)
-		}
-		if n := len(p.Vocab.Tokens); n != p.Graph.Params.NVocab {
-			return fmt.Errorf("section %s: %d tokens, but the model's vocabulary (logit rows) has %d", secTokenizer, n, p.Graph.Params.NVocab)
-		}
-		// What the executor builds from it: a plan that passes here loads.
-		if _, err := tokenizer.New(p.Vocab); err != nil {
-			return fmt.Errorf("section %s: %w", secTokenizer, err)
-		}
+	if vocabErr != nil {
+		return fmt.Errorf("section %s: %w", secTokenizer, vocabErr)
 	}
+	<-tokDone
+	if tokErr != nil {
+		return fmt.Errorf("section %s: %w", secTokenizer, tokErr)
+	}
+	p.tok = tok
 	if err := p.Sampling.Validate(); err != nil {
 		return fmt.Errorf("section %s: %w", secSampling, err)
 	}

@@ -62,14 +62,37 @@ func fillRow(dst []float32, tseed uint64, row int, mean, std float64) {
 	}
 }
 
-// minParallel is the tensor size (elements) from which genTensor splits the
-// rows among goroutines; below it a goroutine costs more than it saves.
-var minParallel int64 = 1 << 20
+// chunkElems is the number of weights (whole rows, at least one) the
+// streaming writer generates as one unit of work: small enough that the
+// chunks in flight hold a few MB, large enough that handing them out costs
+// nothing next to generating them.
+var chunkElems int64 = 1 << 20
 
-// genTensor makes the data of tensor s in type t: random rows, quantized row
-// by row with llama.cpp's reference quantizers. Rows are split among
-// `workers` goroutines; the bytes do not depend on the split. Only one row of
-// float32 per worker is held.
+// genRows writes rows [lo, hi) of tensor s in type t to dst (exactly their
+// encoded bytes): random rows, quantized one by one with llama.cpp's
+// reference quantizers. f is a float32 scratch row of the tensor's width.
+// Every row has its own seed, so the bytes do not depend on how a tensor is
+// cut into chunks or which goroutine makes them.
+func genRows(p Preset, s spec, t quant.Type, seed uint64, lo, hi int, f []float32, dst []byte) error {
+	ne0 := int(s.dims[0])
+	rs, err := t.RowSize(ne0)
+	if err != nil {
+		return err
+	}
+	mean, std := distribution(p, s.role)
+	tseed := tensorSeed(seed, s.name)
+	for r := lo; r < hi; r++ {
+		fillRow(f[:ne0], tseed, r, mean, std)
+		if err := quant.Quantize(t, f[:ne0], dst[(r-lo)*rs:(r-lo+1)*rs]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// genTensor makes the whole data of tensor s in type t with `workers`
+// goroutines (the bytes do not depend on their number). Write streams
+// instead; this is for tests and benchmarks.
 func genTensor(p Preset, s spec, t quant.Type, seed uint64, workers int) ([]byte, error) {
 	ne0 := int(s.dims[0])
 	rows := int(s.elements() / int64(ne0))
@@ -78,12 +101,6 @@ func genTensor(p Preset, s spec, t quant.Type, seed uint64, workers int) ([]byte
 		return nil, err
 	}
 	out := make([]byte, rows*rs)
-	mean, std := distribution(p, s.role)
-	tseed := tensorSeed(seed, s.name)
-
-	if s.elements() < minParallel {
-		workers = 1
-	}
 	workers = max(1, min(workers, rows))
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
@@ -92,14 +109,7 @@ func genTensor(p Preset, s spec, t quant.Type, seed uint64, workers int) ([]byte
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]float32, ne0)
-			for r := lo; r < hi; r++ {
-				fillRow(buf, tseed, r, mean, std)
-				if err := quant.Quantize(t, buf, out[r*rs:(r+1)*rs]); err != nil {
-					errs[w] = err
-					return
-				}
-			}
+			errs[w] = genRows(p, s, t, seed, lo, hi, make([]float32, ne0), out[lo*rs:hi*rs])
 		}()
 	}
 	wg.Wait()

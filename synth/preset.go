@@ -75,6 +75,47 @@ var presets = []Preset{
 		NVocab: 151936, NEmbd: 1024, NFF: 3072, NLayer: 28, NHead: 16, NHeadKV: 8, HeadDim: 128, NCtx: 40960,
 		RopeBase: 1e6, RMSEps: 1e-6, Tied: true, QKNorm: true,
 	},
+
+	// The real sizes below follow the models' published Hugging Face
+	// config.json files (copies found with the search tool: for Llama 3.2 1B
+	// kevinstephano/thunder_model_blocks hf_llama/llama_config.py, which pins
+	// meta-llama/Llama-3.2-1B-Instruct at commit 4e20de36; for Llama 3.1 8B
+	// citsjtu2020/LLM-Prof sglang/Model_Config.md; for Qwen3-4B a copy of
+	// Qwen/Qwen3-4B's config with hidden_size 2560, head_dim 128,
+	// intermediate_size 9728, 36 layers, 32/8 heads, max_position_embeddings
+	// 40960, rope_theta 1e6, tied; the later Qwen3-4B-Instruct-2507 differs
+	// only in max_position_embeddings 262144 and rope_theta 5e6). The
+	// vocabulary sizes are those of the tokenizer fixtures
+	// ggml-vocab-llama-bpe.gguf (128256) and ggml-vocab-qwen2.gguf (151936).
+	//
+	// Not reproduced: Llama 3.x's "llama3" RoPE scaling (rope_scaling factor
+	// 32 for 3.2-1B, 8 for 3.1-8B; low/high_freq_factor 1/4, original context
+	// 8192), which llama.cpp applies through a rope_freqs.weight tensor of
+	// per-dimension frequency factors. minfer's graph supports only linear
+	// scaling, so these presets write no rope_freqs tensor and both engines
+	// run plain RoPE with base 500000: the same shapes, types and work, with
+	// slightly different (random anyway) numbers at long range.
+	{
+		// Llama 3.2 1B: hidden 2048, 16 layers, 32 heads of 64, 8 KV heads,
+		// FFN 8192, tied output, trained context 131072.
+		Name: "llama-3.2-1b", Arch: "llama",
+		NVocab: 128256, NEmbd: 2048, NFF: 8192, NLayer: 16, NHead: 32, NHeadKV: 8, HeadDim: 64, NCtx: 131072,
+		RopeBase: 500000, RMSEps: 1e-5, Tied: true,
+	},
+	{
+		// Qwen3-4B: hidden 2560, 36 layers, 32 heads of 128 (q width 4096 ≠
+		// hidden), 8 KV heads, FFN 9728, q/k norms, tied output, context 40960.
+		Name: "qwen3-4b", Arch: "qwen3",
+		NVocab: 151936, NEmbd: 2560, NFF: 9728, NLayer: 36, NHead: 32, NHeadKV: 8, HeadDim: 128, NCtx: 40960,
+		RopeBase: 1e6, RMSEps: 1e-6, Tied: true, QKNorm: true,
+	},
+	{
+		// Llama 3.1 8B: hidden 4096, 32 layers, 32 heads of 128, 8 KV heads,
+		// FFN 14336, untied output, trained context 131072.
+		Name: "llama-3.1-8b", Arch: "llama",
+		NVocab: 128256, NEmbd: 4096, NFF: 14336, NLayer: 32, NHead: 32, NHeadKV: 8, HeadDim: 128, NCtx: 131072,
+		RopeBase: 500000, RMSEps: 1e-5,
+	},
 }
 
 // Presets returns the built-in presets (a copy; callers may modify it).

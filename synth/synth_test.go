@@ -3,6 +3,7 @@ package synth
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minfer/minfer/frontends/gguf"
 	"github.com/minfer/minfer/internal/fixtures"
@@ -30,7 +32,7 @@ func TestPresetsValidate(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	for _, name := range []string{"llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen2-0.5b", "qwen3-0.6b"} {
+	for _, name := range []string{"llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen2-0.5b", "qwen3-0.6b", "llama-3.2-1b", "qwen3-4b", "llama-3.1-8b"} {
 		if _, err := LookupPreset(name); err != nil {
 			t.Error(err)
 		}
@@ -57,6 +59,117 @@ func TestPresetsValidate(t *testing.T) {
 	}
 	if e := int64(p.NEmbd * p.NVocab); e != 136_134_656 {
 		t.Errorf("qwen2-0.5b embedding has %d parameters", e)
+	}
+}
+
+// TestRealSizes checks the parameter counts of the real-size presets
+// against the published totals (Llama 3.2 1B: 1.24B; Qwen3-4B: 4.0B, 3.6B
+// without the embedding; Llama 3.1 8B: 8.03B) and their Q4_K_M mixtures:
+// the tied embeddings (1B, 4B) and the untied output head (8B) in Q6_K, the
+// 8B's own embedding in Q4_K, attn_v and ffn_down in Q6_K on the
+// use_more_bits layers, everything else Q4_K (no fallbacks: every row is a
+// multiple of 256).
+func TestRealSizes(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		lo, hi    int64 // parameters
+		nonEmbdLo int64
+	}{
+		{"llama-3.2-1b", 1_235_000_000, 1_236_000_000, 0},
+		{"qwen3-4b", 4_022_000_000, 4_023_000_000, 3_600_000_000},
+		{"llama-3.1-8b", 8_030_000_000, 8_031_000_000, 0},
+	} {
+		p, err := LookupPreset(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := p.Params()
+		if n < c.lo || n > c.hi {
+			t.Errorf("%s: %d parameters, want %d..%d", c.name, n, c.lo, c.hi)
+		}
+		if ne := n - int64(p.NEmbd*p.NVocab); ne < c.nonEmbdLo {
+			t.Errorf("%s: %d parameters outside the embedding", c.name, ne)
+		}
+		types, err := TensorTypes(p, "q4_k_m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantEmbd, wantOut := quant.Q6_K, quant.Type(0)
+		if !p.Tied {
+			wantEmbd, wantOut = quant.Q4_K, quant.Q6_K
+		}
+		if got := types["token_embd.weight"]; got != wantEmbd {
+			t.Errorf("%s: token_embd %s, want %s", c.name, got, wantEmbd)
+		}
+		if got, ok := types["output.weight"]; ok != !p.Tied || got != wantOut {
+			t.Errorf("%s: output.weight %s (present %v), want %s", c.name, got, ok, wantOut)
+		}
+		more := 0
+		for i := 0; i < p.NLayer; i++ {
+			b := fmt.Sprintf("blk.%d.", i)
+			want := pick(useMoreBits(i, p.NLayer), quant.Q6_K, quant.Q4_K)
+			if useMoreBits(i, p.NLayer) {
+				more++
+			}
+			for _, n := range []string{"attn_v.weight", "ffn_down.weight"} {
+				if types[b+n] != want {
+					t.Errorf("%s: %s%s is %s, want %s", c.name, b, n, types[b+n], want)
+				}
+			}
+			for _, n := range []string{"attn_q.weight", "attn_k.weight", "attn_output.weight", "ffn_gate.weight", "ffn_up.weight"} {
+				if types[b+n] != quant.Q4_K {
+					t.Errorf("%s: %s%s is %s, want q4_K", c.name, b, n, types[b+n])
+				}
+			}
+		}
+		t.Logf("%s: %d parameters, %d of %d layers with more bits", c.name, n, more, p.NLayer)
+	}
+}
+
+// llamaQuantizeLlama32Q4KMBytes is the size of llama-quantize's Q4_K_M of
+// the llama-3.2-1b preset's f32 file (with the llama-bpe vocabulary).
+const llamaQuantizeLlama32Q4KMBytes = 807_690_016
+
+// TestLlama32MatchesLlamaQuantize checks the llama-3.2-1b Q4_K_M plan
+// against the per-tensor types llama.cpp's llama-quantize chose for the same
+// model (testdata, recorded once outside the repo: the f32 file is 5 GB),
+// and the file size against its output's.
+func TestLlama32MatchesLlamaQuantize(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "llama-3.2-1b-q4_k_m.llama-quantize.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			t.Fatalf("bad line %q", line)
+		}
+		want[f[0]] = f[1]
+	}
+	p, _ := LookupPreset("llama-3.2-1b")
+	types, err := TensorTypes(p, "q4_k_m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(types) != len(want) {
+		t.Errorf("%d tensors, llama-quantize's file has %d", len(types), len(want))
+	}
+	for name, typ := range types {
+		if want[name] != typ.String() {
+			t.Errorf("%s: %s, llama-quantize chose %q", name, typ, want[name])
+		}
+	}
+	vocab := fixtures.Path(t, "tokenizer", "ggml-vocab-llama-bpe.gguf")
+	size, err := FileSize(Options{Preset: "llama-3.2-1b", Type: "q4_k_m", VocabPath: vocab})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size != llamaQuantizeLlama32Q4KMBytes {
+		t.Errorf("file size %d, llama-quantize's is %d", size, llamaQuantizeLlama32Q4KMBytes)
 	}
 }
 
@@ -296,8 +409,8 @@ func writeBytes(t *testing.T, o Options) []byte {
 // goroutines per tensor, and compares hashes; another seed must change the
 // weights.
 func TestDeterministic(t *testing.T) {
-	defer func(m int64) { minParallel = m }(minParallel)
-	minParallel = 1 // split even the tiny tensors among goroutines
+	defer func(m int64) { chunkElems = m }(chunkElems)
+	chunkElems = 300 // cut even the tiny tensors into many chunks
 	o := Options{Preset: "qwen3-tiny", Type: "q4_k_m", Seed: 7, Threads: 1}
 	a := writeBytes(t, o)
 	o.Threads = 3
@@ -318,6 +431,40 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("FileSize %d, wrote %d", size, len(d))
 	}
 	t.Logf("qwen3-tiny q4_k_m seed 7: %d bytes sha256 %s", len(a), sha(a))
+}
+
+// failAfter accepts n bytes, then fails.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		n := f.n
+		f.n = 0
+		return n, errors.New("disk full")
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// TestWriteError checks that a write error in the middle of the streamed
+// tensors is returned and stops the generating goroutines (no deadlock, no
+// goroutine left behind).
+func TestWriteError(t *testing.T) {
+	defer func(m int64) { chunkElems = m }(chunkElems)
+	chunkElems = 300
+	before := runtime.NumGoroutine()
+	for _, n := range []int{10, 100_000, 1_000_000} {
+		err := Write(&failAfter{n: n}, Options{Preset: "qwen3-tiny", Type: "q8_0", Threads: 3})
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("fail after %d bytes: error %v", n, err)
+		}
+	}
+	for i := 0; i < 100 && runtime.NumGoroutine() > before; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the failed writes, %d before", n, before)
+	}
 }
 
 // TestGolden pins the f32 bytes of one model (which depend only on synth's

@@ -101,8 +101,11 @@ func archKVs(p Preset, ft FileType) []kv {
 }
 
 // Write generates the model selected by o and writes it to w as a GGUF file.
-// The tensor data is generated tensor by tensor (never a float32 copy of the
-// whole model); the gguf writer holds the encoded tensors until it writes.
+// The data is streamed: the header is written first (every tensor's size is
+// known from the plan), then each tensor as worker goroutines generate it,
+// a chunk of rows at a time, so the memory used does not grow with the
+// model (a few MB per thread), and the bytes do not depend on the number of
+// threads.
 func Write(w io.Writer, o Options) error {
 	m, err := build(o)
 	if err != nil {
@@ -117,13 +120,13 @@ func Write(w io.Writer, o Options) error {
 		gw.AddKV(e.key, e.value)
 	}
 	specs := tensorSpecs(m.p)
+	st := newStream(m, specs, o.Seed, threads)
+	defer st.close()
 	for i, s := range specs {
-		t := m.plan[i].Type
-		data, err := genTensor(m.p, s, t, o.Seed, threads)
+		err := gw.AddTensorFunc(s.name, m.plan[i].Type, s.dims, func(out io.Writer) error {
+			return st.writeTensor(i, out)
+		})
 		if err != nil {
-			return fmt.Errorf("synth: %s: %w", s.name, err)
-		}
-		if err := gw.AddTensor(s.name, t, s.dims, data); err != nil {
 			return fmt.Errorf("synth: %w", err)
 		}
 	}

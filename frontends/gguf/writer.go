@@ -28,6 +28,7 @@ type Writer struct {
 type wtensor struct {
 	info TensorInfo
 	data []byte
+	fill func(io.Writer) error // streamed data (AddTensorFunc), nil for data
 }
 
 // NewWriter returns an empty Writer.
@@ -129,8 +130,42 @@ func checkArray(a Array, depth int) error {
 // data must hold exactly the bytes of the tensor in type typ. The data is
 // retained, not copied, until WriteTo.
 func (w *Writer) AddTensor(name string, typ quant.Type, dims []uint64, data []byte) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("gguf writer: tensor %q: %s", name, fmt.Sprintf(format, args...))
+	size, err := w.addInfo(name, typ, dims)
+	if err != nil {
+		return err
+	}
+	if uint64(len(data)) != size {
+		delete(w.tIdx, name)
+		return fmt.Errorf("gguf writer: tensor %q: %d bytes of data, want %d for %s %v", name, len(data), size, typ, dims)
+	}
+	w.tensors = append(w.tensors, wtensor{info: w.pendingInfo(name, typ, dims, size), data: data})
+	return nil
+}
+
+// AddTensorFunc appends a tensor whose data is not held by the Writer:
+// WriteTo calls fill, once and in tensor order, to write exactly the
+// tensor's bytes (its size follows from typ and dims) to the given writer.
+// So a file of any size is written with no more memory than fill uses:
+// the header (which holds every tensor's offset) is known before any data
+// exists. WriteTo fails if fill writes another number of bytes.
+func (w *Writer) AddTensorFunc(name string, typ quant.Type, dims []uint64, fill func(io.Writer) error) error {
+	size, err := w.addInfo(name, typ, dims)
+	if err != nil {
+		return err
+	}
+	w.tensors = append(w.tensors, wtensor{info: w.pendingInfo(name, typ, dims, size), fill: fill})
+	return nil
+}
+
+func (w *Writer) pendingInfo(name string, typ quant.Type, dims []uint64, size uint64) TensorInfo {
+	return TensorInfo{Name: name, Dims: append([]uint64(nil), dims...), Type: typ, Size: size}
+}
+
+// addInfo checks a new tensor's name, type and shape, reserves the name and
+// returns the data size in bytes.
+func (w *Writer) addInfo(name string, typ quant.Type, dims []uint64) (uint64, error) {
+	fail := func(format string, args ...any) (uint64, error) {
+		return 0, fmt.Errorf("gguf writer: tensor %q: %s", name, fmt.Sprintf(format, args...))
 	}
 	if w.tIdx[name] {
 		return fail("duplicate tensor name")
@@ -158,16 +193,8 @@ func (w *Writer) AddTensor(name string, typ quant.Type, dims []uint64, data []by
 	if elems/bs > math.MaxInt64/ts {
 		return fail("byte size overflows")
 	}
-	size := elems / bs * ts
-	if uint64(len(data)) != size {
-		return fail("%d bytes of data, want %d for %s %v", len(data), size, typ, dims)
-	}
 	w.tIdx[name] = true
-	w.tensors = append(w.tensors, wtensor{
-		info: TensorInfo{Name: name, Dims: append([]uint64(nil), dims...), Type: typ, Size: size},
-		data: data,
-	})
-	return nil
+	return elems / bs * ts, nil
 }
 
 // alignment returns the alignment the file will use.
@@ -198,6 +225,17 @@ func (c *countingWriter) write(p []byte) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	c.err = err
+}
+
+// Write makes the countingWriter an io.Writer for AddTensorFunc's fill.
+// After an earlier error it writes nothing and returns that error.
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n0 := c.n
+	c.write(p)
+	return int(c.n - n0), c.err
 }
 
 func (c *countingWriter) u8(v uint8) { c.buf[0] = v; c.write(c.buf[:1]) }
@@ -326,7 +364,17 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	}
 	c.pad(align)
 	for i := range w.tensors {
-		c.write(w.tensors[i].data)
+		t := &w.tensors[i]
+		if t.fill == nil {
+			c.write(t.data)
+		} else if c.err == nil {
+			start := c.n
+			if err := t.fill(c); err != nil {
+				c.err = fmt.Errorf("gguf writer: tensor %q: %w", t.info.Name, err)
+			} else if c.err == nil && uint64(c.n-start) != t.info.Size {
+				c.err = fmt.Errorf("gguf writer: tensor %q: wrote %d bytes of data, want %d", t.info.Name, c.n-start, t.info.Size)
+			}
+		}
 		c.pad(align)
 	}
 	if c.err == nil {

@@ -2,6 +2,8 @@ package gguf
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -292,5 +294,63 @@ func TestRewriteFixturesIdentical(t *testing.T) {
 			}
 			t.Errorf("rewrite differs at byte %d (lengths %d vs %d)", i, len(out), len(orig))
 		})
+	}
+}
+
+// TestWriterStreamedTensors checks that AddTensorFunc tensors give the same
+// image as AddTensor, in pieces of any size, and that a fill writing the
+// wrong number of bytes or failing makes WriteTo fail.
+func TestWriterStreamedTensors(t *testing.T) {
+	data := make([]byte, 6*34) // q8_0 64×3: two blocks of 34 bytes per row
+	for i := range data {
+		data[i] = byte(i * 13)
+	}
+	held := NewWriter()
+	held.AddKV("k", uint32(1))
+	if err := held.AddTensor("x", quant.Q8_0, []uint64{64, 3}, data); err != nil {
+		t.Fatal(err)
+	}
+	want := writeBytes(t, held)
+	for _, c := range []struct {
+		name    string
+		fill    func(w io.Writer) error
+		wantErr string
+	}{
+		{"whole", func(w io.Writer) error { _, err := w.Write(data); return err }, ""},
+		{"pieces", func(w io.Writer) error {
+			for i := 0; i < len(data); i += 7 {
+				if _, err := w.Write(data[i:min(len(data), i+7)]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, ""},
+		{"short", func(w io.Writer) error { _, err := w.Write(data[1:]); return err }, "wrote 203 bytes of data, want 204"},
+		{"fails", func(w io.Writer) error { return errors.New("boom") }, "boom"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := NewWriter()
+			w.AddKV("k", uint32(1))
+			if err := w.AddTensorFunc("x", quant.Q8_0, []uint64{64, 3}, c.fill); err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			_, err := w.WriteTo(&buf)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Error("streamed image differs from the held one")
+			}
+		})
+	}
+	if err := NewWriter().AddTensorFunc("y", quant.Q4_K, []uint64{100}, nil); err == nil {
+		t.Error("row of 100 accepted for q4_K")
 	}
 }

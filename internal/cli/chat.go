@@ -109,7 +109,10 @@ func loadChatModel(path string, noVerify bool, nctx int, kv string, threads, slo
 		l.Close()
 		return nil, err
 	}
-	tok, err := tokenizer.New(l.Vocab)
+	tok, err := l.Tokenizer()
+	if err == nil && tok == nil {
+		err = fmt.Errorf("%s has no tokenizer: chat needs one", path)
+	}
 	if err != nil {
 		m.Close()
 		l.Close()

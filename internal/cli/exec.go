@@ -231,7 +231,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // ExecCmd is `minfer exec`.
 type ExecCmd struct {
 	Plan     string `arg:"" help:"Compiled plan file." type:"existingfile"`
-	NoVerify bool   `help:"Skip the weights checksum and source hash at load (faster start)." name:"no-verify"`
+	NoVerify bool   `help:"Skip the weights checksum (Embed) and the source SHA-256 (Ref) at load. Still checked: the header, section table and every other section's checksum, the graph, memory plans, vocabulary and weights index, the CPU features, and a referenced source's size." name:"no-verify"`
 	GenFlags
 	PromptCache string `help:"Reuse the KV state of the longest prompt prefix saved in this file, and save the state after the prompt to it." name:"prompt-cache"`
 }
@@ -261,10 +261,8 @@ func (c *ExecCmd) Run() error {
 		c.inputs = append(c.inputs, l.Source.Path)
 	}
 	s := &session{model: m, nctx: l.Graph.Params.NCtx, nvocab: l.Graph.Params.NVocab, samp: l.Sampling, graph: l.Graph, mem: l.Memory, compute: m}
-	if l.Vocab != nil {
-		if s.tok, err = tokenizer.New(l.Vocab); err != nil {
-			return err
-		}
+	if s.tok, err = l.Tokenizer(); err != nil {
+		return err
 	}
 	if c.Stats {
 		fmt.Fprintf(os.Stderr, "loaded %s in %.1f ms (weights %s, checksums %.1f ms)\n", c.Plan, ms(time.Since(t0)), mib(l.Stats.WeightBytes), ms(l.Stats.WeightsChecksum+l.Stats.Checksums))

@@ -73,8 +73,9 @@ func (c *SynthCmd) Run() error {
 		fmt.Printf("file size %d bytes\n", size)
 		return nil
 	}
-	// Generating the weights is the long step (tens of seconds for a 0.5B
-	// model): it shows the time spent, then the write a bar, on a terminal.
+	// The weights are generated as they are written (synth.Write streams),
+	// so the bar follows the generation; on a terminal the time spent before
+	// the first byte (reading the vocab) is shown first.
 	stop := elapsed(fmt.Sprintf("synthesizing %s %s", c.Preset, c.Type))
 	defer stop()
 	err = safefile.Write(c.Out, func(w io.Writer) error {
