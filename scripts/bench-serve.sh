@@ -11,7 +11,8 @@
 # options:
 #   --llama-server PATH   also run this llama-server (built elsewhere; nothing is built here)
 #   -t N                  threads of both servers (default 2)
-#   --slots N             llama-server -np (default 8); minfer's slots are the engine's
+#   --slots N             slots of both servers: llama-server -np N, minfer serve --parallel N
+#                         for a GGUF (default 8; a plan has the slots it was compiled with)
 #   --ctx N               context per slot (default 1024: llama-server gets -c SLOTS*N)
 #   -n N                  tokens per request (default 128)
 #   -c LIST               client counts (default 1,4,8)
@@ -74,7 +75,7 @@ bench() { # label url
 port=$((20000 + RANDOM % 20000))
 echo "minfer serve $model -t $threads (tier $tier), $n tokens per request"
 ctxflag=()
-case "$model" in *.gguf) ctxflag=(-c "$ctx") ;; esac
+case "$model" in *.gguf) ctxflag=(-c "$ctx" --parallel "$slots") ;; esac
 env "${envs[@]}" "$minfer" serve "$model" --addr "127.0.0.1:$port" -t "$threads" "${ctxflag[@]}" --log-format json 2>"$out/minfer-serve.log" &
 pid=$!
 wait_health "http://127.0.0.1:$port" "$out/minfer-serve.log"
