@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +29,8 @@ type BenchCmd struct {
 	Reps    int    `short:"r" help:"Repetitions (after one warm-up run)." default:"5"`
 	Output  string `short:"o" help:"Output format, as llama-bench's: md, csv, json, jsonl." default:"md" enum:"md,csv,json,jsonl"`
 	JSON    bool   `help:"Same as -o json."`
+	// CPUProfile writes a Go CPU profile of the measured runs (and their warm-ups).
+	CPUProfile string `help:"Write a Go CPU profile of the whole measurement to this file." name:"cpuprofile"`
 }
 
 // BenchResult is one measured configuration, with llama-bench's field
@@ -156,6 +159,20 @@ func (c *BenchCmd) Run() error {
 	for i := range toks {
 		x = x*1664525 + 1013904223
 		toks[i] = int32(x>>8) % int32(p.NVocab)
+	}
+	if c.CPUProfile != "" {
+		f, err := os.Create(c.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	var results []BenchResult
 	for _, t := range threads {
