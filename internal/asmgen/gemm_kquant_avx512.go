@@ -265,3 +265,68 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 	a.I("VZEROUPPER")
 	a.I("RET")
 }
+
+// The nibble part of packQ4KTile (the AVX2 kernels' tile layout, which the
+// AVX-512 kernels read too): per weight row and super-block the 128 bytes
+// of 4-bit pairs become 8 chunks of 32 bytes, low nibbles of bytes
+// 32i..32i+31 as chunk 2i, high nibbles as chunk 2i+1, each at its place
+// in the R-row tile. It runs once per weight row and prefill call.
+func init() {
+	register("pack_kquant_amd64.s", "amd64 && !purego", func(a *Asm) {
+		a.Blank()
+		a.Comment(`See packK4Tile in gemm_kquant_avx2_amd64.go.`)
+		a.Raw("")
+		a.Raw("DATA packNibbleMask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f")
+		a.Raw("GLOBL packNibbleMask<>(SB), RODATA|NOPTR, $8")
+		a.Blank()
+		a.Comment(`packQ4KNibblesAVX2 writes the Q (values) part of nb super-blocks of an
+R-row Q4_K tile: dst the tile (324·R bytes per super-block), w row 0 of
+the weights (rows wrb bytes apart, 144-byte blocks). Registers: DI the
+tile super-block, SI the weights' super-block, R8 the current row, R9 its
+chunk-0 place in the tile, R12 that of chunk pair i, R10 32·R (from
+chunk 2i to 2i+1), R11 64·R, R13 324·R, BX wrb, CX super-blocks left,
+DX rows left, Y15 the nibble mask.`)
+		a.Raw("")
+		a.Raw("// func packQ4KNibblesAVX2(dst *byte, w *byte, wrb int, nb int, R int)")
+		a.Raw("TEXT ·packQ4KNibblesAVX2(SB), NOSPLIT, $0-40")
+		a.I("MOVQ", "dst+0(FP)", "DI")
+		a.I("MOVQ", "w+8(FP)", "SI")
+		a.I("MOVQ", "wrb+16(FP)", "BX")
+		a.I("MOVQ", "nb+24(FP)", "CX")
+		a.I("MOVQ", "R+32(FP)", "R10")
+		a.I("IMUL3Q", "$324", "R10", "R13")
+		a.I("SHLQ", "$5", "R10")
+		a.I("LEAQ", "(R10)(R10*1)", "R11")
+		a.I("VPBROADCASTQ", "packNibbleMask<>(SB)", "Y15")
+		a.I("TESTQ", "CX", "CX")
+		a.I("JZ", "pq4done")
+		a.Label("pq4blk")
+		a.I("MOVQ", "SI", "R8")
+		a.I("MOVQ", "DI", "R9")
+		a.I("MOVQ", "R+32(FP)", "DX")
+		a.Label("pq4row")
+		a.I("MOVQ", "R9", "R12")
+		for i := 0; i < 4; i++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(R8)", 16+32*i), "Y0")
+			a.I("VPAND", "Y15", "Y0", "Y1")
+			a.I("VPSRLW", "$4", "Y0", "Y0")
+			a.I("VPAND", "Y15", "Y0", "Y0")
+			a.I("VMOVDQU", "Y1", "(R12)")
+			a.I("VMOVDQU", "Y0", "(R12)(R10*1)")
+			if i < 3 {
+				a.I("ADDQ", "R11", "R12")
+			}
+		}
+		a.I("ADDQ", "BX", "R8")
+		a.I("ADDQ", "$32", "R9")
+		a.I("DECQ", "DX")
+		a.I("JNZ", "pq4row")
+		a.I("ADDQ", "$144", "SI")
+		a.I("ADDQ", "R13", "DI")
+		a.I("DECQ", "CX")
+		a.I("JNZ", "pq4blk")
+		a.Label("pq4done")
+		a.I("VZEROUPPER")
+		a.I("RET")
+	})
+}

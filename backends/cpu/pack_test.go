@@ -1,0 +1,109 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/minfer/minfer/quant"
+)
+
+// packK4TileRef is the plain, byte-at-a-time statement of the Q4_K/Q5_K
+// tile layout (gemm_kquant_avx2_amd64.go), kept as the reference for the
+// word-at-a-time packK4Tile.
+func packK4TileRef(dst, w []byte, wrb, nb, R int, five bool) {
+	tb := q4kTileBytes * R
+	bs, ql := 144, 16
+	if five {
+		bs, ql = 176, 48
+	}
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*bs : r*wrb+b*bs+bs]
+			for i := 0; i < 4; i++ {
+				for l := 0; l < 32; l++ {
+					v := x[ql+32*i+l]
+					lo, hi := v&15, v>>4
+					if five {
+						lo |= (x[16+l] >> uint(2*i) & 1) << 4
+						hi |= (x[16+l] >> uint(2*i+1) & 1) << 4
+					}
+					t[32*(2*i*R+r)+l] = lo
+					t[32*((2*i+1)*R+r)+l] = hi
+				}
+			}
+			p, h := r/2, 16*(r%2)
+			for j := 0; j < 8; j++ {
+				s, m := q4kScaleMin(j, x[4:16])
+				binary.LittleEndian.PutUint32(t[256*R+4*(j*R+r):], uint32(s)|uint32(s)<<16)
+				binary.LittleEndian.PutUint16(t[292*R+32*p+h+2*j:], uint16(m))
+			}
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[0:]))
+			nd := -quant.FP16ToFP32(binary.LittleEndian.Uint16(x[2:]))
+			binary.LittleEndian.PutUint32(t[288*R+4*r:], math.Float32bits(d))
+			for l := 0; l < 4; l++ {
+				binary.LittleEndian.PutUint32(t[308*R+32*p+h+4*l:], math.Float32bits(nd))
+			}
+		}
+	}
+}
+
+// TestPackK4Tile: packK4Tile writes every byte of the layout as the
+// reference does, for random bytes (any scale bits) and real blocks.
+func TestPackK4Tile(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, five := range []bool{false, true} {
+		wt := map[bool]quant.Type{false: quant.Q4_K, true: quant.Q5_K}[five]
+		for _, R := range []int{2, 4, 8} {
+			for _, raw := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/R%d/raw=%v", wt, R, raw), func(t *testing.T) {
+					const K = 768
+					nb := K / 256
+					wb := gemmWeights(t, r, wt, R, K, raw)
+					wrb := len(wb) / R
+					got := make([]byte, q4kTileBytes*R*nb)
+					want := make([]byte, len(got))
+					for i := range got {
+						got[i], want[i] = 0xa5, 0xa5
+					}
+					packK4Tile(got, wb, wrb, nb, R, five)
+					packK4TileRef(want, wb, wrb, nb, R, five)
+					if !bytes.Equal(got, want) {
+						for i := range got {
+							if got[i] != want[i] {
+								t.Fatalf("byte %d of %d: %#x, reference %#x", i, len(got), got[i], want[i])
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkPackK4Tile: CPU ns per row and super-block of packQ4KTile, hot
+// (a few tiles in cache) and cold (64 MiB of weights).
+func BenchmarkPackK4Tile(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const K, R = 1024, 8
+	for _, N := range []int{64, 65536} {
+		wb := gemmWeights(b, r, quant.Q4_K, N, K, false)
+		wrb := len(wb) / N
+		dst := make([]byte, q4kTileBytes*R*(K/256))
+		b.Run(fmt.Sprintf("N=%d", N), func(b *testing.B) {
+			c0 := processCPU()
+			for b.Loop() {
+				for n := 0; n < N; n += R {
+					packQ4KTile(dst, wb[n*wrb:], wrb, K/256, R)
+				}
+			}
+			b.ReportMetric(float64((processCPU()-c0).Nanoseconds())/float64(b.N)/float64(N*K/256), "cpu-ns/row-sb")
+		})
+	}
+}
