@@ -57,7 +57,6 @@ func BenchmarkGemmKQuantAVX512(b *testing.B) {
 				}
 				g2 := kqGemmsAVX2[wt][0]
 				run(fmt.Sprintf("avx2%dx%d", g2.R, g2.C), g2.gemm)
-				run("vnni4x4", map[quant.Type]GemmFunc{quant.Q4_K: gemmQ4K, quant.Q6_K: gemmQ6K}[wt])
 				for _, g := range kqGemmsAVX512[wt] {
 					run(fmt.Sprintf("z%dx%d", g.R, g.C), g.gemm)
 				}

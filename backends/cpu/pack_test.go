@@ -54,6 +54,15 @@ func packK4TileRef(dst, w []byte, wrb, nb, R int, five bool) {
 	}
 }
 
+// q4kScaleMin is get_scale_min_k4: the 6-bit scale and min of sub-block j
+// from a Q4_K block's 12 scale bytes.
+func q4kScaleMin(j int, q []byte) (sc, m byte) {
+	if j < 4 {
+		return q[j] & 63, q[j+4] & 63
+	}
+	return q[j+4]&0xf | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
+}
+
 // TestPackK4Tile: packK4Tile writes every byte of the layout as the
 // reference does, for random bytes (any scale bits) and real blocks.
 func TestPackK4Tile(t *testing.T) {
