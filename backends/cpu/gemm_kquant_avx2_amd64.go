@@ -586,11 +586,11 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 
 // registerKQGemmAVX2 installs the AVX2 K-quant GEMMs. The choice is
 // explicit rather than a matter of init order: on a machine with the
-// AVX-512 VNNI tier, Q4_K and Q6_K keep their VNNI GEMMs (gemm_amd64.go
-// registers them only when hasVNNI), and these are installed only where
-// that tier is absent; Q5_K, Q2_K and Q3_K have no VNNI GEMM, and their
-// AVX2 GEMMs beat the AVX2 row-kernel loop there too
-// (BenchmarkGemmKQuantAVX2: ≈2.3×, ≈1.5× and ≈2× at M=512), so they are
+// AVX-512 VNNI tier, Q4_K, Q5_K and Q6_K keep their AVX-512 GEMMs
+// (gemm_amd64.go registers them only when hasVNNI), and these are
+// installed only where that tier is absent; Q2_K and Q3_K have no VNNI
+// GEMM, and their AVX2 GEMMs beat the AVX2 row-kernel loop there too
+// (BenchmarkGemmKQuantAVX2: ≈1.5× and ≈2× at M=512), so they are
 // installed whenever AVX2 is.
 func registerKQGemmAVX2() {
 	if !hasAVX2 {
@@ -598,9 +598,9 @@ func registerKQGemmAVX2() {
 	}
 	if !hasVNNI {
 		registerGemm(quant.Q4_K, "avx2", kqGemmsAVX2[quant.Q4_K][0].gemm)
+		registerGemm(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].gemm)
 		registerGemm(quant.Q6_K, "avx2", kqGemmsAVX2[quant.Q6_K][0].gemm)
 	}
-	registerGemm(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].gemm)
 	registerGemm(quant.Q2_K, "avx2", kqGemmsAVX2[quant.Q2_K][0].gemm)
 	registerGemm(quant.Q3_K, "avx2", kqGemmsAVX2[quant.Q3_K][0].gemm)
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// AVX-512 VNNI GEMM kernels for the prefill mat-muls of Q4_K and Q6_K
-// weights against Q8_K activations (gemm_kquant_avx512_amd64.s, written
+// AVX-512 VNNI GEMM kernels for the prefill mat-muls of Q4_K, Q5_K and
+// Q6_K weights against Q8_K activations (gemm_kquant_avx512_amd64.s, written
 // by internal/asmgen). They read the AVX2 kernels' unpacked weight tiles
-// (packQ4KTile, packQ6KTile: see gemm_kquant_avx2_amd64.go) and share their
+// (packQ4KTile, packQ5KTile, packQ6KTile: see gemm_kquant_avx2_amd64.go) and share their
 // wrapper (kqGemm.gemm: weight-tile groups swept over L2-sized blocks of
 // activation rows, remainders to the row kernels). Each ZMM accumulator
 // holds two weight rows (one per 256-bit half) against one activation
@@ -32,6 +32,18 @@ func gemmQ4KAVX512x4x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, l
 
 //go:noescape
 func gemmQ4KAVX512x8x5(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX512x4x8(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX512x8x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX512x4x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX512x8x5(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
 func gemmQ6KAVX512x4x8(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
@@ -56,6 +68,12 @@ var kqGemmsAVX512 = map[quant.Type][]*kqGemm{
 		avx512Name(newKQGemmQ4K(4, 8, gemmQ4KAVX512x4x8)),
 		avx512Name(newKQGemmQ4K(4, 6, gemmQ4KAVX512x4x6)),
 		avx512Name(newKQGemmQ4K(8, 5, gemmQ4KAVX512x8x5)),
+	},
+	quant.Q5_K: {
+		avx512Name(newKQGemmQ5K(8, 4, gemmQ5KAVX512x8x4)),
+		avx512Name(newKQGemmQ5K(4, 8, gemmQ5KAVX512x4x8)),
+		avx512Name(newKQGemmQ5K(4, 6, gemmQ5KAVX512x4x6)),
+		avx512Name(newKQGemmQ5K(8, 5, gemmQ5KAVX512x8x5)),
 	},
 	quant.Q6_K: {
 		avx512Name(newKQGemmQ6K(8, 4, gemmQ6KAVX512x8x4)),

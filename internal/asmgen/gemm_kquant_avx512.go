@@ -2,7 +2,7 @@ package main
 
 import "fmt"
 
-// AVX-512 VNNI GEMM kernels for K-quant weights (Q4_K, Q6_K) against Q8_K
+// AVX-512 VNNI GEMM kernels for K-quant weights (Q4_K, Q5_K, Q6_K) against Q8_K
 // activations, printed into backends/cpu/gemm_kquant_avx512_amd64.s. They
 // read the same unpacked weight tiles as the AVX2 kernels
 // (gemm_kquant_avx2.go; packQ4KTile, packQ6KTile in
@@ -15,6 +15,7 @@ var kqZShapes = [][2]int{{4, 8}, {8, 4}, {4, 6}, {8, 5}}
 
 var kqZKinds = []kqGemmKind{
 	{name: "Q4K", typ: "Q4_K"},
+	{name: "Q5K", summs: true, typ: "Q5_K"},
 	{name: "Q6K", six: true, typ: "Q6_K"},
 }
 
@@ -49,7 +50,10 @@ row pair). Then, per super-block, as the AVX2 kernels: float32
 d = d_a·d_w per half, one FMA per lane into the output's 8-lane float
 accumulator (Q4_K also one FMA of -(d_a·dmin_w) into the 4-lane mins
 accumulator, four rows per ZMM); after the last super-block
-hsum_float_8 (Q4_K: + (m0+m2)+(m1+m3)).
+hsum_float_8 (Q4_K: + (m0+m2)+(m1+m3)). Q5_K: the layout and steps of
+Q4_K with 5-bit values, but the mins term is one exact integer per
+super-block (each row's 4 mins lanes added up), its FMA lands in all 4
+lanes alike and lane 0 is added after hsum_float_8 (summs).
 
 Registers: Z(c·R/2+p) the integer accumulator of rows 2p, 2p+1 and
 activation row c; after them W(p) the weight chunks, S(p) the scale
@@ -206,6 +210,13 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 			a.I("VBROADCASTI64X4", fmt.Sprintf("%d(R11)", 32*c), S(0))
 			for q := 0; q < R/4; q++ {
 				a.I("VPMADDWD", fmt.Sprintf("%d(R8)", mnOff(2*q)), S(0), T0)
+				if k.summs {
+					// Q5_K: each row's 4 lanes added up (exact) in all 4
+					a.I("VPSHUFD", "$0xb1", T0, T1)
+					a.I("VPADDD", T1, T0, T0)
+					a.I("VPSHUFD", "$0x4e", T0, T1)
+					a.I("VPADDD", T1, T0, T0)
+				}
 				a.I("VCVTDQ2PS", T0, T0)
 				a.I("VMULPS", fmt.Sprintf("%d(R8)", ndmOff(2*q)), A, T1)
 				a.I("VFMADD213PS", accm(q, c), T1, T0)
@@ -246,7 +257,13 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 			a.I("VMOVSHDUP", "X0", "X1")
 			a.I("VADDSS", "X1", "X0", "X0")
 			if k.mins() {
-				a.I("VMOVUPS", fmt.Sprintf("%d(DI)", 64*P*C+64*(c*R/4+r/4)+16*(r%4)), "X2")
+				m := fmt.Sprintf("%d(DI)", 64*P*C+64*(c*R/4+r/4)+16*(r%4))
+				if k.summs {
+					a.I("VADDSS", m, "X0", "X0")
+					a.I("VMOVSS", "X0", yaddr(c, r))
+					continue
+				}
+				a.I("VMOVUPS", m, "X2")
 				a.I("VMOVHLPS", "X2", "X2", "X3")
 				a.I("VADDPS", "X3", "X2", "X2")
 				a.I("VMOVSHDUP", "X2", "X3")
