@@ -271,39 +271,32 @@ func bytesToWords(v uint32) uint64 {
 }
 
 // packQ6KTile unpacks R Q6_K weight rows (row r at w[r*wrb:], nb
-// super-blocks) into dst in the layout above.
+// super-blocks) into dst in the layout above: the values in asm
+// (packQ6KQuantsAVX2), the scale words here, 8 bytes at a time.
 func packQ6KTile(dst, w []byte, wrb, nb, R int) {
 	tb := q6kTileBytes * R
 	_ = dst[nb*tb-1]
+	_ = w[(R-1)*wrb+nb*210-1]
+	packQ6KQuantsAVX2(&dst[0], &w[0], wrb, nb, R)
 	for b := 0; b < nb; b++ {
 		t := dst[b*tb : (b+1)*tb]
 		for r := 0; r < R; r++ {
 			x := w[r*wrb+b*210 : r*wrb+b*210+210]
-			sc := x[192:208]
-			for n := 0; n < 2; n++ {
-				ql := x[64*n : 64*n+64]
-				qh := x[128+32*n : 128+32*n+32]
-				for s := 0; s < 4; s++ {
-					j := 4*n + s
-					q := t[32*(j*R+r) : 32*(j*R+r)+32]
-					src := ql[32*(s&1) : 32*(s&1)+32]
-					sh := uint(4 * (s >> 1))
-					for l := 0; l < 32; l += 8 {
-						v := binary.LittleEndian.Uint64(src[l:]) >> sh & 0x0f0f0f0f0f0f0f0f
-						hb := binary.LittleEndian.Uint64(qh[l:]) >> uint(2*s) & 0x0303030303030303
-						binary.LittleEndian.PutUint64(q[l:], v|hb<<4)
-					}
-					sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
-					a := uint64(uint16(int16(int8(sc[8*n+2*s])))) * 0x0001000100010001
-					c := uint64(uint16(int16(int8(sc[8*n+2*s+1])))) * 0x0001000100010001
-					binary.LittleEndian.PutUint64(sv[0:], a)
-					binary.LittleEndian.PutUint64(sv[8:], a)
-					binary.LittleEndian.PutUint64(sv[16:], c)
-					binary.LittleEndian.PutUint64(sv[24:], c)
-				}
+			sc := (*[16]byte)(x[192:208])
+			for j := 0; j < 8; j++ {
+				sv := (*[32]byte)(t[256*R+32*(j*R+r):])
+				a := uint64(uint16(int16(int8(sc[2*j])))) * 0x0001000100010001
+				c := uint64(uint16(int16(int8(sc[2*j+1])))) * 0x0001000100010001
+				binary.LittleEndian.PutUint64(sv[0:], a)
+				binary.LittleEndian.PutUint64(sv[8:], a)
+				binary.LittleEndian.PutUint64(sv[16:], c)
+				binary.LittleEndian.PutUint64(sv[24:], c)
 			}
-			for i := 0; i < 16; i++ {
-				binary.LittleEndian.PutUint16(t[512*R+32*r+2*i:], uint16(int16(-32*int32(int8(sc[i])))))
+			o := (*[32]byte)(t[512*R+32*r:])
+			for i := 0; i < 16; i += 4 {
+				v := uint64(uint16(int16(-32*int32(int8(sc[i]))))) | uint64(uint16(int16(-32*int32(int8(sc[i+1])))))<<16 |
+					uint64(uint16(int16(-32*int32(int8(sc[i+2])))))<<32 | uint64(uint16(int16(-32*int32(int8(sc[i+3])))))<<48
+				binary.LittleEndian.PutUint64(o[2*i:], v)
 			}
 			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[208:]))
 			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
@@ -313,6 +306,9 @@ func packQ6KTile(dst, w []byte, wrb, nb, R int) {
 
 //go:noescape
 func packQ4KNibblesAVX2(dst *byte, w *byte, wrb int, nb int, R int)
+
+//go:noescape
+func packQ6KQuantsAVX2(dst *byte, w *byte, wrb int, nb int, R int)
 
 type kqGemmAsm func(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 

@@ -74,3 +74,98 @@ pq4row:
 pq4done:
 	VZEROUPPER
 	RET
+
+DATA packMask30<>+0(SB)/8, $0x3030303030303030
+GLOBL packMask30<>(SB), RODATA|NOPTR, $8
+
+// packQ6KQuantsAVX2 writes the Q (values) part of nb super-blocks of an
+// R-row Q6_K tile (548·R bytes per super-block; w row 0 of the weights,
+// rows wrb bytes apart, 210-byte blocks): chunk j = 4n+s of a row is the
+// 6-bit values ql[64n+32(s&1)+l] >> 4(s>>1) & 15 | (qh[32n+l] >> 2s & 3) << 4,
+// l = 0..31, at 32·(j·R+r) in the tile. Registers: DI the tile
+// super-block, SI the weights' super-block, R8 the current row, R9 its
+// chunk-0 place, R12 that of chunk 4n, R10 32·R, AX 96·R, R11 128·R, R13 548·R,
+// BX wrb, CX super-blocks left, DX rows left; Y14 0x0f bytes, Y15 0x30.
+
+// func packQ6KQuantsAVX2(dst *byte, w *byte, wrb int, nb int, R int)
+TEXT ·packQ6KQuantsAVX2(SB), NOSPLIT, $0-40
+	MOVQ	dst+0(FP), DI
+	MOVQ	w+8(FP), SI
+	MOVQ	wrb+16(FP), BX
+	MOVQ	nb+24(FP), CX
+	MOVQ	R+32(FP), R10
+	IMUL3Q	$548, R10, R13
+	SHLQ	$5, R10
+	LEAQ	(R10)(R10*2), AX
+	MOVQ	R10, R11
+	SHLQ	$2, R11
+	VPBROADCASTQ	packNibbleMask<>(SB), Y14
+	VPBROADCASTQ	packMask30<>(SB), Y15
+	TESTQ	CX, CX
+	JZ	pq6done
+pq6blk:
+	MOVQ	SI, R8
+	MOVQ	DI, R9
+	MOVQ	R+32(FP), DX
+pq6row:
+	MOVQ	R9, R12
+	VMOVDQU	0(R8), Y0
+	VMOVDQU	32(R8), Y1
+	VMOVDQU	128(R8), Y2
+	VPSLLW	$4, Y2, Y3
+	VPAND	Y15, Y3, Y3
+	VPAND	Y14, Y0, Y4
+	VPOR	Y4, Y3, Y3
+	VMOVDQU	Y3, (R12)
+	VPSLLW	$2, Y2, Y3
+	VPAND	Y15, Y3, Y3
+	VPAND	Y14, Y1, Y4
+	VPOR	Y4, Y3, Y3
+	VMOVDQU	Y3, (R12)(R10*1)
+	VPAND	Y15, Y2, Y3
+	VPSRLW	$4, Y0, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VMOVDQU	Y3, (R12)(R10*2)
+	VPSRLW	$2, Y2, Y3
+	VPAND	Y15, Y3, Y3
+	VPSRLW	$4, Y1, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VMOVDQU	Y3, (R12)(AX*1)
+	ADDQ	R11, R12
+	VMOVDQU	64(R8), Y0
+	VMOVDQU	96(R8), Y1
+	VMOVDQU	160(R8), Y2
+	VPSLLW	$4, Y2, Y3
+	VPAND	Y15, Y3, Y3
+	VPAND	Y14, Y0, Y4
+	VPOR	Y4, Y3, Y3
+	VMOVDQU	Y3, (R12)
+	VPSLLW	$2, Y2, Y3
+	VPAND	Y15, Y3, Y3
+	VPAND	Y14, Y1, Y4
+	VPOR	Y4, Y3, Y3
+	VMOVDQU	Y3, (R12)(R10*1)
+	VPAND	Y15, Y2, Y3
+	VPSRLW	$4, Y0, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VMOVDQU	Y3, (R12)(R10*2)
+	VPSRLW	$2, Y2, Y3
+	VPAND	Y15, Y3, Y3
+	VPSRLW	$4, Y1, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VMOVDQU	Y3, (R12)(AX*1)
+	ADDQ	BX, R8
+	ADDQ	$32, R9
+	DECQ	DX
+	JNZ	pq6row
+	ADDQ	$210, SI
+	ADDQ	R13, DI
+	DECQ	CX
+	JNZ	pq6blk
+pq6done:
+	VZEROUPPER
+	RET

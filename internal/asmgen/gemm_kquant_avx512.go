@@ -345,5 +345,89 @@ DX rows left, Y15 the nibble mask.`)
 		a.Label("pq4done")
 		a.I("VZEROUPPER")
 		a.I("RET")
+		packQ6KQuants(a)
 	})
+}
+
+// packQ6KQuants writes packQ6KQuantsAVX2: the Q part of packQ6KTile.
+func packQ6KQuants(a *Asm) {
+	a.Blank()
+	a.Raw("DATA packMask30<>+0(SB)/8, $0x3030303030303030")
+	a.Raw("GLOBL packMask30<>(SB), RODATA|NOPTR, $8")
+	a.Blank()
+	a.Comment(`packQ6KQuantsAVX2 writes the Q (values) part of nb super-blocks of an
+R-row Q6_K tile (548·R bytes per super-block; w row 0 of the weights,
+rows wrb bytes apart, 210-byte blocks): chunk j = 4n+s of a row is the
+6-bit values ql[64n+32(s&1)+l] >> 4(s>>1) & 15 | (qh[32n+l] >> 2s & 3) << 4,
+l = 0..31, at 32·(j·R+r) in the tile. Registers: DI the tile
+super-block, SI the weights' super-block, R8 the current row, R9 its
+chunk-0 place, R12 that of chunk 4n, R10 32·R, AX 96·R, R11 128·R, R13 548·R,
+BX wrb, CX super-blocks left, DX rows left; Y14 0x0f bytes, Y15 0x30.`)
+	a.Raw("")
+	a.Raw("// func packQ6KQuantsAVX2(dst *byte, w *byte, wrb int, nb int, R int)")
+	a.Raw("TEXT ·packQ6KQuantsAVX2(SB), NOSPLIT, $0-40")
+	a.I("MOVQ", "dst+0(FP)", "DI")
+	a.I("MOVQ", "w+8(FP)", "SI")
+	a.I("MOVQ", "wrb+16(FP)", "BX")
+	a.I("MOVQ", "nb+24(FP)", "CX")
+	a.I("MOVQ", "R+32(FP)", "R10")
+	a.I("IMUL3Q", "$548", "R10", "R13")
+	a.I("SHLQ", "$5", "R10")
+	a.I("LEAQ", "(R10)(R10*2)", "AX") // 96·R: from chunk 4n to 4n+3
+	a.I("MOVQ", "R10", "R11")
+	a.I("SHLQ", "$2", "R11")
+	a.I("VPBROADCASTQ", "packNibbleMask<>(SB)", "Y14")
+	a.I("VPBROADCASTQ", "packMask30<>(SB)", "Y15")
+	a.I("TESTQ", "CX", "CX")
+	a.I("JZ", "pq6done")
+	a.Label("pq6blk")
+	a.I("MOVQ", "SI", "R8")
+	a.I("MOVQ", "DI", "R9")
+	a.I("MOVQ", "R+32(FP)", "DX")
+	a.Label("pq6row")
+	a.I("MOVQ", "R9", "R12")
+	for n := 0; n < 2; n++ {
+		a.I("VMOVDQU", fmt.Sprintf("%d(R8)", 64*n), "Y0")     // L0
+		a.I("VMOVDQU", fmt.Sprintf("%d(R8)", 64*n+32), "Y1")  // L1
+		a.I("VMOVDQU", fmt.Sprintf("%d(R8)", 128+32*n), "Y2") // H
+		// s = 0: L0 & 15 | (H << 4) & 0x30
+		a.I("VPSLLW", "$4", "Y2", "Y3")
+		a.I("VPAND", "Y15", "Y3", "Y3")
+		a.I("VPAND", "Y14", "Y0", "Y4")
+		a.I("VPOR", "Y4", "Y3", "Y3")
+		a.I("VMOVDQU", "Y3", "(R12)")
+		// s = 1: L1 & 15 | (H << 2) & 0x30
+		a.I("VPSLLW", "$2", "Y2", "Y3")
+		a.I("VPAND", "Y15", "Y3", "Y3")
+		a.I("VPAND", "Y14", "Y1", "Y4")
+		a.I("VPOR", "Y4", "Y3", "Y3")
+		a.I("VMOVDQU", "Y3", "(R12)(R10*1)")
+		// s = 2: L0 >> 4 & 15 | H & 0x30
+		a.I("VPAND", "Y15", "Y2", "Y3")
+		a.I("VPSRLW", "$4", "Y0", "Y4")
+		a.I("VPAND", "Y14", "Y4", "Y4")
+		a.I("VPOR", "Y4", "Y3", "Y3")
+		a.I("VMOVDQU", "Y3", "(R12)(R10*2)")
+		// s = 3: L1 >> 4 & 15 | (H >> 2) & 0x30
+		a.I("VPSRLW", "$2", "Y2", "Y3")
+		a.I("VPAND", "Y15", "Y3", "Y3")
+		a.I("VPSRLW", "$4", "Y1", "Y4")
+		a.I("VPAND", "Y14", "Y4", "Y4")
+		a.I("VPOR", "Y4", "Y3", "Y3")
+		a.I("VMOVDQU", "Y3", "(R12)(AX*1)")
+		if n == 0 {
+			a.I("ADDQ", "R11", "R12")
+		}
+	}
+	a.I("ADDQ", "BX", "R8")
+	a.I("ADDQ", "$32", "R9")
+	a.I("DECQ", "DX")
+	a.I("JNZ", "pq6row")
+	a.I("ADDQ", "$210", "SI")
+	a.I("ADDQ", "R13", "DI")
+	a.I("DECQ", "CX")
+	a.I("JNZ", "pq6blk")
+	a.Label("pq6done")
+	a.I("VZEROUPPER")
+	a.I("RET")
 }
