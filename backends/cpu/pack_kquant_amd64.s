@@ -14,8 +14,9 @@ GLOBL packNibbleMask<>(SB), RODATA|NOPTR, $8
 // the weights (rows wrb bytes apart, 144-byte blocks). Registers: DI the
 // tile super-block, SI the weights' super-block, R8 the current row, R9 its
 // chunk-0 place in the tile, R12 that of chunk pair i, R10 32·R (from
-// chunk 2i to 2i+1), R11 64·R, R13 324·R, BX wrb, CX super-blocks left,
-// DX rows left, Y15 the nibble mask.
+// chunk 2i to 2i+1), R11 64·R, R13 324·R, R14 R·wrb (the next tile, which
+// is prefetched), BX wrb, CX super-blocks left, DX rows left, Y15 the
+// nibble mask.
 
 // func packQ4KNibblesAVX2(dst *byte, w *byte, wrb int, nb int, R int)
 TEXT ·packQ4KNibblesAVX2(SB), NOSPLIT, $0-40
@@ -28,6 +29,8 @@ TEXT ·packQ4KNibblesAVX2(SB), NOSPLIT, $0-40
 	SHLQ	$5, R10
 	LEAQ	(R10)(R10*1), R11
 	VPBROADCASTQ	packNibbleMask<>(SB), Y15
+	MOVQ	R+32(FP), R14
+	IMULQ	BX, R14
 	TESTQ	CX, CX
 	JZ	pq4done
 pq4blk:
@@ -36,6 +39,9 @@ pq4blk:
 	MOVQ	R+32(FP), DX
 pq4row:
 	MOVQ	R9, R12
+	PREFETCHT0	0(R8)(R14*1)
+	PREFETCHT0	64(R8)(R14*1)
+	PREFETCHT0	128(R8)(R14*1)
 	VMOVDQU	16(R8), Y0
 	VPAND	Y15, Y0, Y1
 	VPSRLW	$4, Y0, Y0
@@ -85,7 +91,8 @@ GLOBL packMask30<>(SB), RODATA|NOPTR, $8
 // l = 0..31, at 32·(j·R+r) in the tile. Registers: DI the tile
 // super-block, SI the weights' super-block, R8 the current row, R9 its
 // chunk-0 place, R12 that of chunk 4n, R10 32·R, AX 96·R, R11 128·R, R13 548·R,
-// BX wrb, CX super-blocks left, DX rows left; Y14 0x0f bytes, Y15 0x30.
+// BX wrb, CX super-blocks left, DX rows left, R14 R·wrb (the next tile's
+// rows, prefetched); Y14 0x0f bytes, Y15 0x30.
 
 // func packQ6KQuantsAVX2(dst *byte, w *byte, wrb int, nb int, R int)
 TEXT ·packQ6KQuantsAVX2(SB), NOSPLIT, $0-40
@@ -101,6 +108,8 @@ TEXT ·packQ6KQuantsAVX2(SB), NOSPLIT, $0-40
 	SHLQ	$2, R11
 	VPBROADCASTQ	packNibbleMask<>(SB), Y14
 	VPBROADCASTQ	packMask30<>(SB), Y15
+	MOVQ	R+32(FP), R14
+	IMULQ	BX, R14
 	TESTQ	CX, CX
 	JZ	pq6done
 pq6blk:
@@ -109,6 +118,10 @@ pq6blk:
 	MOVQ	R+32(FP), DX
 pq6row:
 	MOVQ	R9, R12
+	PREFETCHT0	0(R8)(R14*1)
+	PREFETCHT0	64(R8)(R14*1)
+	PREFETCHT0	128(R8)(R14*1)
+	PREFETCHT0	192(R8)(R14*1)
 	VMOVDQU	0(R8), Y0
 	VMOVDQU	32(R8), Y1
 	VMOVDQU	128(R8), Y2

@@ -301,8 +301,9 @@ R-row Q4_K tile: dst the tile (324·R bytes per super-block), w row 0 of
 the weights (rows wrb bytes apart, 144-byte blocks). Registers: DI the
 tile super-block, SI the weights' super-block, R8 the current row, R9 its
 chunk-0 place in the tile, R12 that of chunk pair i, R10 32·R (from
-chunk 2i to 2i+1), R11 64·R, R13 324·R, BX wrb, CX super-blocks left,
-DX rows left, Y15 the nibble mask.`)
+chunk 2i to 2i+1), R11 64·R, R13 324·R, R14 R·wrb (the next tile, which
+is prefetched), BX wrb, CX super-blocks left, DX rows left, Y15 the
+nibble mask.`)
 		a.Raw("")
 		a.Raw("// func packQ4KNibblesAVX2(dst *byte, w *byte, wrb int, nb int, R int)")
 		a.Raw("TEXT ·packQ4KNibblesAVX2(SB), NOSPLIT, $0-40")
@@ -315,6 +316,8 @@ DX rows left, Y15 the nibble mask.`)
 		a.I("SHLQ", "$5", "R10")
 		a.I("LEAQ", "(R10)(R10*1)", "R11")
 		a.I("VPBROADCASTQ", "packNibbleMask<>(SB)", "Y15")
+		a.I("MOVQ", "R+32(FP)", "R14")
+		a.I("IMULQ", "BX", "R14")
 		a.I("TESTQ", "CX", "CX")
 		a.I("JZ", "pq4done")
 		a.Label("pq4blk")
@@ -323,6 +326,11 @@ DX rows left, Y15 the nibble mask.`)
 		a.I("MOVQ", "R+32(FP)", "DX")
 		a.Label("pq4row")
 		a.I("MOVQ", "R9", "R12")
+		// the same block of the next tile's row (the next call's work):
+		// short rows spread over many pages defeat the hardware prefetcher
+		for o := 0; o < 144; o += 64 {
+			a.I("PREFETCHT0", fmt.Sprintf("%d(R8)(R14*1)", o))
+		}
 		for i := 0; i < 4; i++ {
 			a.I("VMOVDQU", fmt.Sprintf("%d(R8)", 16+32*i), "Y0")
 			a.I("VPAND", "Y15", "Y0", "Y1")
@@ -362,7 +370,8 @@ rows wrb bytes apart, 210-byte blocks): chunk j = 4n+s of a row is the
 l = 0..31, at 32·(j·R+r) in the tile. Registers: DI the tile
 super-block, SI the weights' super-block, R8 the current row, R9 its
 chunk-0 place, R12 that of chunk 4n, R10 32·R, AX 96·R, R11 128·R, R13 548·R,
-BX wrb, CX super-blocks left, DX rows left; Y14 0x0f bytes, Y15 0x30.`)
+BX wrb, CX super-blocks left, DX rows left, R14 R·wrb (the next tile's
+rows, prefetched); Y14 0x0f bytes, Y15 0x30.`)
 	a.Raw("")
 	a.Raw("// func packQ6KQuantsAVX2(dst *byte, w *byte, wrb int, nb int, R int)")
 	a.Raw("TEXT ·packQ6KQuantsAVX2(SB), NOSPLIT, $0-40")
@@ -378,6 +387,8 @@ BX wrb, CX super-blocks left, DX rows left; Y14 0x0f bytes, Y15 0x30.`)
 	a.I("SHLQ", "$2", "R11")
 	a.I("VPBROADCASTQ", "packNibbleMask<>(SB)", "Y14")
 	a.I("VPBROADCASTQ", "packMask30<>(SB)", "Y15")
+	a.I("MOVQ", "R+32(FP)", "R14")
+	a.I("IMULQ", "BX", "R14")
 	a.I("TESTQ", "CX", "CX")
 	a.I("JZ", "pq6done")
 	a.Label("pq6blk")
@@ -386,6 +397,9 @@ BX wrb, CX super-blocks left, DX rows left; Y14 0x0f bytes, Y15 0x30.`)
 	a.I("MOVQ", "R+32(FP)", "DX")
 	a.Label("pq6row")
 	a.I("MOVQ", "R9", "R12")
+	for o := 0; o < 210; o += 64 {
+		a.I("PREFETCHT0", fmt.Sprintf("%d(R8)(R14*1)", o))
+	}
 	for n := 0; n < 2; n++ {
 		a.I("VMOVDQU", fmt.Sprintf("%d(R8)", 64*n), "Y0")     // L0
 		a.I("VMOVDQU", fmt.Sprintf("%d(R8)", 64*n+32), "Y1")  // L1
