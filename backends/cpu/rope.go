@@ -21,6 +21,23 @@ func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, b
 		scale = 1
 	}
 	half := ropeDims / 2
+	if neox && half <= ropeMaxHalf {
+		// the angles' cosines and sines once per token, then every head's
+		// rotation as vectors (ropeNeox)
+		var cs, sn [ropeMaxHalf]float32
+		for t := 0; t < rows; t++ {
+			row := x[t*cols : (t+1)*cols]
+			theta := float32(pos[t])
+			for i := 0; i < half; i++ {
+				sn[i], cs[i] = ggmlf32.SinCosF(scale * theta)
+				theta *= thetaScale
+			}
+			for h := c0; h < c1; h += headDim {
+				ropeNeox(row[h:h+2*half], cs[:half], sn[:half], half)
+			}
+		}
+		return
+	}
 	for t := 0; t < rows; t++ {
 		row := x[t*cols : (t+1)*cols]
 		theta := float32(pos[t])
@@ -45,5 +62,21 @@ func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, b
 			}
 			theta *= thetaScale
 		}
+	}
+}
+
+// ropeMaxHalf bounds the NEOX pairs per head that take the vector path
+// (every real model's: head widths up to 512).
+const ropeMaxHalf = 256
+
+// ropeNeox rotates the NEOX pairs (x[i], x[half+i]), i < half, of one
+// head by the angles with cosines c[i] and sines s[i] (ggmlf32.RopePair);
+// amd64 with AVX2 replaces it with ropeNeoxAVX2, which gives the same bits.
+var ropeNeox = func(x, c, s []float32, half int) { ropeNeoxGo(x, c, s, 0, half) }
+
+// ropeNeoxGo is ropeNeox for the pairs i0..half-1.
+func ropeNeoxGo(x, c, s []float32, i0, half int) {
+	for i := i0; i < half; i++ {
+		x[i], x[i+half] = ggmlf32.RopePair(x[i], x[i+half], c[i], s[i])
 	}
 }
