@@ -310,6 +310,9 @@ func packQ4KNibblesAVX2(dst *byte, w *byte, wrb int, nb int, R int)
 //go:noescape
 func packQ6KQuantsAVX2(dst *byte, w *byte, wrb int, nb int, R int)
 
+//go:noescape
+func prefetchL2(p *byte, n int)
+
 type kqGemmAsm func(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
@@ -494,6 +497,10 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			ge := min(ng+group*R, NR)
 			for n := ng; n < ge; n += R {
 				g.pack(buf[(n-ng)/R*tb:(n-ng)/R*tb+tb], w[n*wrb:], wrb, nb, R)
+			}
+			// the next group's weight rows, to L2 while this one is swept
+			if ne := min(ge+group*R, NR); ne > ge {
+				prefetchL2(&w[ge*wrb], (ne-ge-1)*wrb+nb*g.wts)
 			}
 			for m0 := 0; m0 < MC; m0 += block {
 				mt := (min(m0+block, MC) - m0) / C

@@ -182,3 +182,18 @@ pq6row:
 pq6done:
 	VZEROUPPER
 	RET
+
+// prefetchL2 asks for the lines of [p, p+n) to be brought into L2 (no
+// effect on any result). Registers: AX the line, CX the end.
+
+// func prefetchL2(p *byte, n int)
+TEXT ·prefetchL2(SB), NOSPLIT, $0-16
+	MOVQ	p+0(FP), AX
+	MOVQ	n+8(FP), CX
+	ADDQ	AX, CX
+pfloop:
+	PREFETCHT1	(AX)
+	ADDQ	$64, AX
+	CMPQ	AX, CX
+	JB	pfloop
+	RET
