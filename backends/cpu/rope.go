@@ -69,12 +69,8 @@ func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, b
 // (every real model's: head widths up to 512).
 const ropeMaxHalf = 256
 
-// ropeNeox rotates the NEOX pairs (x[i], x[half+i]), i < half, of one
-// head by the angles with cosines c[i] and sines s[i] (ggmlf32.RopePair);
-// amd64 with AVX2 replaces it with ropeNeoxAVX2, which gives the same bits.
-var ropeNeox = func(x, c, s []float32, half int) { ropeNeoxGo(x, c, s, 0, half) }
-
-// ropeNeoxGo is ropeNeox for the pairs i0..half-1.
+// ropeNeoxGo is ropeNeox (rope_amd64.go, rope_generic.go) for the pairs
+// i0..half-1, in Go.
 func ropeNeoxGo(x, c, s []float32, i0, half int) {
 	for i := i0; i < half; i++ {
 		x[i], x[i+half] = ggmlf32.RopePair(x[i], x[i+half], c[i], s[i])
