@@ -3,17 +3,15 @@
 package cpu
 
 import (
-	"encoding/binary"
-	"math"
 	"sync"
 
 	"github.com/minfer/minfer/quant"
 )
 
 // AVX-512 VNNI GEMM kernels for the prefill mat-muls (several activation
-// rows): Q8_0, Q5_0 and Q4_0 weights against Q8_0 activations, Q4_K and
-// Q6_K against Q8_K (below). The asm computes tiles of 4 weight rows × 4
-// activation rows with 16 accumulators, loading (and unpacking) each
+// rows): Q8_0, Q5_0 and Q4_0 weights against Q8_0 activations (Q4_K and
+// Q6_K: the generated kernels of gemm_kquant_avx512_amd64.go). The asm
+// computes tiles of 4 weight rows × 4 activation rows with 16 accumulators, loading (and unpacking) each
 // weight block once per call and each activation block once per tile
 // instead of once per output. Every output keeps the row kernels'
 // arithmetic: per block the exact integer dot of each 4 elements in 8
@@ -119,170 +117,6 @@ func legacyGemm(kern gemmAsm, rows rowsAsm, wts int) GemmFunc {
 	}
 }
 
-//go:noescape
-func gemmQ4KVNNI(w *byte, wrb int, a *byte, arb int, tbl *byte, nb int, y *float32, ldy int, mt int, scr *byte)
-
-// gemmBytes holds the Q4_K kernels' tables and scratch (reused buffers).
-var gemmBytes = sync.Pool{New: func() any { return new([]byte) }}
-
-// q4kTableBytes is the size of the Q4_K kernel's table per super-block of a
-// 4-row weight tile (see gemm_amd64.s).
-const q4kTableBytes = 224
-
-// q4kScaleMin is get_scale_min_k4: the 6-bit scale and min of sub-block j
-// from a Q4_K block's 12 scale bytes.
-func q4kScaleMin(j int, q []byte) (sc, m byte) {
-	if j < 4 {
-		return q[j] & 63, q[j+4] & 63
-	}
-	return q[j+4]&0xf | (q[j-4]>>6)<<4, q[j+4]>>4 | (q[j]>>6)<<4
-}
-
-// q4kTable fills the kernel's table for the 4-row tiles of rows n0..n1
-// (n1-n0 a multiple of 4), tile after tile, nb super-blocks each.
-func q4kTable(tbl []byte, w []byte, wrb, nb, n0, n1 int) {
-	o := 0
-	for n := n0; n < n1; n += 4 {
-		for b := 0; b < nb; b++ {
-			t := tbl[o : o+q4kTableBytes]
-			for i := 0; i < 4; i++ {
-				x := w[(n+i)*wrb+b*144 : (n+i)*wrb+b*144+16]
-				for c := 0; c < 8; c++ {
-					s, m := q4kScaleMin(c, x[4:16])
-					p := 4 * (4*c + i)
-					t[p], t[p+1], t[p+2], t[p+3] = s, 0, s, 0
-					t[128+16*i+2*c], t[128+16*i+2*c+1] = m, 0
-				}
-				d := math.Float32bits(quant.FP16ToFP32(uint16(x[0]) | uint16(x[1])<<8))
-				dm := math.Float32bits(quant.FP16ToFP32(uint16(x[2]) | uint16(x[3])<<8))
-				binary.LittleEndian.PutUint32(t[192+4*i:], d)
-				binary.LittleEndian.PutUint32(t[208+4*i:], dm)
-			}
-			o += q4kTableBytes
-		}
-	}
-}
-
-// gemmQ4K is the Q4_K GemmFunc (Q8_K activations, 292-byte super-blocks);
-// remainders go to the Q4_K row kernel.
-func gemmQ4K(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
-	const wts, ats = 144, 292
-	if n1 <= n0 || M <= 0 {
-		return
-	}
-	nb := K / 256
-	if K%256 != 0 || nb*wts > wrb || nb*ats > arb {
-		panic("cpu: q4_K gemm: bad shape")
-	}
-	if M > 1 && ldy < n1 {
-		panic("cpu: gemm output stride shorter than the rows")
-	}
-	if nb == 0 {
-		for m := 0; m < M; m++ {
-			clear(y[m*ldy+n0 : m*ldy+n1])
-		}
-		return
-	}
-	_ = w[(n1-1)*wrb+nb*wts-1]
-	_ = act[(M-1)*arb+nb*ats-1]
-	_ = y[(M-1)*ldy+n1-1]
-	M4 := M &^ 3
-	N4 := n0 + (n1-n0)&^3
-	if arb != nb*ats {
-		M4 = 0
-	}
-	if M4 > 0 && N4 > n0 {
-		tb := nb * q4kTableBytes
-		need := (N4-n0)/4*tb + 896
-		bp := gemmBytes.Get().(*[]byte)
-		if cap(*bp) < need {
-			*bp = make([]byte, need)
-		}
-		buf := (*bp)[:need]
-		tbl, scr := buf[:need-896], buf[need-896:]
-		q4kTable(tbl, w, wrb, nb, n0, N4)
-		for m0 := 0; m0 < M4; m0 += gemmRowBlock {
-			mt := (min(m0+gemmRowBlock, M4) - m0) / 4
-			for n := n0; n < N4; n += 4 {
-				gemmQ4KVNNI(&w[n*wrb], wrb, &act[m0*arb], arb, &tbl[(n-n0)/4*tb], nb, &y[m0*ldy+n], ldy, mt, &scr[0])
-			}
-		}
-		gemmBytes.Put(bp)
-	} else {
-		N4 = n0
-	}
-	if N4 < n1 {
-		for m := 0; m < M4; m++ {
-			kqRowsQ4KAVX2(&w[N4*wrb], wrb, &act[m*arb], &y[m*ldy+N4], n1-N4, nb)
-		}
-	}
-	for m := M4; m < M; m++ {
-		kqRowsQ4KAVX2(&w[n0*wrb], wrb, &act[m*arb], &y[m*ldy+n0], n1-n0, nb)
-	}
-}
-
-//go:noescape
-func gemmQ6KVNNI(w *byte, wrb int, a *byte, arb int, nb int, y *float32, ldy int, mt int, scr *byte)
-
-// q6kScratchBytes is the Q6_K kernel's scratch: 576 bytes of accumulators
-// and products, then 2192 per super-block of the unpacked weight tile.
-func q6kScratchBytes(nb int) int { return 576 + 2192*nb }
-
-// gemmQ6K is the Q6_K GemmFunc (Q8_K activations, 292-byte super-blocks);
-// remainders go to the Q6_K row kernel.
-func gemmQ6K(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
-	const wts, ats = 210, 292
-	if n1 <= n0 || M <= 0 {
-		return
-	}
-	nb := K / 256
-	if K%256 != 0 || nb*wts > wrb || nb*ats > arb {
-		panic("cpu: q6_K gemm: bad shape")
-	}
-	if M > 1 && ldy < n1 {
-		panic("cpu: gemm output stride shorter than the rows")
-	}
-	if nb == 0 {
-		for m := 0; m < M; m++ {
-			clear(y[m*ldy+n0 : m*ldy+n1])
-		}
-		return
-	}
-	_ = w[(n1-1)*wrb+nb*wts-1]
-	_ = act[(M-1)*arb+nb*ats-1]
-	_ = y[(M-1)*ldy+n1-1]
-	M4 := M &^ 3
-	N4 := n0 + (n1-n0)&^3
-	if arb != nb*ats {
-		M4 = 0
-	}
-	if M4 > 0 && N4 > n0 {
-		need := q6kScratchBytes(nb)
-		bp := gemmBytes.Get().(*[]byte)
-		if cap(*bp) < need {
-			*bp = make([]byte, need)
-		}
-		scr := (*bp)[:need]
-		for m0 := 0; m0 < M4; m0 += gemmRowBlock {
-			mt := (min(m0+gemmRowBlock, M4) - m0) / 4
-			for n := n0; n < N4; n += 4 {
-				gemmQ6KVNNI(&w[n*wrb], wrb, &act[m0*arb], arb, nb, &y[m0*ldy+n], ldy, mt, &scr[0])
-			}
-		}
-		gemmBytes.Put(bp)
-	} else {
-		N4 = n0
-	}
-	if N4 < n1 {
-		for m := 0; m < M4; m++ {
-			kqRowsQ6KAVX2(&w[N4*wrb], wrb, &act[m*arb], &y[m*ldy+N4], n1-N4, nb)
-		}
-	}
-	for m := M4; m < M; m++ {
-		kqRowsQ6KAVX2(&w[n0*wrb], wrb, &act[m*arb], &y[m*ldy+n0], n1-n0, nb)
-	}
-}
-
 func init() {
 	if !hasVNNI {
 		return
@@ -290,6 +124,10 @@ func init() {
 	registerGemm(quant.Q8_0, "avx512vnni", legacyGemm(gemmQ8_0VNNI, rowsQ8_0VNNI, 34))
 	registerGemm(quant.Q5_0, "avx512vnni", legacyGemm(gemmQ5_0VNNI, rowsQ5_0VNNI, 22))
 	registerGemm(quant.Q4_0, "avx512vnni", legacyGemm(gemmQ4_0VNNI, rowsQ4_0AVX2, 18))
-	registerGemm(quant.Q4_K, "avx512vnni", gemmQ4K)
-	registerGemm(quant.Q6_K, "avx512vnni", gemmQ6K)
+	// Q4_K, Q5_K, Q6_K: the generated AVX-512 K-quant GEMMs (8×4 tiles);
+	// for Q4_K and Q6_K 1.5–1.9× the hand-written 4×4 kernels they replaced (BenchmarkGemmKQuantAVX512
+	// at 8e13914 measured both).
+	registerGemm(quant.Q4_K, "avx512vnni", kqGemmsAVX512[quant.Q4_K][0].gemm)
+	registerGemm(quant.Q5_K, "avx512vnni", kqGemmsAVX512[quant.Q5_K][0].gemm)
+	registerGemm(quant.Q6_K, "avx512vnni", kqGemmsAVX512[quant.Q6_K][0].gemm)
 }

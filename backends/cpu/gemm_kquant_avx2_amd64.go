@@ -200,7 +200,11 @@ func packQ4KTile(dst, w []byte, wrb, nb, R int) { packK4Tile(dst, w, wrb, nb, R,
 // values being 5-bit (0..31) and the rest the same.
 func packQ5KTile(dst, w []byte, wrb, nb, R int) { packK4Tile(dst, w, wrb, nb, R, true) }
 
-// packK4Tile is packQ4KTile (five false) or packQ5KTile (five true).
+// packK4Tile is packQ4KTile (five false) or packQ5KTile (five true). It
+// runs once per weight row and prefill call, reading the weights from
+// memory, so it works on whole words: Q4_K's nibbles in asm
+// (packQ4KNibblesAVX2), Q5_K's 8 at a time, and the twelve scale bytes as
+// three uint32 (get_scale_min_k4 on four sub-blocks at once).
 func packK4Tile(dst, w []byte, wrb, nb, R int, five bool) {
 	tb := q4kTileBytes * R
 	bs, ql := 144, 16
@@ -208,81 +212,106 @@ func packK4Tile(dst, w []byte, wrb, nb, R int, five bool) {
 		bs, ql = 176, 48
 	}
 	_ = dst[nb*tb-1]
+	_ = w[(R-1)*wrb+nb*bs-1]
+	if !five {
+		packQ4KNibblesAVX2(&dst[0], &w[0], wrb, nb, R)
+	}
 	for b := 0; b < nb; b++ {
 		t := dst[b*tb : (b+1)*tb]
 		for r := 0; r < R; r++ {
 			x := w[r*wrb+b*bs : r*wrb+b*bs+bs]
-			for i := 0; i < 4; i++ {
-				lo := t[32*(2*i*R+r) : 32*(2*i*R+r)+32]
-				hi := t[32*((2*i+1)*R+r) : 32*((2*i+1)*R+r)+32]
+			for i := 0; i < 4 && five; i++ {
+				q := (*[128]byte)(x[ql : ql+128])
+				qh := (*[32]byte)(x[16:48])
+				lo := (*[32]byte)(t[32*(2*i*R+r):])
+				hi := (*[32]byte)(t[32*((2*i+1)*R+r):])
 				for l := 0; l < 32; l += 8 {
-					v := binary.LittleEndian.Uint64(x[ql+32*i+l:])
+					v := binary.LittleEndian.Uint64(q[32*i+l:])
 					vl, vh := v&0x0f0f0f0f0f0f0f0f, v>>4&0x0f0f0f0f0f0f0f0f
-					if five {
-						h := binary.LittleEndian.Uint64(x[16+l:]) >> uint(2*i)
-						vl |= (h & 0x0101010101010101) << 4
-						vh |= (h >> 1 & 0x0101010101010101) << 4
-					}
+					h := binary.LittleEndian.Uint64(qh[l:]) >> uint(2*i)
+					vl |= (h & 0x0101010101010101) << 4
+					vh |= (h >> 1 & 0x0101010101010101) << 4
 					binary.LittleEndian.PutUint64(lo[l:], vl)
 					binary.LittleEndian.PutUint64(hi[l:], vh)
 				}
 			}
+			// scales s0..s7 and mins m0..m7, four to a uint32
+			u0 := binary.LittleEndian.Uint32(x[4:])
+			u1 := binary.LittleEndian.Uint32(x[8:])
+			u2 := binary.LittleEndian.Uint32(x[12:])
+			s03, m03 := u0&0x3f3f3f3f, u1&0x3f3f3f3f
+			s47 := u2&0x0f0f0f0f | (u0>>6&0x03030303)<<4
+			m47 := u2>>4&0x0f0f0f0f | (u1>>6&0x03030303)<<4
+			sv := t[256*R:]
+			for j := 0; j < 4; j++ {
+				s := s03 >> uint(8*j) & 0xff
+				binary.LittleEndian.PutUint32(sv[4*(j*R+r):], s|s<<16)
+				s = s47 >> uint(8*j) & 0xff
+				binary.LittleEndian.PutUint32(sv[4*((j+4)*R+r):], s|s<<16)
+			}
 			p, h := r/2, 16*(r%2)
-			for j := 0; j < 8; j++ {
-				s, m := q4kScaleMin(j, x[4:16])
-				binary.LittleEndian.PutUint32(t[256*R+4*(j*R+r):], uint32(s)|uint32(s)<<16)
-				binary.LittleEndian.PutUint16(t[292*R+32*p+h+2*j:], uint16(m))
-			}
+			mn := (*[16]byte)(t[292*R+32*p+h:])
+			binary.LittleEndian.PutUint64(mn[0:], bytesToWords(m03))
+			binary.LittleEndian.PutUint64(mn[8:], bytesToWords(m47))
 			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[0:]))
-			nd := -quant.FP16ToFP32(binary.LittleEndian.Uint16(x[2:]))
+			nd := uint64(math.Float32bits(-quant.FP16ToFP32(binary.LittleEndian.Uint16(x[2:]))))
 			binary.LittleEndian.PutUint32(t[288*R+4*r:], math.Float32bits(d))
-			for l := 0; l < 4; l++ {
-				binary.LittleEndian.PutUint32(t[308*R+32*p+h+4*l:], math.Float32bits(nd))
-			}
+			ndm := (*[16]byte)(t[308*R+32*p+h:])
+			binary.LittleEndian.PutUint64(ndm[0:], nd|nd<<32)
+			binary.LittleEndian.PutUint64(ndm[8:], nd|nd<<32)
 		}
 	}
 }
 
+// bytesToWords widens the four bytes of v to four little-endian uint16.
+func bytesToWords(v uint32) uint64 {
+	x := uint64(v)
+	x = (x | x<<16) & 0x0000ffff0000ffff
+	return (x | x<<8) & 0x00ff00ff00ff00ff
+}
+
 // packQ6KTile unpacks R Q6_K weight rows (row r at w[r*wrb:], nb
-// super-blocks) into dst in the layout above.
+// super-blocks) into dst in the layout above: the values in asm
+// (packQ6KQuantsAVX2), the scale words here, 8 bytes at a time.
 func packQ6KTile(dst, w []byte, wrb, nb, R int) {
 	tb := q6kTileBytes * R
 	_ = dst[nb*tb-1]
+	_ = w[(R-1)*wrb+nb*210-1]
+	packQ6KQuantsAVX2(&dst[0], &w[0], wrb, nb, R)
 	for b := 0; b < nb; b++ {
 		t := dst[b*tb : (b+1)*tb]
 		for r := 0; r < R; r++ {
 			x := w[r*wrb+b*210 : r*wrb+b*210+210]
-			sc := x[192:208]
-			for n := 0; n < 2; n++ {
-				ql := x[64*n : 64*n+64]
-				qh := x[128+32*n : 128+32*n+32]
-				for s := 0; s < 4; s++ {
-					j := 4*n + s
-					q := t[32*(j*R+r) : 32*(j*R+r)+32]
-					src := ql[32*(s&1) : 32*(s&1)+32]
-					sh := uint(4 * (s >> 1))
-					for l := 0; l < 32; l += 8 {
-						v := binary.LittleEndian.Uint64(src[l:]) >> sh & 0x0f0f0f0f0f0f0f0f
-						hb := binary.LittleEndian.Uint64(qh[l:]) >> uint(2*s) & 0x0303030303030303
-						binary.LittleEndian.PutUint64(q[l:], v|hb<<4)
-					}
-					sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
-					a := uint64(uint16(int16(int8(sc[8*n+2*s])))) * 0x0001000100010001
-					c := uint64(uint16(int16(int8(sc[8*n+2*s+1])))) * 0x0001000100010001
-					binary.LittleEndian.PutUint64(sv[0:], a)
-					binary.LittleEndian.PutUint64(sv[8:], a)
-					binary.LittleEndian.PutUint64(sv[16:], c)
-					binary.LittleEndian.PutUint64(sv[24:], c)
-				}
+			sc := (*[16]byte)(x[192:208])
+			for j := 0; j < 8; j++ {
+				sv := (*[32]byte)(t[256*R+32*(j*R+r):])
+				a := uint64(uint16(int16(int8(sc[2*j])))) * 0x0001000100010001
+				c := uint64(uint16(int16(int8(sc[2*j+1])))) * 0x0001000100010001
+				binary.LittleEndian.PutUint64(sv[0:], a)
+				binary.LittleEndian.PutUint64(sv[8:], a)
+				binary.LittleEndian.PutUint64(sv[16:], c)
+				binary.LittleEndian.PutUint64(sv[24:], c)
 			}
-			for i := 0; i < 16; i++ {
-				binary.LittleEndian.PutUint16(t[512*R+32*r+2*i:], uint16(int16(-32*int32(int8(sc[i])))))
+			o := (*[32]byte)(t[512*R+32*r:])
+			for i := 0; i < 16; i += 4 {
+				v := uint64(uint16(int16(-32*int32(int8(sc[i]))))) | uint64(uint16(int16(-32*int32(int8(sc[i+1])))))<<16 |
+					uint64(uint16(int16(-32*int32(int8(sc[i+2])))))<<32 | uint64(uint16(int16(-32*int32(int8(sc[i+3])))))<<48
+				binary.LittleEndian.PutUint64(o[2*i:], v)
 			}
 			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[208:]))
 			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
 		}
 	}
 }
+
+//go:noescape
+func packQ4KNibblesAVX2(dst *byte, w *byte, wrb int, nb int, R int)
+
+//go:noescape
+func packQ6KQuantsAVX2(dst *byte, w *byte, wrb int, nb int, R int)
+
+//go:noescape
+func prefetchL2(p *byte, n int)
 
 type kqGemmAsm func(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
@@ -469,6 +498,10 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			for n := ng; n < ge; n += R {
 				g.pack(buf[(n-ng)/R*tb:(n-ng)/R*tb+tb], w[n*wrb:], wrb, nb, R)
 			}
+			// the next group's weight rows, to L2 while this one is swept
+			if ne := min(ge+group*R, NR); ne > ge {
+				prefetchL2(&w[ge*wrb], (ne-ge-1)*wrb+nb*g.wts)
+			}
 			for m0 := 0; m0 < MC; m0 += block {
 				mt := (min(m0+block, MC) - m0) / C
 				if pb > 0 {
@@ -556,11 +589,11 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 
 // registerKQGemmAVX2 installs the AVX2 K-quant GEMMs. The choice is
 // explicit rather than a matter of init order: on a machine with the
-// AVX-512 VNNI tier, Q4_K and Q6_K keep their VNNI GEMMs (gemm_amd64.go
-// registers them only when hasVNNI), and these are installed only where
-// that tier is absent; Q5_K, Q2_K and Q3_K have no VNNI GEMM, and their
-// AVX2 GEMMs beat the AVX2 row-kernel loop there too
-// (BenchmarkGemmKQuantAVX2: ≈2.3×, ≈1.5× and ≈2× at M=512), so they are
+// AVX-512 VNNI tier, Q4_K, Q5_K and Q6_K keep their AVX-512 GEMMs
+// (gemm_amd64.go registers them only when hasVNNI), and these are
+// installed only where that tier is absent; Q2_K and Q3_K have no VNNI
+// GEMM, and their AVX2 GEMMs beat the AVX2 row-kernel loop there too
+// (BenchmarkGemmKQuantAVX2: ≈1.5× and ≈2× at M=512), so they are
 // installed whenever AVX2 is.
 func registerKQGemmAVX2() {
 	if !hasAVX2 {
@@ -568,9 +601,9 @@ func registerKQGemmAVX2() {
 	}
 	if !hasVNNI {
 		registerGemm(quant.Q4_K, "avx2", kqGemmsAVX2[quant.Q4_K][0].gemm)
+		registerGemm(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].gemm)
 		registerGemm(quant.Q6_K, "avx2", kqGemmsAVX2[quant.Q6_K][0].gemm)
 	}
-	registerGemm(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].gemm)
 	registerGemm(quant.Q2_K, "avx2", kqGemmsAVX2[quant.Q2_K][0].gemm)
 	registerGemm(quant.Q3_K, "avx2", kqGemmsAVX2[quant.Q3_K][0].gemm)
 }

@@ -29,10 +29,15 @@ func needAVX2(t testing.TB) {
 
 func TestGemmKQuantAVX2(t *testing.T) {
 	needAVX2(t)
-	r := rand.New(rand.NewPCG(91, 92))
+	checkKQGemms(t, kqGemmsAVX2, rand.New(rand.NewPCG(91, 92)))
+}
+
+// checkKQGemms runs every GEMM of gemms (by weight type) over several
+// shapes, row ranges and raw/quantized weights against the pure-Go dot.
+func checkKQGemms(t *testing.T, gemms map[quant.Type][]*kqGemm, r *rand.Rand) {
 	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K, quant.Q3_K} {
 		dot := quant.DotFor(wt)
-		for _, g := range kqGemmsAVX2[wt] {
+		for _, g := range gemms[wt] {
 			for _, K := range []int{256, 768, 1024, 256 * 19} {
 				for _, raw := range []bool{false, true} {
 					t.Run(fmt.Sprintf("%s/K%d/raw=%v", g.name, K, raw), func(t *testing.T) {
@@ -82,7 +87,11 @@ func TestGemmKQuantAVX2(t *testing.T) {
 // activation blocks, so the blocking loops take several turns.
 func TestGemmKQuantAVX2Blocks(t *testing.T) {
 	needAVX2(t)
-	r := rand.New(rand.NewPCG(93, 94))
+	checkKQGemmBlocks(t, kqGemmsAVX2, rand.New(rand.NewPCG(93, 94)))
+}
+
+// checkKQGemmBlocks is TestGemmKQuantAVX2Blocks for the GEMMs of gemms.
+func checkKQGemmBlocks(t *testing.T, gemms map[quant.Type][]*kqGemm, r *rand.Rand) {
 	defer func(g, a int) { gemmKQGroupRows, gemmKQActBlock = g, a }(gemmKQGroupRows, gemmKQActBlock)
 	gemmKQGroupRows, gemmKQActBlock = 8, 6000
 	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K, quant.Q3_K} {
@@ -91,7 +100,7 @@ func TestGemmKQuantAVX2Blocks(t *testing.T) {
 		wb := gemmWeights(t, r, wt, N, K, false)
 		wrb := len(wb) / N
 		act, arb := gemmActs(t, r, quant.Q8_K, M, K)
-		for _, g := range kqGemmsAVX2[wt] {
+		for _, g := range gemms[wt] {
 			y := make([]float32, M*N)
 			g.gemm(K, wb, wrb, act, arb, M, y, N, 0, N)
 			for m := 0; m < M; m++ {

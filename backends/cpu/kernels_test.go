@@ -197,6 +197,7 @@ func TestRope(t *testing.T) {
 		neox                     bool
 	}{
 		{14, 64, 64, 1e6, 1, true}, {8, 128, 128, 10000, 0, false}, {6, 64, 32, 10000, 0.25, true}, {4, 80, 40, 500000, 1, false},
+		{3, 80, 36, 10000, 1, true}, // NEOX with a scalar remainder (18 pairs)
 	} {
 		name := fmt.Sprintf("h%d/hd%d/rd%d/neox=%v", tc.heads, tc.headDim, tc.ropeDims, tc.neox)
 		t.Run(name, func(t *testing.T) {

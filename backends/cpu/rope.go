@@ -21,6 +21,23 @@ func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, b
 		scale = 1
 	}
 	half := ropeDims / 2
+	if neox && half <= ropeMaxHalf {
+		// the angles' cosines and sines once per token, then every head's
+		// rotation as vectors (ropeNeox)
+		var cs, sn [ropeMaxHalf]float32
+		for t := 0; t < rows; t++ {
+			row := x[t*cols : (t+1)*cols]
+			theta := float32(pos[t])
+			for i := 0; i < half; i++ {
+				sn[i], cs[i] = ggmlf32.SinCosF(scale * theta)
+				theta *= thetaScale
+			}
+			for h := c0; h < c1; h += headDim {
+				ropeNeox(row[h:h+2*half], cs[:half], sn[:half], half)
+			}
+		}
+		return
+	}
 	for t := 0; t < rows; t++ {
 		row := x[t*cols : (t+1)*cols]
 		theta := float32(pos[t])
@@ -45,5 +62,17 @@ func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, b
 			}
 			theta *= thetaScale
 		}
+	}
+}
+
+// ropeMaxHalf bounds the NEOX pairs per head that take the vector path
+// (every real model's: head widths up to 512).
+const ropeMaxHalf = 256
+
+// ropeNeoxGo is ropeNeox (rope_amd64.go, rope_generic.go) for the pairs
+// i0..half-1, in Go.
+func ropeNeoxGo(x, c, s []float32, i0, half int) {
+	for i := i0; i < half; i++ {
+		x[i], x[i+half] = ggmlf32.RopePair(x[i], x[i+half], c[i], s[i])
 	}
 }

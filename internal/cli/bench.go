@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +33,8 @@ type BenchCmd struct {
 	// concurrent requests): N sequences, each in its own KV slot, decode
 	// -n tokens together, one EvalSeqs step per token of every sequence.
 	Parallel []int `name:"parallel" help:"Sequences decoding together for tg (repeatable; also -np, as llama.cpp's): aggregate tok/s of all of them. Needs a plan compiled with --slots ≥ N."`
+	// CPUProfile writes a Go CPU profile of the measured runs (and their warm-ups).
+	CPUProfile string `help:"Write a Go CPU profile of the whole measurement to this file." name:"cpuprofile"`
 }
 
 // BenchResult is one measured configuration, with llama-bench's field
@@ -167,6 +170,20 @@ func (c *BenchCmd) Run() error {
 	for i := range toks {
 		x = x*1664525 + 1013904223
 		toks[i] = int32(x>>8) % int32(p.NVocab)
+	}
+	if c.CPUProfile != "" {
+		f, err := os.Create(c.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	var results []BenchResult
 	for _, t := range threads {

@@ -1,0 +1,30 @@
+//go:build amd64 && !purego
+
+package cpu
+
+//go:noescape
+func ropeNeoxAVX2(x *float32, c *float32, s *float32, n int, half int)
+
+// ropeNeox rotates the NEOX pairs (x[i], x[half+i]), i < half, of one
+// head by the angles with cosines c[i] and sines s[i] (ggmlf32.RopePair):
+// the first half&^7 pairs with ropeNeoxAVX2 when the CPU has AVX2+FMA
+// (same bits), the rest in Go.
+func ropeNeox(x, c, s []float32, half int) {
+	n := 0
+	if hasAVX2 {
+		n = half &^ 7
+	}
+	if n > 0 {
+		_ = x[half+n-1]
+		_ = c[n-1]
+		_ = s[n-1]
+		ropeNeoxAVX2(&x[0], &c[0], &s[0], n, half)
+	}
+	ropeNeoxGo(x, c, s, n, half)
+}
+
+func init() {
+	if hasAVX2 {
+		tiers = append(tiers, "rope:avx2")
+	}
+}

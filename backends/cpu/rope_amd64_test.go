@@ -1,0 +1,53 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestRopeNeoxAVX2 calls the AVX2 rotation directly (whatever the dispatch
+// chose) against ropeNeoxGo, bit for bit, for every head half-width up to
+// 40 (vector part and scalar remainder) and values of every magnitude.
+func TestRopeNeoxAVX2(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("the CPU lacks AVX2/FMA/F16C (or MINFER_NO_AVX2 is set): ropeNeoxAVX2 cannot run")
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -3e38, 3e38, 1, -1, 1e-20}
+	for half := 1; half <= 40; half++ {
+		t.Run(fmt.Sprintf("half%d", half), func(t *testing.T) {
+			for rep := 0; rep < 20; rep++ {
+				x := make([]float32, 2*half)
+				c := make([]float32, half)
+				s := make([]float32, half)
+				for i := range x {
+					x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(12)-6)))
+					if r.IntN(8) == 0 {
+						x[i] = special[r.IntN(len(special))]
+					}
+				}
+				for i := range c {
+					a := r.Float64() * 100
+					c[i], s[i] = float32(math.Cos(a)), float32(math.Sin(a))
+				}
+				want := append([]float32(nil), x...)
+				ropeNeoxGo(want, c, s, 0, half)
+				n := half &^ 7
+				got := append([]float32(nil), x...)
+				if n > 0 {
+					ropeNeoxAVX2(&got[0], &c[0], &s[0], n, half)
+				}
+				ropeNeoxGo(got, c, s, n, half)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("x[%d] = %v, oracle %v (input %v)", i, got[i], want[i], x[i])
+					}
+				}
+			}
+		})
+	}
+}
