@@ -14,6 +14,8 @@ type f32Tier struct {
 	dots     func(sc, k *float32, kstride, n int, q *float32, hd int)
 	vsum     func(acc, v *float32, vstride int, p *float32, n, L, hd int)
 	reduce   func(out, acc *float32, hd, L int)
+	dotsH    func(sc *float32, k *byte, kstride, n int, q *float32, hd int)
+	vsumH    func(acc *float32, v *byte, vstride int, p *float32, n, L, hd int)
 	scaleMax func(dst, src *float32, n int, scale float32) float32
 	mul      func(x *float32, n int, s float32)
 	expSum   func(x *float32, n, nvalid int, maxv float32) float64
@@ -55,6 +57,45 @@ func (t *f32Tier) scores(sc, k []float32, kstride, n int, q []float32, hd int) {
 		return
 	}
 	t.dots(&sc[0], &k[0], kstride, n, &q[0], hd)
+}
+
+// scoresH is scores over f16 key rows: sc[j] =
+// ggmlf32.VecDotF32(float32(k_j), q[:hd]) for j < n, k_j the hd
+// little-endian halves at k[2*j*kstride:].
+func (t *f32Tier) scoresH(sc []float32, k []byte, kstride, n int, q []float32, hd int) {
+	if n <= 0 {
+		return
+	}
+	_ = sc[n-1]
+	_ = q[:hd]
+	_ = k[:2*((n-1)*kstride+hd)]
+	if hd == 0 {
+		clear(sc[:n])
+		return
+	}
+	t.dotsH(&sc[0], &k[0], kstride, n, &q[0], hd)
+}
+
+// vSumH is vSum over f16 value rows (v_j the hd halves at
+// v[2*j*vstride:], converted to float32 exactly).
+func (t *f32Tier) vSumH(out, acc []float32, v []byte, vstride int, p []float32, n, L, hd int) {
+	if hd%lanes != 0 || (L != 16 && L != 64) {
+		panic("cpu: vSumH shape")
+	}
+	if hd == 0 {
+		return
+	}
+	_ = out[:hd]
+	_ = acc[:L*hd]
+	if n <= 0 {
+		clear(acc[:L*hd])
+		t.reduce(&out[0], &acc[0], hd, L)
+		return
+	}
+	_ = p[:n]
+	_ = v[:2*((n-1)*vstride+hd)]
+	t.vsumH(&acc[0], &v[0], vstride, &p[0], n, L, hd)
+	t.reduce(&out[0], &acc[0], hd, L)
 }
 
 // vecDot is ggmlf32.VecDotF32.
