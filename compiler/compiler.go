@@ -25,7 +25,8 @@ type Options struct {
 	NCtx int
 	// MaxBatch is the largest prompt chunk the prefill plan holds (0: 512).
 	MaxBatch int
-	// KVType is the cache element type: "f32", "f16" or "q8_0" ("" = f32).
+	// KVType is the cache element type: "f32", "f16" or "q8_0" ("" = f16,
+	// llama.cpp's default).
 	KVType string
 	// Disabled names passes to skip.
 	Disabled []string
@@ -47,7 +48,7 @@ func Graph(f *gguf.File, o Options) (*ir.Graph, quant.Type, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	kv := quant.F32
+	kv := quant.F16
 	if o.KVType != "" {
 		t, ok := quant.ParseType(o.KVType)
 		if !ok {

@@ -170,10 +170,13 @@ type CacheTypeFlags struct {
 	CacheTypeV string `help:"KV cache type, as llama.cpp's -ctv, also accepted (must equal -ctk if both are given)." name:"cache-type-v"`
 }
 
+// defaultKVType is --kv-type's default, llama.cpp's (f16 keys and values).
+const defaultKVType = "f16"
+
 // kvTypes are the KV cache types minfer implements.
 var kvTypes = []string{"f32", "f16", "q8_0"}
 
-// kvType resolves --kv-type (kv, "f32" by default) with -ctk/-ctv: they
+// kvType resolves --kv-type (kv, defaultKVType unless given) with -ctk/-ctv: they
 // must agree with each other, and with --kv-type when it is not the default.
 func (c CacheTypeFlags) kvType(kv string) (string, error) {
 	k, v := strings.ToLower(c.CacheTypeK), strings.ToLower(c.CacheTypeV)
@@ -190,7 +193,7 @@ func (c CacheTypeFlags) kvType(kv string) (string, error) {
 	if !slices.Contains(kvTypes, t) {
 		return "", fmt.Errorf("cache type %q: minfer's KV cache is one of %s", t, strings.Join(kvTypes, ", "))
 	}
-	if kv != "" && kv != "f32" && kv != t {
+	if kv != "" && kv != defaultKVType && kv != t {
 		return "", fmt.Errorf("--kv-type %s and cache type %s differ: give one of them", kv, t)
 	}
 	return t, nil

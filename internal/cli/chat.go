@@ -145,7 +145,7 @@ type ChatCmd struct {
 	PromptCache string        `help:"Load the KV state of the longest matching prompt prefix from this file, and save the state after each prompt to it." name:"prompt-cache"`
 	NoVerify    bool          `help:"Skip the weights checksum and source hash at load (plan)." name:"no-verify"`
 	NCtx        int           `help:"KV cache positions for a GGUF (0: the model's, at most 4096)." name:"n-ctx"`
-	KVType      string        `help:"KV cache type for a GGUF: f32, f16, q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
+	KVType      string        `help:"KV cache type for a GGUF: f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
 	TokenDelay  time.Duration `help:"Pause after each streamed piece (demos and the Ctrl-C test)." name:"token-delay" hidden:""`
 	TemplateFlags
 	SamplingFlags

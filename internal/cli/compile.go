@@ -18,7 +18,7 @@ type CompileCmd struct {
 	Out         string   `short:"o" help:"Plan file to write." default:"plan.bin"`
 	NCtx        int      `short:"c" help:"KV cache positions (0: the model's context, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
 	MaxBatch    int      `help:"Largest prompt chunk evaluated at once." default:"512" name:"max-batch"`
-	KVType      string   `help:"KV cache type: f32, f16 or q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
+	KVType      string   `help:"KV cache type: f16 (llama.cpp's default), f32 or q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
 	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`
 	DisablePass []string `help:"Switch off a pass by name (repeatable; see minferc passes)." name:"disable-pass"`
 	Quiet       bool     `short:"q" help:"No progress output."`

@@ -270,7 +270,7 @@ type RunCmd struct {
 	Model     string `arg:"" help:"GGUF model." type:"existingfile"`
 	Reference bool   `help:"Use the scalar reference executor (the oracle) instead of the compiled one."`
 	NCtx      int    `short:"c" help:"KV cache positions (0: the model's, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
-	KVType    string `help:"KV cache type (compiled path): f32, f16, q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
+	KVType    string `help:"KV cache type (compiled path): f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
 	CacheTypeFlags
 	GenFlags
 }
@@ -387,7 +387,7 @@ func (c *DemoCmd) Run() error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "2/3 compile %s -> %s\n", filepath.Base(model), filepath.Base(planPath))
-	cc := CompileCmd{Model: model, Out: planPath, MaxBatch: 512, KVType: "f32", Weights: "embed"}
+	cc := CompileCmd{Model: model, Out: planPath, MaxBatch: 512, KVType: defaultKVType, Weights: "embed"}
 	if err := cc.Run(); err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func TestUsageError(t *testing.T) {
 	for _, tc := range []struct{ args, err, hint string }{
 		{"exec " + m + " --bogus", "unknown flag --bogus", "run 'minfer exec --help' for usage"},
 		{"run " + m + " -ctk q8_0 -ctv f16", "-ctk q8_0 and -ctv f16 differ", "run 'minfer run --help' for usage"},
-		{"compile " + m + " --kv-type f16 -ctk q8_0", "--kv-type f16 and cache type q8_0 differ", "run 'minfer compile --help'"},
+		{"compile " + m + " --kv-type f32 -ctk q8_0", "--kv-type f32 and cache type q8_0 differ", "run 'minfer compile --help'"},
 		{"run " + m + " -ctk q4_0", `cache type "q4_0": minfer's KV cache is one of f32, f16, q8_0`, "run 'minfer run --help'"},
 		{"nosuch", "unexpected argument nosuch", "run 'minfer --help' for usage"},
 	} {
@@ -118,12 +118,12 @@ func TestCacheTypes(t *testing.T) {
 	}{
 		{"f32", "", "", "f32", ""},
 		{"f16", "", "", "f16", ""},
-		{"f32", "q8_0", "", "q8_0", ""},
-		{"f32", "", "F16", "f16", ""},
-		{"f32", "q8_0", "q8_0", "q8_0", ""},
+		{"f16", "q8_0", "", "q8_0", ""}, // f16 is the default: -ctk wins
+		{"f16", "", "F32", "f32", ""},
+		{"f16", "q8_0", "q8_0", "q8_0", ""},
 		{"q8_0", "q8_0", "", "q8_0", ""},
-		{"f32", "q8_0", "f16", "", "differ"},
-		{"f16", "q8_0", "", "", "differ"},
+		{"f16", "q8_0", "f32", "", "differ"},
+		{"f32", "q8_0", "", "", "differ"},
 		{"f32", "bf16", "", "", "one of f32, f16, q8_0"},
 	} {
 		got, err := CacheTypeFlags{tc.k, tc.v}.kvType(tc.kv)
