@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,6 +67,15 @@ func TestHabitFlags(t *testing.T) {
 		{"exec M -f -", func(a *testApp) bool { return a.Exec.File == "-" }},
 		{"bench M", func(a *testApp) bool { return len(a.Bench.Threads) == 0 && a.Bench.Output == "md" }},
 		{"bench M -o jsonl", func(a *testApp) bool { return a.Bench.Output == "jsonl" }},
+		{"bench M", func(a *testApp) bool {
+			return slices.Equal(a.Bench.Prompt, []int{512}) && slices.Equal(a.Bench.Gen, []int{128}) && slices.Equal(a.Bench.Depth, []int{0})
+		}},
+		{"bench M -p 128,512,2048 -n 0 -d 4096", func(a *testApp) bool {
+			return slices.Equal(a.Bench.Prompt, []int{128, 512, 2048}) && slices.Equal(a.Bench.Gen, []int{0}) && slices.Equal(a.Bench.Depth, []int{4096})
+		}},
+		{"bench M -t 1,2 -d 0,512", func(a *testApp) bool {
+			return slices.Equal(a.Bench.Threads, []int{1, 2}) && slices.Equal(a.Bench.Depth, []int{0, 512})
+		}},
 		{"bench M --json", func(a *testApp) bool { return a.Bench.JSON }},
 	} {
 		var app testApp
@@ -201,7 +211,7 @@ func TestErrorsNameInput(t *testing.T) {
 	os.WriteFile(bad, append([]byte(plan.Magic), make([]byte, 40)...), 0o644)
 	for name, run := range map[string]func() error{
 		"exec":  (&ExecCmd{Plan: bad, GenFlags: GenFlags{Prompt: "hi", NPredict: 1}}).Run,
-		"bench": (&BenchCmd{Plan: bad, Prompt: 8, Gen: 8, Reps: 1, Output: "md"}).Run,
+		"bench": (&BenchCmd{Plan: bad, Prompt: []int{8}, Gen: []int{8}, Reps: 1, Output: "md"}).Run,
 	} {
 		err := run()
 		if err == nil || !strings.HasPrefix(err.Error(), bad+": ") || strings.Contains(err.Error(), "plan.bin") {
