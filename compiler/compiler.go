@@ -28,6 +28,8 @@ type Options struct {
 	// KVType is the cache element type: "f32", "f16" or "q8_0" ("" = f16,
 	// llama.cpp's default).
 	KVType string
+	// FlashAttn compiles attention to the flash kernels (--flash-attn on).
+	FlashAttn bool
 	// Disabled names passes to skip.
 	Disabled []string
 	// Weights says whether weights are embedded or referenced.
@@ -68,7 +70,7 @@ func Graph(f *gguf.File, o Options) (*ir.Graph, quant.Type, error) {
 	for _, d := range o.Disabled {
 		dis[d] = true
 	}
-	if err := passes.Run(g, passes.Options{Disabled: dis, KVType: kv, Verify: o.Verify}); err != nil {
+	if err := passes.Run(g, passes.Options{Disabled: dis, KVType: kv, FlashAttn: o.FlashAttn, Verify: o.Verify}); err != nil {
 		return nil, 0, err
 	}
 	if err := ir.Verify(g); err != nil {

@@ -440,7 +440,14 @@ func (b *binder) attention(s *site) (step, error) {
 	m := b.m
 	in := n.Inputs
 	st := step{rows: s.rows}
-	if err := b.kvKernel(n, "attention"); err != nil {
+	family := "attention"
+	if strings.HasPrefix(n.Kernel, "attention_fa/") {
+		family = "attention_fa"
+		if err := b.m.kvk.CheckFlash(); err != nil {
+			return st, err
+		}
+	}
+	if err := b.kvKernel(n, family); err != nil {
 		return st, err
 	}
 	io, err := b.bufs(in[0], n.Outputs[0])
@@ -457,6 +464,10 @@ func (b *binder) attention(s *site) (step, error) {
 		return st, err
 	}
 	kv := m.kvk
+	attend := kv.Attend
+	if family == "attention_fa" {
+		attend = kv.AttendFlash
+	}
 	a := n.Attrs
 	hkv := a.NHeadKV
 	split, units := s.split, s.units
@@ -471,7 +482,7 @@ func (b *binder) attention(s *site) (step, error) {
 		} else if split == ir.SplitRows {
 			r0, r1 = lo, hi
 		}
-		kv.Attend(y.get(wk), q.get(wk), kc, vc, m.pos[:m.T], a.NHead, a.NHeadKV, a.HeadDim, a.Scale, h0, h1, r0, r1, wk.attn)
+		attend(y.get(wk), q.get(wk), kc, vc, m.pos[:m.T], a.NHead, a.NHeadKV, a.HeadDim, a.Scale, h0, h1, r0, r1, wk.attn)
 	}
 	return st, nil
 }

@@ -34,6 +34,12 @@ type compiled struct {
 
 func compile(t testing.TB, name string, kv quant.Type, maxTokens int) compiled {
 	t.Helper()
+	return compileFA(t, name, kv, maxTokens, false)
+}
+
+// compileFA is compile with flash attention on or off.
+func compileFA(t testing.TB, name string, kv quant.Type, maxTokens int, fa bool) compiled {
+	t.Helper()
 	f, err := gguf.Open(fixtures.Path(t, "models", name+".gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +49,7 @@ func compile(t testing.TB, name string, kv quant.Type, maxTokens int) compiled {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := passes.Run(g, passes.Options{KVType: kv, Verify: true}); err != nil {
+	if err := passes.Run(g, passes.Options{KVType: kv, FlashAttn: fa, Verify: true}); err != nil {
 		t.Fatal(err)
 	}
 	mem := map[string]*alloc.Plan{}

@@ -48,59 +48,96 @@ func TestF16CacheMatchesLlamaCppDefault(t *testing.T) {
 			if err := json.Unmarshal(b, &rj); err != nil {
 				t.Fatal(err)
 			}
-			c := compile(t, name, quant.F16, len(rj.Tokens))
-			m, err := exec.New(c.g, c.mem, c.f, exec.Config{Threads: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			toks := rj.Tokens
-			batch, err := m.Eval(toks, seq(0, len(toks)), seq(0, len(toks)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			batch = append([]float32(nil), batch...)
-			m.Reset()
-			step, err := m.Eval(toks[:16], seq(0, 16), []int32{15})
-			if err != nil {
-				t.Fatal(err)
-			}
-			step = append([]float32(nil), step...)
-			for i := 16; i < len(toks); i++ {
-				o, err := m.Eval(toks[i:i+1], []int32{int32(i)}, []int32{0})
-				if err != nil {
-					t.Fatal(err)
-				}
-				step = append(step, o...)
-			}
-			band := defaultBand(name)
-			for _, f := range []struct {
-				what string
-				got  []float32
-			}{{"batch", batch}, {"step", step}} {
-				want := fixtures.ReadF32(t, fixtures.Path(t, "ref", name+".default."+f.what+".f32"))
-				if len(want) != len(f.got) {
-					t.Fatalf("%s: %d logits, fixture has %d", f.what, len(f.got), len(want))
-				}
-				var worst float64
-				var rows []string
-				for r := 0; r < len(want)/rj.NVocab; r++ {
-					var d float64
-					for i := r * rj.NVocab; i < (r+1)*rj.NVocab; i++ {
-						e := math.Abs(float64(f.got[i] - want[i]))
-						if math.IsNaN(e) {
-							e = math.Inf(1)
-						}
-						d = max(d, e)
-					}
-					worst = max(worst, d)
-					rows = append(rows, fmt.Sprintf("%.2g", d))
-				}
-				if worst > band {
-					t.Errorf("%s: worst row |Δ| %.3g > %.3g; rows %s", f.what, worst, band, strings.Join(rows, " "))
-				}
-				t.Logf("%s: worst %.3g (band %.3g); rows %s", f.what, worst, band, strings.Join(rows, " "))
+			for _, fa := range []bool{false, true} {
+				t.Run(map[bool]string{false: "fa-off", true: "fa-on"}[fa], func(t *testing.T) {
+					checkDefault(t, name, rj.NVocab, rj.Tokens, fa)
+				})
 			}
 		})
 	}
+}
+
+// checkDefault runs the fixture's batch and step evaluations with an f16
+// cache (flash attention or not) and compares them with llama.cpp's
+// default logits; the flash path must also give the same bits at 1, 2 and
+// 3 threads.
+func checkDefault(t *testing.T, name string, nvocab int, toks []int32, fa bool) {
+	c := compileFA(t, name, quant.F16, len(toks), fa)
+	var batch, step []float32
+	for _, threads := range []int{2, 1, 3} {
+		if threads != 2 && !fa {
+			break
+		}
+		m, err := exec.New(c.g, c.mem, c.f, exec.Config{Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, s := evalFixture(t, m, toks)
+		m.Close()
+		if batch == nil {
+			batch, step = b, s
+			continue
+		}
+		if n, worst := diffBits(b, batch); n != 0 {
+			t.Errorf("-t %d: %d batch logits differ from -t 2 (worst %.3g)", threads, n, worst)
+		}
+		if n, worst := diffBits(s, step); n != 0 {
+			t.Errorf("-t %d: %d step logits differ from -t 2 (worst %.3g)", threads, n, worst)
+		}
+	}
+	band := defaultBand(name)
+	for _, f := range []struct {
+		what string
+		got  []float32
+	}{{"batch", batch}, {"step", step}} {
+		want := fixtures.ReadF32(t, fixtures.Path(t, "ref", name+".default."+f.what+".f32"))
+		if len(want) != len(f.got) {
+			t.Fatalf("%s: %d logits, fixture has %d", f.what, len(f.got), len(want))
+		}
+		var worst float64
+		var rows []string
+		for r := 0; r < len(want)/nvocab; r++ {
+			var d float64
+			for i := r * nvocab; i < (r+1)*nvocab; i++ {
+				e := math.Abs(float64(f.got[i] - want[i]))
+				if math.IsNaN(e) {
+					e = math.Inf(1)
+				}
+				d = max(d, e)
+			}
+			worst = max(worst, d)
+			rows = append(rows, fmt.Sprintf("%.2g", d))
+		}
+		if worst > band {
+			t.Errorf("%s: worst row |Δ| %.3g > %.3g; rows %s", f.what, worst, band, strings.Join(rows, " "))
+		}
+		t.Logf("%s: worst %.3g (band %.3g); rows %s", f.what, worst, band, strings.Join(rows, " "))
+	}
+}
+
+// evalFixture evaluates the fixture's 24 tokens in one batch (every row's
+// logits) and as the step file does (16 tokens, then one at a time).
+func evalFixture(t *testing.T, m *exec.Model, toks []int32) (batch, step []float32) {
+	m.Reset()
+	{
+		b, err := m.Eval(toks, seq(0, len(toks)), seq(0, len(toks)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append([]float32(nil), b...)
+	}
+	m.Reset()
+	st, err := m.Eval(toks[:16], seq(0, 16), []int32{15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step = append([]float32(nil), st...)
+	for i := 16; i < len(toks); i++ {
+		o, err := m.Eval(toks[i:i+1], []int32{int32(i)}, []int32{0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		step = append(step, o...)
+	}
+	return batch, step
 }

@@ -17,6 +17,7 @@ type AttnScratch struct {
 	row    []float32 // headDim: one converted f16 row
 	v      []float32 // up to ctx·headDim: dequantized value rows (allocated on first use)
 	vSize  int       // ctx·headDim
+	flash  flashScratch
 }
 
 // vRows returns the scratch for m dequantized value floats.
@@ -39,6 +40,7 @@ func NewAttnScratch(ctx, group, headDim int) *AttnScratch {
 		qf:     make([]float32, group*headDim),
 		row:    make([]float32, headDim),
 		vSize:  ctx * headDim,
+		flash:  newFlashScratch(ctx, group, headDim),
 	}
 }
 
@@ -242,8 +244,18 @@ func AttentionHeadsF16(y, q []float32, kc, vc []byte, pos []int32, nHead, nHeadK
 			}
 			sc := s.scores[:G*n16]
 			kh2 := kc[2*kh*hd:]
-			for g := 0; g < G; g++ {
-				scoresF16(sc[g*n16:(g+1)*n16], kh2, kvw, n, qf[g*hd:(g+1)*hd], s)
+			if k := f32k; k != nil {
+				// Chunks of rows swept for every query head while in cache.
+				for j0 := 0; j0 < n; j0 += attnChunk {
+					c := min(attnChunk, n-j0)
+					for g := 0; g < G; g++ {
+						k.scoresH(sc[g*n16+j0:(g+1)*n16], kh2[2*j0*kvw:], kvw, c, qf[g*hd:(g+1)*hd], hd)
+					}
+				}
+			} else {
+				for g := 0; g < G; g++ {
+					scoresF16(sc[g*n16:(g+1)*n16], kh2, kvw, n, qf[g*hd:(g+1)*hd], s)
+				}
 			}
 			for g := 0; g < G; g++ {
 				softmaxMasked(sc[g*n16:(g+1)*n16], n, scale)
@@ -265,16 +277,11 @@ func f16Row(dst []float32, src []byte) {
 	}
 }
 
-// scoresF16 is scoresF32 over f16 key rows: sc[j] =
+// scoresF16 is scoresF32 over f16 key rows in pure Go: sc[j] =
 // ggmlf32.VecDotF32(float32(k_j), q) for j < n, k_j the len(q) halves at
 // k[2*j*kstride:].
 func scoresF16(sc []float32, k []byte, kstride, n int, q []float32, s *AttnScratch) {
-	hd := len(q)
-	if t := f32k; t != nil {
-		t.scoresH(sc, k, kstride, n, q, hd)
-		return
-	}
-	row := s.row[:hd]
+	row := s.row[:len(q)]
 	for j := 0; j < n; j++ {
 		f16Row(row, k[2*j*kstride:])
 		sc[j] = ggmlf32.VecDotF32(row, q)
@@ -287,15 +294,11 @@ func (l *attnLayout) vSumF16(yt, sc []float32, stride, n int, s *AttnScratch, v 
 	hd, G := l.hd, l.G
 	if k := f32k; k != nil && hd%lanes == 0 {
 		if l.batched {
-			for g := 0; g < G; g++ {
-				k.vSumH(yt[g*hd:(g+1)*hd], s.lanes, v, vstride, sc[g*stride:], n, lanes, hd)
-			}
+			k.vSumH(yt, s.lanes, v, vstride, sc, stride, G, n, lanes, hd)
 			return
 		}
 		jv := min(n, l.np)
-		for g := 0; g < G; g++ {
-			k.vSumH(yt[g*hd:(g+1)*hd], s.lanes, v, vstride, sc[g*stride:], jv, 4*lanes, hd)
-		}
+		k.vSumH(yt, s.lanes, v, vstride, sc, stride, G, jv, 4*lanes, hd)
 		row := s.row[:hd]
 		for j := jv; j < n; j++ {
 			f16Row(row, v[2*j*vstride:])

@@ -90,11 +90,12 @@ dh_done:
 	RET
 
 // func vsumLanesF16(acc *float32, v *byte, vstride int, p *float32, n, L, hd int)
-// vsumLanes over f16 rows: for lane l < L and d < hd (hd a multiple of 16),
-// the FMA accumulation Σ float32(v[j*vstride+d])·p[j] over j ≡ l (mod L),
-// j < n, in increasing j, stored at acc[((d/16)*L + l)*16 + d%16]. Z0-Z3
-// accumulate a block of 64 d, Z4 is the p[j] broadcast, Z5-Z8 the
-// converted v.
+// vsumLanes over f16 rows, continuing the accumulators in acc: for lane
+// l < L and d < hd (hd a multiple of 16), the FMA accumulation of
+// float32(v[j*vstride+d])·p[j] over j ≡ l (mod L), j < n, in increasing j,
+// onto acc[((d/16)*L + l)*16 + d%16] (so a caller may feed the rows in
+// chunks of a multiple of L rows). Z0-Z3 accumulate a block of 64 d, Z4 is
+// the p[j] broadcast, Z5-Z8 the converted v.
 TEXT ·vsumLanesF16(SB), NOSPLIT, $0-56
 	MOVQ acc+0(FP), DI
 	MOVQ v+8(FP), SI
@@ -122,10 +123,21 @@ vh_blk64:
 	LEAQ 64(AX), R9
 	CMPQ R9, BX
 	JGT  vh_blk16
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
+	// acc at &acc[((d0/16)*L + l)*16] = DI + (d0/16)*L*64 + l*64
+	MOVQ AX, R9
+	SHRQ $4, R9
+	IMULQ R15, R9
+	ADDQ DI, R9
+	MOVQ R13, R14
+	SHLQ $6, R14
+	ADDQ R14, R9
+	VMOVUPS (R9), Z0
+	ADDQ R15, R9
+	VMOVUPS (R9), Z1
+	ADDQ R15, R9
+	VMOVUPS (R9), Z2
+	ADDQ R15, R9
+	VMOVUPS (R9), Z3
 	MOVQ R13, R9
 	IMULQ R8, R9
 	ADDQ SI, R9
@@ -171,7 +183,14 @@ vh_store64:
 vh_blk16:
 	CMPQ AX, BX
 	JGE  vh_next
-	VPXORD Z0, Z0, Z0
+	MOVQ AX, R9
+	SHRQ $4, R9
+	IMULQ R15, R9
+	ADDQ DI, R9
+	MOVQ R13, R14
+	SHLQ $6, R14
+	ADDQ R14, R9
+	VMOVUPS (R9), Z0
 	MOVQ R13, R9
 	IMULQ R8, R9
 	ADDQ SI, R9
@@ -303,7 +322,8 @@ dh2_done:
 	RET
 
 // func vsumLanesF16AVX2(acc *float32, v *byte, vstride int, p *float32, n, L, hd int)
-// vsumLanesF16 on AVX2: a block of 64 d accumulates in Y0-Y7, the p[j]
+// vsumLanesF16 on AVX2 (accumulating onto acc too): a block of 64 d
+// accumulates in Y0-Y7, the p[j]
 // broadcast is Y8, the converted v Y9-Y12 (two passes of four).
 TEXT ·vsumLanesF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ  acc+0(FP), DI
@@ -332,14 +352,25 @@ vh2_blk64:
 	LEAQ   64(AX), R9
 	CMPQ   R9, BX
 	JGT    vh2_blk16
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	// acc at &acc[((d0/16)*L + l)*16] = DI + (d0/16)*L*64 + l*64
+	MOVQ    AX, R9
+	SHRQ    $4, R9
+	IMULQ   R15, R9
+	ADDQ    DI, R9
+	MOVQ    R13, R14
+	SHLQ    $6, R14
+	ADDQ    R14, R9
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	ADDQ    R15, R9
+	VMOVUPS (R9), Y2
+	VMOVUPS 32(R9), Y3
+	ADDQ    R15, R9
+	VMOVUPS (R9), Y4
+	VMOVUPS 32(R9), Y5
+	ADDQ    R15, R9
+	VMOVUPS (R9), Y6
+	VMOVUPS 32(R9), Y7
 	MOVQ   R13, R9
 	IMULQ  R8, R9
 	ADDQ   SI, R9
@@ -397,8 +428,15 @@ vh2_store64:
 vh2_blk16:
 	CMPQ   AX, BX
 	JGE    vh2_next
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
+	MOVQ    AX, R9
+	SHRQ    $4, R9
+	IMULQ   R15, R9
+	ADDQ    DI, R9
+	MOVQ    R13, R14
+	SHLQ    $6, R14
+	ADDQ    R14, R9
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
 	MOVQ   R13, R9
 	IMULQ  R8, R9
 	ADDQ   SI, R9

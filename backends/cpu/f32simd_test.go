@@ -279,11 +279,34 @@ func testSIMDF16Rows(t *testing.T, k *f32Tier) {
 			for _, L := range []int{16, 64} {
 				got, want := make([]float32, hd), make([]float32, hd)
 				acc := make([]float32, L*hd)
-				k.vSumH(got, acc, vb, vstride, p, n, L, hd)
+				k.vSumH(got, acc, vb, vstride, p, n, 1, n, L, hd)
 				k.vSum(want, acc, vf, vstride, p, n, L, hd)
 				for d := range got {
 					if !bitsEq(got[d], want[d]) {
 						t.Fatalf("vsum hd=%d n=%d L=%d d=%d: %g, want %g", hd, n, L, d, got[d], want[d])
+					}
+				}
+			}
+		}
+	}
+	// Several query heads, rows in chunks of attnChunk.
+	for _, G := range []int{2, 3} {
+		for _, n := range []int{attnChunk - 1, attnChunk, attnChunk + 1, 3*attnChunk + 70} {
+			const hd = 128
+			vstride := 2 * hd
+			vb, vf := f16Bytes(mixed(n * vstride))
+			pstride := n + 5
+			p := randDotVec(r, G*pstride)
+			for _, L := range []int{16, 64} {
+				got, want := make([]float32, G*hd), make([]float32, hd)
+				acc := make([]float32, G*L*hd)
+				k.vSumH(got, acc, vb, vstride, p, pstride, G, n, L, hd)
+				for g := 0; g < G; g++ {
+					k.vSum(want, acc, vf, vstride, p[g*pstride:], n, L, hd)
+					for d := range want {
+						if !bitsEq(got[g*hd+d], want[d]) {
+							t.Fatalf("vsum G=%d n=%d L=%d g=%d d=%d: %g, want %g", G, n, L, g, d, got[g*hd+d], want[d])
+						}
 					}
 				}
 			}
@@ -443,5 +466,34 @@ func BenchmarkSIMDF32(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkAttentionDepth is one layer of Qwen3-0.6B decode attention (16
+// query heads on 8 KV heads of 128) at position 4095, per cache type and
+// SIMD tier: the attention work of tg at depth 4096 (take the ratios).
+func BenchmarkAttentionDepth(b *testing.B) {
+	r := rand.New(rand.NewPCG(35, 36))
+	c := attnCase{16, 8, 128, 1, 4095, 4352}
+	q, k, v, pos := attnSetup(r, c)
+	ctx, kvw := c.ctx, c.Hkv*c.hd
+	for _, kt := range []quant.Type{quant.F32, quant.F16} {
+		kv, _ := NewKV(kt)
+		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+		y := make([]float32, len(q))
+		for _, tier := range f32Tiers {
+			b.Run(kt.String()+"/"+tier.name, func(b *testing.B) {
+				if !tier.ok {
+					b.Skip(tier.why)
+				}
+				withF32(tier, func() {
+					for b.Loop() {
+						kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.0884, 0, c.Hkv, 0, 1, s)
+					}
+				})
+			})
+		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 var habitFlags = map[string]string{
 	"-ctk": "--cache-type-k",
 	"-ctv": "--cache-type-v",
+	"-fa":  "--flash-attn",
 }
 
 // negativeNumber matches a negative integer or decimal ("-1", "-0.5").

@@ -1,0 +1,213 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/minfer/minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/quant"
+)
+
+// Flash attention (minferc compile --flash-attn): causal grouped-query
+// attention over the cache in fixed blocks of FlashBlock positions with no
+// score row longer than a block, each block reduced to a partial result and
+// the partials merged. Its float order, for query head h of token t over
+// positions 0..n-1 (n = pos[t]+1), with q the query (rounded to f16 for an
+// f16 cache) and k_j, v_j the cache rows (f16 converted exactly):
+//
+//  1. For each block b (positions j in [b·FlashBlock, min(n, (b+1)·FlashBlock))):
+//     s_j = ggmlf32.VecDotF32(k_j, q); x_j = s_j·scale (float32);
+//     m_b = max_j x_j; p_j = ggmlf32.ExpF(x_j - m_b);
+//     S_b = Σ_j p_j, float32 adds in increasing j from 0;
+//     o_b[d] = Σ_j p_j·v_j[d], one fused multiply-add per j in increasing j
+//     from 0 (float32).
+//  2. M = max_b m_b; w_b = ggmlf32.ExpF(m_b - M); in increasing b from 0:
+//     S += float32(w_b·S_b) and o[d] += float32(w_b·o_b[d]), each product
+//     rounded to float32 before its add.
+//  3. y[d] = o[d] / S.
+//
+// The block boundaries depend only on positions (never on threads or
+// timing), so a block computed by any worker gives the same partial and the
+// merge in block order gives the same bits: this is the split by KV block a
+// long-context decode can use. The pure-Go code below is the oracle; with a
+// float32 SIMD tier the scores, the exp and the v sums run the tier's
+// kernels (vaccF32/vaccF16, the scores and exp kernels of the non-flash
+// path), with the same bits.
+//
+// This is not llama.cpp's arithmetic (its flash attention keeps one running
+// maximum and, for an f16 cache, an f16 accumulator); the fixture tests
+// bound the difference.
+
+// FlashBlock is the number of cache positions of one flash-attention block.
+const FlashBlock = 256
+
+// flashScratch is the per-worker scratch of the flash path, sized for a
+// context of ctx positions.
+type flashScratch struct {
+	nb   int       // blocks of the context
+	x    []float32 // FlashBlock: one block's scores, then probabilities
+	o    []float32 // group·nb·headDim: the partials o_b of each query head
+	m, s []float32 // group·nb: m_b, S_b
+	acc  []float32 // headDim: the merged o
+}
+
+func newFlashScratch(ctx, group, headDim int) flashScratch {
+	nb := (ctx + FlashBlock - 1) / FlashBlock
+	return flashScratch{
+		nb:  nb,
+		x:   make([]float32, FlashBlock),
+		o:   make([]float32, group*nb*headDim),
+		m:   make([]float32, group*nb),
+		s:   make([]float32, group*nb),
+		acc: make([]float32, headDim),
+	}
+}
+
+// faCache is one cache as the flash path reads it: f32 rows (f) or f16
+// rows (b), of width values each.
+type faCache struct {
+	f     []float32
+	b     []byte
+	width int
+}
+
+// FlashHeads is flash attention (the order above) for the query heads of
+// KV heads kvh0..kvh1 and the batch tokens t0..t1, with the shapes of
+// AttentionHeads; kc and vc are f32 or f16 caches (KV.Check refuses q8_0
+// for the flash kernels).
+func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
+	hd, G := headDim, nHead/nHeadKV
+	qw, kvw := nHead*hd, nHeadKV*hd
+	k := faCache{kc.F, kc.B, kvw}
+	v := faCache{vc.F, vc.B, kvw}
+	f16 := kc.F == nil
+	fs := &s.flash
+	for t := t0; t < t1; t++ {
+		n := int(pos[t]) + 1
+		nb := (n + FlashBlock - 1) / FlashBlock
+		for kh := kvh0; kh < kvh1; kh++ {
+			h0 := kh * G
+			qt := q[t*qw+h0*hd : t*qw+(h0+G)*hd]
+			if f16 {
+				qf := s.qf[:G*hd]
+				for i, x := range qt {
+					qf[i] = quant.FP16ToFP32(quant.FP32ToFP16(x))
+				}
+				qt = qf
+			}
+			// Block after block, every query head of the KV head while the
+			// block's rows are in cache.
+			for b := 0; b < nb; b++ {
+				j0 := b * FlashBlock
+				c := min(FlashBlock, n-j0)
+				for g := 0; g < G; g++ {
+					i := g*fs.nb + b
+					fs.m[i], fs.s[i] = flashBlock(fs.o[i*hd:(i+1)*hd], fs.x[:c], k, v, kh*hd, j0, qt[g*hd:(g+1)*hd], scale, s)
+				}
+			}
+			for g := 0; g < G; g++ {
+				h := h0 + g
+				i := g * fs.nb
+				flashMerge(y[t*qw+h*hd:t*qw+(h+1)*hd], fs.acc[:hd], fs.o[i*hd:], fs.m[i:i+nb], fs.s[i:i+nb])
+			}
+		}
+	}
+}
+
+// flashBlock computes one block's partial: o = o_b (len hd), returns m_b
+// and S_b. x holds the block's c scores; col is the KV head's first
+// column.
+func flashBlock(o, x []float32, k, v faCache, col, j0 int, q []float32, scale float32, s *AttnScratch) (m, sum float32) {
+	c, hd := len(x), len(q)
+	tier := f32k
+	// Scores.
+	switch {
+	case tier != nil && k.f != nil:
+		tier.scores(x, k.f[j0*k.width+col:], k.width, c, q, hd)
+	case tier != nil:
+		tier.scoresH(x, k.b[2*(j0*k.width+col):], k.width, c, q, hd)
+	case k.f != nil:
+		for j := range x {
+			o := (j0+j)*k.width + col
+			x[j] = ggmlf32.VecDotF32(k.f[o:o+hd], q)
+		}
+	default:
+		scoresF16(x, k.b[2*(j0*k.width+col):], k.width, c, q, s)
+	}
+	// Scale, max, exp.
+	if tier != nil {
+		m = tier.scaleMaxRow(x, x, scale)
+		c16 := roundUp16(c)
+		xs := x[:c16:c16]
+		if cap(x) < c16 {
+			panic("cpu: flash scratch")
+		}
+		tier.expSumRow(xs, c, m)
+	} else {
+		m = float32(math.Inf(-1))
+		for j := range x {
+			x[j] *= scale
+			if x[j] > m {
+				m = x[j]
+			}
+		}
+		for j := range x {
+			x[j] = ggmlf32.ExpF(x[j] - m)
+		}
+	}
+	for _, p := range x {
+		sum += p
+	}
+	// Probability-weighted v rows.
+	switch {
+	case tier != nil && hd%lanes == 0 && v.f != nil:
+		tier.vacc(o, v.f[j0*v.width+col:], v.width, x, hd)
+	case tier != nil && hd%lanes == 0:
+		tier.vaccH(o, v.b[2*(j0*v.width+col):], v.width, x, hd)
+	default:
+		clear(o)
+		row := s.row[:hd]
+		for j, p := range x {
+			vj := row
+			if v.f != nil {
+				off := (j0+j)*v.width + col
+				vj = v.f[off : off+hd]
+			} else {
+				f16Row(row, v.b[2*((j0+j)*v.width+col):])
+			}
+			for d, vd := range vj {
+				r, ok := ggmlf32.FMA32Fast(p, vd, o[d])
+				if !ok {
+					r = ggmlf32.FMA32Exact(p, vd, o[d])
+				}
+				o[d] = r
+			}
+		}
+	}
+	return m, sum
+}
+
+// flashMerge merges the partials (o_b at o[b*hd:], m[b], S[b]) into
+// y = o/S in block order (step 2 and 3 of the order above). acc is
+// scratch of hd floats.
+func flashMerge(y, acc, o, m, S []float32) {
+	hd := len(y)
+	M := m[0]
+	for _, mb := range m[1:] {
+		if mb > M {
+			M = mb
+		}
+	}
+	clear(acc)
+	var sum float32
+	for b, mb := range m {
+		w := ggmlf32.ExpF(mb - M)
+		sum += float32(w * S[b])
+		ob := o[b*hd : (b+1)*hd]
+		for d, x := range ob {
+			acc[d] += float32(w * x)
+		}
+	}
+	for d, x := range acc {
+		y[d] = x / sum
+	}
+}

@@ -1,0 +1,340 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The flash attention block's v sums (flash.go): o[d] for d < hd (hd a
+// multiple of 16) is the fused multiply-add chain over the n ≥ 1 rows,
+// o[d] = fma(p[j], v[j*vstride+d], o[d]) in increasing j from o[d] = 0 —
+// one accumulator per d, vectorized over d, so every tier gives the bits of
+// the scalar chain. Rows are f32, or f16 widened exactly by VCVTPH2PS.
+
+// func vaccF32(o, v *float32, vstride int, p *float32, n, hd int)
+// AVX-512: blocks of 128 d in Z0-Z7 (eight independent chains), the p[j]
+// broadcast in Z8, then blocks of 16 in Z0.
+TEXT ·vaccF32(SB), NOSPLIT, $0-48
+	MOVQ o+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ vstride+16(FP), R8
+	SHLQ $2, R8          // bytes per row
+	MOVQ p+24(FP), DX
+	MOVQ n+32(FP), CX
+	MOVQ hd+40(FP), BX
+	XORQ AX, AX           // d0
+
+vaccF32_blk128:
+	LEAQ 128(AX), R9
+	CMPQ R9, BX
+	JGT  vaccF32_blk16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	LEAQ (SI)(AX*4), R9
+	MOVQ DX, R14
+	MOVQ CX, R10
+
+vaccF32_loop128:
+	VBROADCASTSS (R14), Z8
+	VFMADD231PS 0(R9), Z8, Z0
+	VFMADD231PS 64(R9), Z8, Z1
+	VFMADD231PS 128(R9), Z8, Z2
+	VFMADD231PS 192(R9), Z8, Z3
+	VFMADD231PS 256(R9), Z8, Z4
+	VFMADD231PS 320(R9), Z8, Z5
+	VFMADD231PS 384(R9), Z8, Z6
+	VFMADD231PS 448(R9), Z8, Z7
+	ADDQ R8, R9
+	ADDQ $4, R14
+	DECQ R10
+	JNZ  vaccF32_loop128
+	VMOVUPS Z0, 0(DI)(AX*4)
+	VMOVUPS Z1, 64(DI)(AX*4)
+	VMOVUPS Z2, 128(DI)(AX*4)
+	VMOVUPS Z3, 192(DI)(AX*4)
+	VMOVUPS Z4, 256(DI)(AX*4)
+	VMOVUPS Z5, 320(DI)(AX*4)
+	VMOVUPS Z6, 384(DI)(AX*4)
+	VMOVUPS Z7, 448(DI)(AX*4)
+	ADDQ $128, AX
+	JMP  vaccF32_blk128
+
+vaccF32_blk16:
+	CMPQ AX, BX
+	JGE  vaccF32_done
+	VPXORD Z0, Z0, Z0
+	LEAQ (SI)(AX*4), R9
+	MOVQ DX, R14
+	MOVQ CX, R10
+
+vaccF32_loop16:
+	VBROADCASTSS (R14), Z8
+	VFMADD231PS (R9), Z8, Z0
+	ADDQ R8, R9
+	ADDQ $4, R14
+	DECQ R10
+	JNZ  vaccF32_loop16
+	VMOVUPS Z0, (DI)(AX*4)
+	ADDQ $16, AX
+	JMP  vaccF32_blk16
+
+vaccF32_done:
+	VZEROUPPER
+	RET
+
+// func vaccF16(o *float32, v *byte, vstride int, p *float32, n, hd int)
+// vaccF32 over f16 rows, the converted v in Z9-Z16.
+TEXT ·vaccF16(SB), NOSPLIT, $0-48
+	MOVQ o+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ vstride+16(FP), R8
+	SHLQ $1, R8          // bytes per row
+	MOVQ p+24(FP), DX
+	MOVQ n+32(FP), CX
+	MOVQ hd+40(FP), BX
+	XORQ AX, AX           // d0
+
+vaccF16_blk128:
+	LEAQ 128(AX), R9
+	CMPQ R9, BX
+	JGT  vaccF16_blk16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	LEAQ (SI)(AX*2), R9
+	MOVQ DX, R14
+	MOVQ CX, R10
+
+vaccF16_loop128:
+	VBROADCASTSS (R14), Z8
+	VCVTPH2PS   0(R9), Z9
+	VCVTPH2PS   32(R9), Z10
+	VCVTPH2PS   64(R9), Z11
+	VCVTPH2PS   96(R9), Z12
+	VCVTPH2PS   128(R9), Z13
+	VCVTPH2PS   160(R9), Z14
+	VCVTPH2PS   192(R9), Z15
+	VCVTPH2PS   224(R9), Z16
+	VFMADD231PS Z9, Z8, Z0
+	VFMADD231PS Z10, Z8, Z1
+	VFMADD231PS Z11, Z8, Z2
+	VFMADD231PS Z12, Z8, Z3
+	VFMADD231PS Z13, Z8, Z4
+	VFMADD231PS Z14, Z8, Z5
+	VFMADD231PS Z15, Z8, Z6
+	VFMADD231PS Z16, Z8, Z7
+	ADDQ R8, R9
+	ADDQ $4, R14
+	DECQ R10
+	JNZ  vaccF16_loop128
+	VMOVUPS Z0, 0(DI)(AX*4)
+	VMOVUPS Z1, 64(DI)(AX*4)
+	VMOVUPS Z2, 128(DI)(AX*4)
+	VMOVUPS Z3, 192(DI)(AX*4)
+	VMOVUPS Z4, 256(DI)(AX*4)
+	VMOVUPS Z5, 320(DI)(AX*4)
+	VMOVUPS Z6, 384(DI)(AX*4)
+	VMOVUPS Z7, 448(DI)(AX*4)
+	ADDQ $128, AX
+	JMP  vaccF16_blk128
+
+vaccF16_blk16:
+	CMPQ AX, BX
+	JGE  vaccF16_done
+	VPXORD Z0, Z0, Z0
+	LEAQ (SI)(AX*2), R9
+	MOVQ DX, R14
+	MOVQ CX, R10
+
+vaccF16_loop16:
+	VBROADCASTSS (R14), Z8
+	VCVTPH2PS   (R9), Z9
+	VFMADD231PS Z9, Z8, Z0
+	ADDQ R8, R9
+	ADDQ $4, R14
+	DECQ R10
+	JNZ  vaccF16_loop16
+	VMOVUPS Z0, (DI)(AX*4)
+	ADDQ $16, AX
+	JMP  vaccF16_blk16
+
+vaccF16_done:
+	VZEROUPPER
+	RET
+
+// func vaccF32AVX2(o, v *float32, vstride int, p *float32, n, hd int)
+// AVX2+FMA: blocks of 64 d in Y0-Y7, the p[j] broadcast in Y8, then
+// blocks of 16 in Y0:Y1.
+TEXT ·vaccF32AVX2(SB), NOSPLIT, $0-48
+	MOVQ o+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ vstride+16(FP), R8
+	SHLQ $2, R8          // bytes per row
+	MOVQ p+24(FP), DX
+	MOVQ n+32(FP), CX
+	MOVQ hd+40(FP), BX
+	XORQ AX, AX           // d0
+
+vaccF32AVX2_blk64:
+	LEAQ 64(AX), R9
+	CMPQ R9, BX
+	JGT  vaccF32AVX2_blk16
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	LEAQ (SI)(AX*4), R9
+	MOVQ DX, R14
+	MOVQ CX, R10
+
+vaccF32AVX2_loop64:
+	VBROADCASTSS (R14), Y8
+	VFMADD231PS 0(R9), Y8, Y0
+	VFMADD231PS 32(R9), Y8, Y1
+	VFMADD231PS 64(R9), Y8, Y2
+	VFMADD231PS 96(R9), Y8, Y3
+	VFMADD231PS 128(R9), Y8, Y4
+	VFMADD231PS 160(R9), Y8, Y5
+	VFMADD231PS 192(R9), Y8, Y6
+	VFMADD231PS 224(R9), Y8, Y7
+	ADDQ R8, R9
+	ADDQ $4, R14
+	DECQ R10
+	JNZ  vaccF32AVX2_loop64
+	VMOVUPS Y0, 0(DI)(AX*4)
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VMOVUPS Y3, 96(DI)(AX*4)
+	VMOVUPS Y4, 128(DI)(AX*4)
+	VMOVUPS Y5, 160(DI)(AX*4)
+	VMOVUPS Y6, 192(DI)(AX*4)
+	VMOVUPS Y7, 224(DI)(AX*4)
+	ADDQ $64, AX
+	JMP  vaccF32AVX2_blk64
+
+vaccF32AVX2_blk16:
+	CMPQ AX, BX
+	JGE  vaccF32AVX2_done
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	LEAQ (SI)(AX*4), R9
+	MOVQ DX, R14
+	MOVQ CX, R10
+
+vaccF32AVX2_loop16:
+	VBROADCASTSS (R14), Y8
+	VFMADD231PS (R9), Y8, Y0
+	VFMADD231PS 32(R9), Y8, Y1
+	ADDQ R8, R9
+	ADDQ $4, R14
+	DECQ R10
+	JNZ  vaccF32AVX2_loop16
+	VMOVUPS Y0, (DI)(AX*4)
+	VMOVUPS Y1, 32(DI)(AX*4)
+	ADDQ $16, AX
+	JMP  vaccF32AVX2_blk16
+
+vaccF32AVX2_done:
+	VZEROUPPER
+	RET
+
+// func vaccF16AVX2(o *float32, v *byte, vstride int, p *float32, n, hd int)
+// vaccF32AVX2 over f16 rows (F16C), the converted v in Y9-Y12.
+TEXT ·vaccF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ o+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ vstride+16(FP), R8
+	SHLQ $1, R8          // bytes per row
+	MOVQ p+24(FP), DX
+	MOVQ n+32(FP), CX
+	MOVQ hd+40(FP), BX
+	XORQ AX, AX           // d0
+
+vaccF16AVX2_blk64:
+	LEAQ 64(AX), R9
+	CMPQ R9, BX
+	JGT  vaccF16AVX2_blk16
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	LEAQ (SI)(AX*2), R9
+	MOVQ DX, R14
+	MOVQ CX, R10
+
+vaccF16AVX2_loop64:
+	VBROADCASTSS (R14), Y8
+	VCVTPH2PS   0(R9), Y9
+	VCVTPH2PS   16(R9), Y10
+	VCVTPH2PS   32(R9), Y11
+	VCVTPH2PS   48(R9), Y12
+	VFMADD231PS Y9, Y8, Y0
+	VFMADD231PS Y10, Y8, Y1
+	VFMADD231PS Y11, Y8, Y2
+	VFMADD231PS Y12, Y8, Y3
+	VCVTPH2PS   64(R9), Y9
+	VCVTPH2PS   80(R9), Y10
+	VCVTPH2PS   96(R9), Y11
+	VCVTPH2PS   112(R9), Y12
+	VFMADD231PS Y9, Y8, Y4
+	VFMADD231PS Y10, Y8, Y5
+	VFMADD231PS Y11, Y8, Y6
+	VFMADD231PS Y12, Y8, Y7
+	ADDQ R8, R9
+	ADDQ $4, R14
+	DECQ R10
+	JNZ  vaccF16AVX2_loop64
+	VMOVUPS Y0, 0(DI)(AX*4)
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VMOVUPS Y3, 96(DI)(AX*4)
+	VMOVUPS Y4, 128(DI)(AX*4)
+	VMOVUPS Y5, 160(DI)(AX*4)
+	VMOVUPS Y6, 192(DI)(AX*4)
+	VMOVUPS Y7, 224(DI)(AX*4)
+	ADDQ $64, AX
+	JMP  vaccF16AVX2_blk64
+
+vaccF16AVX2_blk16:
+	CMPQ AX, BX
+	JGE  vaccF16AVX2_done
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	LEAQ (SI)(AX*2), R9
+	MOVQ DX, R14
+	MOVQ CX, R10
+
+vaccF16AVX2_loop16:
+	VBROADCASTSS (R14), Y8
+	VCVTPH2PS   (R9), Y9
+	VCVTPH2PS   16(R9), Y10
+	VFMADD231PS Y9, Y8, Y0
+	VFMADD231PS Y10, Y8, Y1
+	ADDQ R8, R9
+	ADDQ $4, R14
+	DECQ R10
+	JNZ  vaccF16AVX2_loop16
+	VMOVUPS Y0, (DI)(AX*4)
+	VMOVUPS Y1, 32(DI)(AX*4)
+	ADDQ $16, AX
+	JMP  vaccF16AVX2_blk16
+
+vaccF16AVX2_done:
+	VZEROUPPER
+	RET
