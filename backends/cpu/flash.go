@@ -41,25 +41,40 @@ import (
 const FlashBlock = 256
 
 // flashScratch is the per-worker scratch of the flash path, sized for a
-// context of ctx positions.
+// context of ctx positions: the partials of one token's query heads (a
+// decode step); a batch's tiles of flashTile tokens grow it once, on first
+// use.
 type flashScratch struct {
-	nb   int       // blocks of the context
-	x    []float32 // FlashBlock: one block's scores, then probabilities
-	o    []float32 // group·nb·headDim: the partials o_b of each query head
-	m, s []float32 // group·nb: m_b, S_b
-	acc  []float32 // headDim: the merged o
+	nb, group, hd int       // blocks of the context, query heads per KV head, head size
+	tile          int       // tokens the partials below hold
+	x             []float32 // FlashBlock: one block's scores, then probabilities
+	qf            []float32 // tile·group·headDim: queries rounded through f16
+	o             []float32 // tile·group·nb·headDim: the partials o_b of each (token, query head)
+	m, s          []float32 // tile·group·nb: m_b, S_b
+	acc           []float32 // headDim: the merged o
 }
 
+// flashTile is how many tokens of a batch share each sweep of a KV block
+// (the block's rows are read from memory once for all of them).
+const flashTile = 4
+
 func newFlashScratch(ctx, group, headDim int) flashScratch {
-	nb := (ctx + FlashBlock - 1) / FlashBlock
-	return flashScratch{
-		nb:  nb,
-		x:   make([]float32, FlashBlock),
-		o:   make([]float32, group*nb*headDim),
-		m:   make([]float32, group*nb),
-		s:   make([]float32, group*nb),
-		acc: make([]float32, headDim),
+	f := flashScratch{nb: (ctx + FlashBlock - 1) / FlashBlock, group: group, hd: headDim,
+		x: make([]float32, FlashBlock), acc: make([]float32, headDim)}
+	f.grow(1)
+	return f
+}
+
+// grow sizes the partials for tiles of tile tokens.
+func (f *flashScratch) grow(tile int) {
+	if tile <= f.tile {
+		return
 	}
+	f.tile = tile
+	f.qf = make([]float32, tile*f.group*f.hd)
+	f.o = make([]float32, tile*f.group*f.nb*f.hd)
+	f.m = make([]float32, tile*f.group*f.nb)
+	f.s = make([]float32, tile*f.group*f.nb)
 }
 
 // faCache is one cache as the flash path reads it: f32 rows (f) or f16
@@ -81,33 +96,53 @@ func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, he
 	v := faCache{vc.F, vc.B, kvw}
 	f16 := kc.F == nil
 	fs := &s.flash
-	for t := t0; t < t1; t++ {
-		n := int(pos[t]) + 1
-		nb := (n + FlashBlock - 1) / FlashBlock
+	tile := min(flashTile, t1-t0)
+	fs.grow(tile)
+	for ta := t0; ta < t1; ta += tile {
+		tb := min(t1, ta+tile)
+		nbMax := 0
+		for t := ta; t < tb; t++ {
+			nbMax = max(nbMax, (int(pos[t])+FlashBlock)/FlashBlock)
+		}
 		for kh := kvh0; kh < kvh1; kh++ {
 			h0 := kh * G
-			qt := q[t*qw+h0*hd : t*qw+(h0+G)*hd]
-			if f16 {
-				qf := s.qf[:G*hd]
-				for i, x := range qt {
-					qf[i] = quant.FP16ToFP32(quant.FP32ToFP16(x))
+			// The tile's queries of this KV head: qs[(t-ta)*G*hd:].
+			qs := fs.qf[:(tb-ta)*G*hd]
+			for t := ta; t < tb; t++ {
+				qt := q[t*qw+h0*hd : t*qw+(h0+G)*hd]
+				dst := qs[(t-ta)*G*hd : (t-ta+1)*G*hd]
+				if f16 {
+					for i, x := range qt {
+						dst[i] = quant.FP16ToFP32(quant.FP32ToFP16(x))
+					}
+				} else {
+					copy(dst, qt)
 				}
-				qt = qf
 			}
-			// Block after block, every query head of the KV head while the
-			// block's rows are in cache.
-			for b := 0; b < nb; b++ {
+			// Block after block, every (token, query head) of the tile
+			// while the block's rows are in cache.
+			for b := 0; b < nbMax; b++ {
 				j0 := b * FlashBlock
-				c := min(FlashBlock, n-j0)
-				for g := 0; g < G; g++ {
-					i := g*fs.nb + b
-					fs.m[i], fs.s[i] = flashBlock(fs.o[i*hd:(i+1)*hd], fs.x[:c], k, v, kh*hd, j0, qt[g*hd:(g+1)*hd], scale, s)
+				for t := ta; t < tb; t++ {
+					n := int(pos[t]) + 1
+					if j0 >= n {
+						continue
+					}
+					c := min(FlashBlock, n-j0)
+					for g := 0; g < G; g++ {
+						r := (t-ta)*G + g
+						i := r*fs.nb + b
+						fs.m[i], fs.s[i] = flashBlock(fs.o[i*hd:(i+1)*hd], fs.x[:c], k, v, kh*hd, j0, qs[r*hd:(r+1)*hd], scale, s)
+					}
 				}
 			}
-			for g := 0; g < G; g++ {
-				h := h0 + g
-				i := g * fs.nb
-				flashMerge(y[t*qw+h*hd:t*qw+(h+1)*hd], fs.acc[:hd], fs.o[i*hd:], fs.m[i:i+nb], fs.s[i:i+nb])
+			for t := ta; t < tb; t++ {
+				nb := (int(pos[t]) + FlashBlock) / FlashBlock
+				for g := 0; g < G; g++ {
+					h := h0 + g
+					i := ((t-ta)*G + g) * fs.nb
+					flashMerge(y[t*qw+h*hd:t*qw+(h+1)*hd], fs.acc[:hd], fs.o[i*hd:], fs.m[i:i+nb], fs.s[i:i+nb])
+				}
 			}
 		}
 	}
