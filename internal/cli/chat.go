@@ -54,7 +54,7 @@ type chatModel struct {
 }
 
 // loadChatModel opens a plan, or compiles a GGUF in memory.
-func loadChatModel(path string, noVerify bool, nctx int, kv string, threads int, withCache bool) (*chatModel, error) {
+func loadChatModel(path string, noVerify bool, nctx int, kv string, fa bool, threads int, withCache bool) (*chatModel, error) {
 	kind, err := fileKind(path)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func loadChatModel(path string, noVerify bool, nctx int, kv string, threads int,
 		if err != nil {
 			return nil, err
 		}
-		s, closeFn, err := ggufSession(f, false, nctx, kv, threads)
+		s, closeFn, err := ggufSession(f, false, nctx, kv, fa, threads)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -146,6 +146,7 @@ type ChatCmd struct {
 	NoVerify    bool          `help:"Skip the weights checksum and source hash at load (plan)." name:"no-verify"`
 	NCtx        int           `help:"KV cache positions for a GGUF (0: the model's, at most 4096)." name:"n-ctx"`
 	KVType      string        `help:"KV cache type for a GGUF: f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
+	FlashAttn   string        `help:"Flash attention for a GGUF (also -fa): on or off." default:"off" name:"flash-attn" enum:"on,off"`
 	TokenDelay  time.Duration `help:"Pause after each streamed piece (demos and the Ctrl-C test)." name:"token-delay" hidden:""`
 	TemplateFlags
 	SamplingFlags
@@ -192,7 +193,7 @@ func (c *ChatCmd) Run() error {
 	if err := g.check(); err != nil {
 		return err
 	}
-	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, g.threads(), c.PromptCache != "")
+	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, c.FlashAttn == "on", g.threads(), c.PromptCache != "")
 	if err != nil {
 		return err
 	}

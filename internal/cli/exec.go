@@ -271,6 +271,7 @@ type RunCmd struct {
 	Reference bool   `help:"Use the scalar reference executor (the oracle) instead of the compiled one."`
 	NCtx      int    `short:"c" help:"KV cache positions (0: the model's, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
 	KVType    string `help:"KV cache type (compiled path): f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
+	FlashAttn string `help:"Flash attention (compiled path, also -fa): on or off (see minferc compile)." default:"off" name:"flash-attn" enum:"on,off"`
 	CacheTypeFlags
 	GenFlags
 }
@@ -299,7 +300,7 @@ func (c *RunCmd) Run() error {
 	if !c.Reference {
 		warnContext(os.Stderr, f, c.NCtx)
 	}
-	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, c.threads())
+	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, c.FlashAttn == "on", c.threads())
 	if err != nil {
 		return err
 	}
@@ -308,7 +309,7 @@ func (c *RunCmd) Run() error {
 	return s.run(&c.GenFlags, os.Stdout)
 }
 
-func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*session, func(), error) {
+func ggufSession(f *gguf.File, ref bool, nctx int, kv string, fa bool, threads int) (*session, func(), error) {
 	s := &session{samp: sample.DefaultParams()}
 	setTok := func(g *ir.Graph) error {
 		v, err := compiler.Vocab(f, g)
@@ -337,7 +338,7 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads int) (*ses
 		s.model, s.graph, s.nctx, s.nvocab = m, g, g.Params.NCtx, g.Params.NVocab
 		return s, func() {}, nil
 	}
-	g, kvt, err := compiler.Graph(f, compiler.Options{NCtx: nctx, KVType: kv})
+	g, kvt, err := compiler.Graph(f, compiler.Options{NCtx: nctx, KVType: kv, FlashAttn: fa})
 	if err != nil {
 		return nil, nil, err
 	}
