@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -185,6 +186,10 @@ func (c *BenchCmd) Run() error {
 		}
 		return nil
 	}
+	// The depth's cache contents, saved after the first thread count filled
+	// them: the cache has the same bits at any thread count, so later ones
+	// load it instead of filling it again.
+	saved := map[int][]byte{}
 	var results []BenchResult
 	for _, t := range threads {
 		m, err := exec.New(l.Graph, l.Memory, l, exec.Config{Threads: t})
@@ -198,9 +203,24 @@ func (c *BenchCmd) Run() error {
 			// cache exactly as a refill would (the same tokens at the same
 			// positions, computed with the same bits).
 			m.Reset()
-			if err := prefill(m, 0, d); err != nil {
-				m.Close()
-				return err
+			if b, ok := saved[d]; ok {
+				if err := m.LoadKV(bytes.NewReader(b), d, d); err != nil {
+					m.Close()
+					return err
+				}
+			} else {
+				if err := prefill(m, 0, d); err != nil {
+					m.Close()
+					return err
+				}
+				if d > 0 && len(threads) > 1 {
+					var buf bytes.Buffer
+					if err := m.SaveKV(&buf, d); err != nil {
+						m.Close()
+						return err
+					}
+					saved[d] = buf.Bytes()
+				}
 			}
 			suffix := ""
 			if d > 0 {
