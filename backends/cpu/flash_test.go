@@ -177,35 +177,38 @@ func BenchmarkFlashDepth(b *testing.B) {
 	}
 }
 
-// BenchmarkPrefillDepth is 16 prompt tokens at positions 4080..4095 of one
-// Qwen3-0.6B layer with an f16 cache, flash ("fa") and non-flash ("nofa"),
-// per tier: the attention work of pp at depth 4096.
+// BenchmarkPrefillDepth is 16 prompt tokens ending at position 511 or
+// 4095 of one Qwen3-0.6B layer with an f16 cache, flash ("fa") and
+// non-flash ("nofa"), per tier: the attention work of a prompt chunk at
+// that depth.
 func BenchmarkPrefillDepth(b *testing.B) {
-	r := rand.New(rand.NewPCG(37, 38))
-	c := attnCase{16, 8, 128, 16, 4080, 4352}
-	q, k, v, pos := attnSetup(r, c)
-	ctx, kvw := c.ctx, c.Hkv*c.hd
-	kv, _ := NewKV(quant.F16)
-	kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
-	vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
-	s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
-	y := make([]float32, len(q))
-	for _, tier := range f32Tiers {
-		for _, fa := range []bool{false, true} {
-			b.Run(map[bool]string{false: "nofa", true: "fa"}[fa]+"/"+tier.name, func(b *testing.B) {
-				if !tier.ok {
-					b.Skip(tier.why)
-				}
-				attend := kv.Attend
-				if fa {
-					attend = kv.AttendFlash
-				}
-				withF32(tier, func() {
-					for b.Loop() {
-						attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.0884, 0, c.Hkv, 0, c.T, s)
+	for _, end := range []int{512, 4096} {
+		r := rand.New(rand.NewPCG(37, 38))
+		c := attnCase{16, 8, 128, 16, end - 16, end + 256}
+		q, k, v, pos := attnSetup(r, c)
+		ctx, kvw := c.ctx, c.Hkv*c.hd
+		kv, _ := NewKV(quant.F16)
+		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+		y := make([]float32, len(q))
+		for _, tier := range f32Tiers {
+			for _, fa := range []bool{false, true} {
+				b.Run(fmt.Sprintf("d%d/%s/%s", end, map[bool]string{false: "nofa", true: "fa"}[fa], tier.name), func(b *testing.B) {
+					if !tier.ok {
+						b.Skip(tier.why)
 					}
+					attend := kv.Attend
+					if fa {
+						attend = kv.AttendFlash
+					}
+					withF32(tier, func() {
+						for b.Loop() {
+							attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.0884, 0, c.Hkv, 0, c.T, s)
+						}
+					})
 				})
-			})
+			}
 		}
 	}
 }

@@ -171,6 +171,28 @@ type CacheTypeFlags struct {
 	CacheTypeV string `help:"KV cache type, as llama.cpp's -ctv, also accepted (must equal -ctk if both are given)." name:"cache-type-v"`
 }
 
+// flashOn resolves --flash-attn (auto, on, off; "" is auto) for the cache
+// type kv: auto is on for an f16 cache and off for f32 (whose non-flash path
+// matches llama.cpp's f32-cache logits exactly) and q8_0, which the flash
+// kernels do not read.
+func flashOn(mode, kv string) (bool, error) {
+	if kv == "" {
+		kv = defaultKVType
+	}
+	switch mode {
+	case "", "auto":
+		return kv == "f16", nil
+	case "on":
+		if kv != "f16" && kv != "f32" {
+			return false, fmt.Errorf("--flash-attn on reads f16 and f32 KV caches, not %s", kv)
+		}
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("--flash-attn %q: auto, on or off", mode)
+}
+
 // defaultKVType is --kv-type's default, llama.cpp's (f16 keys and values).
 const defaultKVType = "f16"
 

@@ -146,7 +146,7 @@ type ChatCmd struct {
 	NoVerify    bool          `help:"Skip the weights checksum and source hash at load (plan)." name:"no-verify"`
 	NCtx        int           `help:"KV cache positions for a GGUF (0: the model's, at most 4096)." name:"n-ctx"`
 	KVType      string        `help:"KV cache type for a GGUF: f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
-	FlashAttn   string        `help:"Flash attention for a GGUF (also -fa): on or off." default:"off" name:"flash-attn" enum:"on,off"`
+	FlashAttn   string        `help:"Flash attention for a GGUF (also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	TokenDelay  time.Duration `help:"Pause after each streamed piece (demos and the Ctrl-C test)." name:"token-delay" hidden:""`
 	TemplateFlags
 	SamplingFlags
@@ -193,7 +193,11 @@ func (c *ChatCmd) Run() error {
 	if err := g.check(); err != nil {
 		return err
 	}
-	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, c.FlashAttn == "on", g.threads(), c.PromptCache != "")
+	fa, err := flashOn(c.FlashAttn, c.KVType)
+	if err != nil {
+		return err
+	}
+	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, fa, g.threads(), c.PromptCache != "")
 	if err != nil {
 		return err
 	}

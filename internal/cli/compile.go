@@ -20,7 +20,7 @@ type CompileCmd struct {
 	MaxBatch    int      `help:"Largest prompt chunk evaluated at once." default:"512" name:"max-batch"`
 	KVType      string   `help:"KV cache type: f16 (llama.cpp's default), f32 or q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
 	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`
-	FlashAttn   string   `help:"Flash attention (also -fa): on compiles attention to the tiled online-softmax kernels (f32 and f16 caches), off to the non-flash ones." default:"off" name:"flash-attn" enum:"on,off"`
+	FlashAttn   string   `help:"Flash attention (also -fa): on compiles attention to the tiled online-softmax kernels (f32 and f16 caches), off to llama.cpp's non-flash arithmetic; auto: on for an f16 cache, off for f32 (the path that matches llama.cpp's f32-cache logits exactly) and q8_0." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	DisablePass []string `help:"Switch off a pass by name (repeatable; see minferc passes)." name:"disable-pass"`
 	Quiet       bool     `short:"q" help:"No progress output."`
 	CacheTypeFlags
@@ -36,6 +36,10 @@ func (c *CompileCmd) Validate() error {
 // Run compiles and writes the plan.
 func (c *CompileCmd) Run() error {
 	kv, err := c.kvType(c.KVType)
+	if err != nil {
+		return err
+	}
+	fa, err := flashOn(c.FlashAttn, kv)
 	if err != nil {
 		return err
 	}
@@ -57,7 +61,7 @@ func (c *CompileCmd) Run() error {
 			fmt.Fprintf(os.Stderr, format+"\n", args...)
 		}
 	}
-	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: kv, FlashAttn: c.FlashAttn == "on", Disabled: c.DisablePass, Weights: mode, Log: logf})
+	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: kv, FlashAttn: fa, Disabled: c.DisablePass, Weights: mode, Log: logf})
 	if err != nil {
 		return err
 	}

@@ -271,7 +271,7 @@ type RunCmd struct {
 	Reference bool   `help:"Use the scalar reference executor (the oracle) instead of the compiled one."`
 	NCtx      int    `short:"c" help:"KV cache positions (0: the model's, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
 	KVType    string `help:"KV cache type (compiled path): f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
-	FlashAttn string `help:"Flash attention (compiled path, also -fa): on or off (see minferc compile)." default:"off" name:"flash-attn" enum:"on,off"`
+	FlashAttn string `help:"Flash attention (compiled path, also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	CacheTypeFlags
 	GenFlags
 }
@@ -292,6 +292,10 @@ func (c *RunCmd) Run() error {
 	if err != nil {
 		return err
 	}
+	fa, err := flashOn(c.FlashAttn, kv)
+	if err != nil {
+		return err
+	}
 	f, err := gguf.Open(c.Model)
 	if err != nil {
 		return err
@@ -300,7 +304,7 @@ func (c *RunCmd) Run() error {
 	if !c.Reference {
 		warnContext(os.Stderr, f, c.NCtx)
 	}
-	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, c.FlashAttn == "on", c.threads())
+	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, fa, c.threads())
 	if err != nil {
 		return err
 	}

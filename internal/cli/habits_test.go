@@ -62,7 +62,8 @@ func TestHabitFlags(t *testing.T) {
 		{"run M -ctk q8_0 -ctv q8_0", func(a *testApp) bool { return a.Run.CacheTypeK == "q8_0" && a.Run.CacheTypeV == "q8_0" }},
 		{"compile M -ctk f16", func(a *testApp) bool { return a.Compile.CacheTypeK == "f16" }},
 		{"compile M -fa on", func(a *testApp) bool { return a.Compile.FlashAttn == "on" }},
-		{"compile M", func(a *testApp) bool { return a.Compile.FlashAttn == "off" && a.Compile.KVType == "f16" }},
+		{"compile M", func(a *testApp) bool { return a.Compile.FlashAttn == "auto" && a.Compile.KVType == "f16" }},
+		{"compile M -fa off", func(a *testApp) bool { return a.Compile.FlashAttn == "off" }},
 		{"run M -fa=on", func(a *testApp) bool { return a.Run.FlashAttn == "on" }},
 		{"run M -n -1", func(a *testApp) bool { return a.Run.NPredict == -1 }},
 		{"exec M -n -1 --seed -1", func(a *testApp) bool { return a.Exec.NPredict == -1 && reflect.DeepEqual(a.Exec.Seed, i64(-1)) }},
@@ -252,5 +253,29 @@ func TestContextAboveTrainedWarns(t *testing.T) {
 	defer l.Close()
 	if l.Graph.Params.NCtx != 1024 {
 		t.Fatalf("plan context %d, want 1024", l.Graph.Params.NCtx)
+	}
+}
+
+// TestFlashOn: --flash-attn auto is flash for the default f16 cache only;
+// on refuses a q8_0 cache.
+func TestFlashOn(t *testing.T) {
+	for _, tc := range []struct {
+		mode, kv string
+		want     bool
+		err      string
+	}{
+		{"auto", "f16", true, ""}, {"", "", true, ""}, {"auto", "f32", false, ""}, {"auto", "q8_0", false, ""},
+		{"on", "f32", true, ""}, {"on", "f16", true, ""}, {"off", "f16", false, ""}, {"on", "q8_0", false, "not q8_0"},
+	} {
+		got, err := flashOn(tc.mode, tc.kv)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("flashOn(%q, %q): err %v, want %q", tc.mode, tc.kv, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("flashOn(%q, %q) = %v, %v; want %v", tc.mode, tc.kv, got, err, tc.want)
+		}
 	}
 }
