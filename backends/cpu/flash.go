@@ -41,12 +41,13 @@ import (
 const FlashBlock = 256
 
 // flashScratch is the per-worker scratch of the flash path, sized for a
-// context of ctx positions: the partials of one token's query heads (a
-// decode step); a batch's tiles of flashTile tokens grow it once, on first
-// use.
+// context of ctx positions: the partials of one token's query heads of one
+// KV head; a call over several KV heads or a batch's tiles of flashTile
+// tokens grow it once, on first use (the executor's calls keep their
+// shapes, so decode allocates nothing after the first steps).
 type flashScratch struct {
 	nb, group, hd int       // blocks of the context, query heads per KV head, head size
-	tile          int       // tokens the partials below hold
+	tile          int       // (KV head, token) rows the partials below hold
 	x             []float32 // FlashBlock: one block's scores, then probabilities
 	qf            []float32 // tile·group·headDim: queries rounded through f16
 	o             []float32 // tile·group·nb·headDim: the partials o_b of each (token, query head)
@@ -65,7 +66,7 @@ func newFlashScratch(ctx, group, headDim int) flashScratch {
 	return f
 }
 
-// grow sizes the partials for tiles of tile tokens.
+// grow sizes the partials for tile (KV head, token) rows.
 func (f *flashScratch) grow(tile int) {
 	if tile <= f.tile {
 		return
@@ -97,20 +98,22 @@ func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, he
 	f16 := kc.F == nil
 	fs := &s.flash
 	tile := min(flashTile, t1-t0)
-	fs.grow(tile)
+	nkv := kvh1 - kvh0
+	fs.grow(tile * nkv)
 	for ta := t0; ta < t1; ta += tile {
 		tb := min(t1, ta+tile)
 		nbMax := 0
 		for t := ta; t < tb; t++ {
 			nbMax = max(nbMax, (int(pos[t])+FlashBlock)/FlashBlock)
 		}
+		// The tile's queries: qs[((kh-kvh0)*tile + t-ta)*G*hd:], one row of
+		// G heads per (KV head, token).
+		row := func(kh, t int) int { return (kh-kvh0)*tile + t - ta }
+		qs := fs.qf[:nkv*tile*G*hd]
 		for kh := kvh0; kh < kvh1; kh++ {
-			h0 := kh * G
-			// The tile's queries of this KV head: qs[(t-ta)*G*hd:].
-			qs := fs.qf[:(tb-ta)*G*hd]
 			for t := ta; t < tb; t++ {
-				qt := q[t*qw+h0*hd : t*qw+(h0+G)*hd]
-				dst := qs[(t-ta)*G*hd : (t-ta+1)*G*hd]
+				qt := q[t*qw+kh*G*hd : t*qw+(kh+1)*G*hd]
+				dst := qs[row(kh, t)*G*hd : (row(kh, t)+1)*G*hd]
 				if f16 {
 					for i, x := range qt {
 						dst[i] = quant.FP16ToFP32(quant.FP32ToFP16(x))
@@ -119,10 +122,13 @@ func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, he
 					copy(dst, qt)
 				}
 			}
-			// Block after block, every (token, query head) of the tile
-			// while the block's rows are in cache.
-			for b := 0; b < nbMax; b++ {
-				j0 := b * FlashBlock
+		}
+		// Block after block, every KV head of the range and every (token,
+		// query head) of the tile while the block's rows are in cache: the
+		// rows are read in order, whole.
+		for b := 0; b < nbMax; b++ {
+			j0 := b * FlashBlock
+			for kh := kvh0; kh < kvh1; kh++ {
 				for t := ta; t < tb; t++ {
 					n := int(pos[t]) + 1
 					if j0 >= n {
@@ -130,17 +136,19 @@ func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, he
 					}
 					c := min(FlashBlock, n-j0)
 					for g := 0; g < G; g++ {
-						r := (t-ta)*G + g
+						r := row(kh, t)*G + g
 						i := r*fs.nb + b
 						fs.m[i], fs.s[i] = flashBlock(fs.o[i*hd:(i+1)*hd], fs.x[:c], k, v, kh*hd, j0, qs[r*hd:(r+1)*hd], scale, s)
 					}
 				}
 			}
+		}
+		for kh := kvh0; kh < kvh1; kh++ {
 			for t := ta; t < tb; t++ {
 				nb := (int(pos[t]) + FlashBlock) / FlashBlock
 				for g := 0; g < G; g++ {
-					h := h0 + g
-					i := ((t-ta)*G + g) * fs.nb
+					h := kh*G + g
+					i := (row(kh, t)*G + g) * fs.nb
 					flashMerge(y[t*qw+h*hd:t*qw+(h+1)*hd], fs.acc[:hd], fs.o[i*hd:], fs.m[i:i+nb], fs.s[i:i+nb])
 				}
 			}
