@@ -25,11 +25,14 @@ type Options struct {
 	NCtx int
 	// MaxBatch is the largest prompt chunk the prefill plan holds (0: 512).
 	MaxBatch int
-	// KVType is the cache element type: "f32", "f16" or "q8_0" ("" = f32).
+	// KVType is the cache element type: "f32", "f16" or "q8_0" ("" = f16,
+	// llama.cpp's default).
 	KVType string
 	// Slots is the number of sequences the plan keeps a KV cache of NCtx
 	// positions for (0: 1); see Memory.
 	Slots int
+	// FlashAttn compiles attention to the flash kernels (--flash-attn on).
+	FlashAttn bool
 	// Disabled names passes to skip.
 	Disabled []string
 	// Weights says whether weights are embedded or referenced.
@@ -50,7 +53,7 @@ func Graph(f *gguf.File, o Options) (*ir.Graph, quant.Type, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	kv := quant.F32
+	kv := quant.F16
 	if o.KVType != "" {
 		t, ok := quant.ParseType(o.KVType)
 		if !ok {
@@ -70,7 +73,7 @@ func Graph(f *gguf.File, o Options) (*ir.Graph, quant.Type, error) {
 	for _, d := range o.Disabled {
 		dis[d] = true
 	}
-	if err := passes.Run(g, passes.Options{Disabled: dis, KVType: kv, Verify: o.Verify}); err != nil {
+	if err := passes.Run(g, passes.Options{Disabled: dis, KVType: kv, FlashAttn: o.FlashAttn, Verify: o.Verify}); err != nil {
 		return nil, 0, err
 	}
 	if err := ir.Verify(g); err != nil {

@@ -451,7 +451,14 @@ func (b *binder) attention(s *site) (step, error) {
 	m := b.m
 	in := n.Inputs
 	st := step{rows: s.rows}
-	if err := b.kvKernel(n, "attention"); err != nil {
+	family := "attention"
+	if strings.HasPrefix(n.Kernel, "attention_fa/") {
+		family = "attention_fa"
+		if err := b.m.kvk.CheckFlash(); err != nil {
+			return st, err
+		}
+	}
+	if err := b.kvKernel(n, family); err != nil {
 		return st, err
 	}
 	io, err := b.bufs(in[0], n.Outputs[0])
@@ -468,6 +475,10 @@ func (b *binder) attention(s *site) (step, error) {
 		return st, err
 	}
 	kv := m.kvk
+	attend := kv.Attend
+	if family == "attention_fa" {
+		attend = kv.AttendFlash
+	}
 	a := n.Attrs
 	hkv := a.NHeadKV
 	split, units := s.split, s.units
@@ -495,7 +506,7 @@ func (b *binder) attention(s *site) (step, error) {
 				continue
 			}
 			o := sq.r0 * qw
-			kv.Attend(ys[o:], qs[o:], kc[sq.slot], vc[sq.slot], m.pos[sq.r0:sq.r1], a.NHead, a.NHeadKV, a.HeadDim, a.Scale, h0, h1, t0-sq.r0, t1-sq.r0, wk.attn)
+			attend(ys[o:], qs[o:], kc[sq.slot], vc[sq.slot], m.pos[sq.r0:sq.r1], a.NHead, a.NHeadKV, a.HeadDim, a.Scale, h0, h1, t0-sq.r0, t1-sq.r0, wk.attn)
 		}
 	}
 	return st, nil

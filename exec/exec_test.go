@@ -34,6 +34,12 @@ type compiled struct {
 
 func compile(t testing.TB, name string, kv quant.Type, maxTokens int) compiled {
 	t.Helper()
+	return compileFA(t, name, kv, maxTokens, false)
+}
+
+// compileFA is compile with flash attention on or off.
+func compileFA(t testing.TB, name string, kv quant.Type, maxTokens int, fa bool) compiled {
+	t.Helper()
 	f, err := gguf.Open(fixtures.Path(t, "models", name+".gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +49,7 @@ func compile(t testing.TB, name string, kv quant.Type, maxTokens int) compiled {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := passes.Run(g, passes.Options{KVType: kv, Verify: true}); err != nil {
+	if err := passes.Run(g, passes.Options{KVType: kv, FlashAttn: fa, Verify: true}); err != nil {
 		t.Fatal(err)
 	}
 	mem := map[string]*alloc.Plan{}
@@ -228,9 +234,19 @@ func TestEvalErrors(t *testing.T) {
 	}
 }
 
-// TestDecodeAllocatesNothing: a decode step reuses every buffer.
+// TestDecodeAllocatesNothing: a decode step reuses every buffer (f32 cache,
+// and the default f16 cache with flash attention).
 func TestDecodeAllocatesNothing(t *testing.T) {
-	c := compile(t, "qwen2-synth-q8_0", quant.F32, 16)
+	for _, fa := range []bool{false, true} {
+		kv := quant.F32
+		if fa {
+			kv = quant.F16
+		}
+		t.Run(kv.String(), func(t *testing.T) { decodeAllocs(t, compileFA(t, "qwen2-synth-q8_0", kv, 16, fa)) })
+	}
+}
+
+func decodeAllocs(t *testing.T, c compiled) {
 	m, err := exec.New(c.g, c.mem, c.f, exec.Config{Threads: 2})
 	if err != nil {
 		t.Fatal(err)

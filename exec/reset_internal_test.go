@@ -68,6 +68,12 @@ func TestResetNeedsNoClear(t *testing.T) {
 // up to 16 tokens.
 func compileFixture(t *testing.T, name string, kv quant.Type) (*ir.Graph, map[string]*alloc.Plan, *gguf.File) {
 	t.Helper()
+	return compileFixtureFA(t, name, kv, false)
+}
+
+// compileFixtureFA is compileFixture with flash attention on or off.
+func compileFixtureFA(t *testing.T, name string, kv quant.Type, fa bool) (*ir.Graph, map[string]*alloc.Plan, *gguf.File) {
+	t.Helper()
 	f, err := gguf.Open(fixtures.Path(t, "models", name+".gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +83,7 @@ func compileFixture(t *testing.T, name string, kv quant.Type) (*ir.Graph, map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := passes.Run(g, passes.Options{KVType: kv}); err != nil {
+	if err := passes.Run(g, passes.Options{KVType: kv, FlashAttn: fa}); err != nil {
 		t.Fatal(err)
 	}
 	mem := map[string]*alloc.Plan{}

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync/atomic"
@@ -33,9 +34,17 @@ func TestStallsKeepBits(t *testing.T) {
 		}
 		return out
 	}
-	for _, name := range []string{"qwen3-synth-q4_k_m", "qwen2-synth-q8_0", "llama-synth-q4_0"} {
-		t.Run(name, func(t *testing.T) {
-			g, mem, f := compileFixture(t, name, quant.F32)
+	for _, tc := range []struct {
+		name string
+		kv   quant.Type
+		fa   bool
+	}{
+		{"qwen3-synth-q4_k_m", quant.F32, false}, {"qwen2-synth-q8_0", quant.F32, false}, {"llama-synth-q4_0", quant.F32, false},
+		{"qwen3-synth-q4_k_m", quant.F16, true}, // the default cache and attention
+	} {
+		name := tc.name
+		t.Run(fmt.Sprintf("%s/%s/fa=%v", name, tc.kv, tc.fa), func(t *testing.T) {
+			g, mem, f := compileFixtureFA(t, name, tc.kv, tc.fa)
 			one, err := New(g, mem, f, Config{Threads: 1})
 			if err != nil {
 				t.Fatal(err)

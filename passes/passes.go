@@ -19,6 +19,9 @@ type Options struct {
 	Disabled map[string]bool
 	// KVType is the element type of the KV cache (F32, F16 or Q8_0).
 	KVType quant.Type
+	// FlashAttn selects the flash attention kernels (attention_fa/<type>,
+	// f32 and f16 caches) instead of the non-flash ones.
+	FlashAttn bool
 	// Verify runs ir.Verify after every pass (tests turn it on; the
 	// compiler verifies once at the end).
 	Verify bool
@@ -461,7 +464,7 @@ func setKVType(g *ir.Graph, o *Options) error {
 
 // selectKernels names each node's kernel from its op and operand types, so
 // the executor binds a specialized function once at load.
-func selectKernels(g *ir.Graph, _ *Options) error {
+func selectKernels(g *ir.Graph, o *Options) error {
 	for _, n := range g.Nodes {
 		switch n.Op {
 		case ir.OpMatMul:
@@ -471,7 +474,14 @@ func selectKernels(g *ir.Graph, _ *Options) error {
 		case ir.OpKVWrite:
 			n.Kernel = fmt.Sprintf("kv_write/%s", n.Inputs[2].DType)
 		case ir.OpAttention:
-			n.Kernel = fmt.Sprintf("attention/%s", n.Inputs[1].DType)
+			t := n.Inputs[1].DType
+			n.Kernel = fmt.Sprintf("attention/%s", t)
+			if o.FlashAttn {
+				if t != quant.F32 && t != quant.F16 {
+					return fmt.Errorf("flash attention reads f32 and f16 KV caches, not %s", t)
+				}
+				n.Kernel = fmt.Sprintf("attention_fa/%s", t)
+			}
 		default:
 			n.Kernel = n.Op.String()
 		}

@@ -13,9 +13,11 @@ type AttnScratch struct {
 	scores []float32 // group·roundUp(ctx,16): scores, then probabilities, of one KV head's query heads
 	lanes  []float32 // group·headDim·64: SIMD-lane accumulators of the v sums
 	qb     []byte    // group·headDim·2: queries converted to the cache's type
-	acc    []float64 // group·headDim: f16 probability-weighted sums
-	v      []float32 // up to ctx·headDim: dequantized q8_0 value rows (allocated on first use)
+	qf     []float32 // group·headDim: queries rounded through f16
+	row    []float32 // headDim: one converted f16 row
+	v      []float32 // up to ctx·headDim: dequantized value rows (allocated on first use)
 	vSize  int       // ctx·headDim
+	flash  flashScratch
 }
 
 // vRows returns the scratch for m dequantized value floats.
@@ -35,8 +37,10 @@ func NewAttnScratch(ctx, group, headDim int) *AttnScratch {
 		scores: make([]float32, group*roundUp16(ctx)),
 		lanes:  make([]float32, group*headDim*4*lanes),
 		qb:     make([]byte, 2*group*headDim),
-		acc:    make([]float64, group*headDim),
+		qf:     make([]float32, group*headDim),
+		row:    make([]float32, headDim),
 		vSize:  ctx * headDim,
+		flash:  newFlashScratch(ctx, group, headDim),
 	}
 }
 
@@ -210,14 +214,23 @@ func AttentionHeads(y, q, kc, vc []float32, pos []int32, nHead, nHeadKV, headDim
 	}
 }
 
-// AttentionHeadsF16 is AttentionHeads with an f16 cache, computed as
-// llama.cpp's non-flash path does with f16 K and V: q is converted to f16
-// for the k·q dot (ggml's vec_dot_f16, quant.DotF16F16), the
-// probabilities are converted to f16 for the weighted sum of v, whose exact
-// float32 products are summed in float64. kc and vc hold f16 rows.
+// AttentionHeadsF16 is AttentionHeads with an f16 cache (kc and vc hold
+// f16 rows): the f32 arithmetic of AttentionHeads applied to the values the
+// f16 path has, which llama.cpp's CPU backend also computes with f16 K and V
+// on AVX-512 (its ggml_vec_dot_f16 and tinyBLAS f16 kernels convert halves
+// to float32 exactly and use the float32 lane orders). q is rounded to f16
+// (the k·q dot's vec-dot type), the scores are ggml_vec_dot_f32's order over
+// the exact float32 values of k and q, the masked softmax as in
+// AttentionHeads, the probabilities rounded to f16 (the kqv mat-mul's
+// vec-dot type), and the weighted sum of v in vSumF32's lane order over v's
+// exact float32 values.
+//
+// With a float32 SIMD tier the kernels read the f16 rows directly
+// (VCVTPH2PS, then the FMAs of the f32 kernels); without one each row is
+// converted to float32 and the pure-Go f32 code runs: the same bits.
 func AttentionHeadsF16(y, q []float32, kc, vc []byte, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
-	hd, G := headDim, nHead/nHeadKV
-	qw, kvw := nHead*hd, nHeadKV*hd
+	l := newAttnLayout(len(kc)/(2*nHeadKV*headDim), pos, nHead, nHeadKV, headDim)
+	hd, G, qw, kvw := l.hd, l.G, l.qw, l.kvw
 	for t := t0; t < t1; t++ {
 		n := int(pos[t]) + 1
 		n16 := roundUp16(n)
@@ -225,14 +238,23 @@ func AttentionHeadsF16(y, q []float32, kc, vc []byte, pos []int32, nHead, nHeadK
 			h0 := kh * G
 			qt := q[t*qw+h0*hd : t*qw+(h0+G)*hd]
 			yt := y[t*qw+h0*hd : t*qw+(h0+G)*hd]
-			qb := s.qb[:2*G*hd]
-			quant.QuantizeF16(qt, qb)
+			qf := s.qf[:G*hd]
+			for i, x := range qt {
+				qf[i] = quant.FP16ToFP32(quant.FP32ToFP16(x))
+			}
 			sc := s.scores[:G*n16]
-			for j := 0; j < n; j++ {
-				o := 2 * (j*kvw + kh*hd)
-				k := kc[o : o+2*hd]
+			kh2 := kc[2*kh*hd:]
+			if k := f32k; k != nil {
+				// Chunks of rows swept for every query head while in cache.
+				for j0 := 0; j0 < n; j0 += attnChunk {
+					c := min(attnChunk, n-j0)
+					for g := 0; g < G; g++ {
+						k.scoresH(sc[g*n16+j0:(g+1)*n16], kh2[2*j0*kvw:], kvw, c, qf[g*hd:(g+1)*hd], hd)
+					}
+				}
+			} else {
 				for g := 0; g < G; g++ {
-					sc[g*n16+j] = quant.DotF16F16(hd, k, qb[2*g*hd:2*(g+1)*hd])
+					scoresF16(sc[g*n16:(g+1)*n16], kh2, kvw, n, qf[g*hd:(g+1)*hd], s)
 				}
 			}
 			for g := 0; g < G; g++ {
@@ -241,30 +263,60 @@ func AttentionHeadsF16(y, q []float32, kc, vc []byte, pos []int32, nHead, nHeadK
 			for i, v := range sc {
 				sc[i] = quant.FP16ToFP32(quant.FP32ToFP16(v))
 			}
-			acc := s.acc[:G*hd]
-			clear(acc)
-			for j := 0; j < n; j++ {
-				o := 2 * (j*kvw + kh*hd)
-				v := vc[o : o+2*hd]
-				for g := 0; g < G; g++ {
-					pj := sc[g*n16+j]
-					ag := acc[g*hd : (g+1)*hd]
-					for d := range ag {
-						vd := quant.FP16ToFP32(uint16(v[2*d]) | uint16(v[2*d+1])<<8)
-						ag[d] += float64(vd * pj)
-					}
-				}
-			}
-			for i, a := range acc {
-				yt[i] = float32(a)
-			}
+			l.vSumF16(yt, sc, n16, n, s, vc[2*kh*hd:], kvw)
 		}
 	}
 }
 
+// f16Row converts the first len(dst) halves of src (little-endian) to
+// float32, exactly.
+func f16Row(dst []float32, src []byte) {
+	src = src[:2*len(dst)]
+	for i := range dst {
+		dst[i] = quant.FP16ToFP32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+	}
+}
+
+// scoresF16 is scoresF32 over f16 key rows in pure Go: sc[j] =
+// ggmlf32.VecDotF32(float32(k_j), q) for j < n, k_j the len(q) halves at
+// k[2*j*kstride:].
+func scoresF16(sc []float32, k []byte, kstride, n int, q []float32, s *AttnScratch) {
+	row := s.row[:len(q)]
+	for j := 0; j < n; j++ {
+		f16Row(row, k[2*j*kstride:])
+		sc[j] = ggmlf32.VecDotF32(row, q)
+	}
+}
+
+// vSumF16 is vSumF32 over f16 value rows (v_j the hd halves at
+// v[2*j*vstride:]), the same lane orders over their exact float32 values.
+func (l *attnLayout) vSumF16(yt, sc []float32, stride, n int, s *AttnScratch, v []byte, vstride int) {
+	hd, G := l.hd, l.G
+	if k := f32k; k != nil && hd%lanes == 0 {
+		if l.batched {
+			k.vSumH(yt, s.lanes, v, vstride, sc, stride, G, n, lanes, hd)
+			return
+		}
+		jv := min(n, l.np)
+		k.vSumH(yt, s.lanes, v, vstride, sc, stride, G, jv, 4*lanes, hd)
+		row := s.row[:hd]
+		for j := jv; j < n; j++ {
+			f16Row(row, v[2*j*vstride:])
+			l.vSumTail(yt, sc[j:], stride, 0, 1, row, hd)
+		}
+		return
+	}
+	vf := s.vRows(n * hd)
+	for j := 0; j < n; j++ {
+		f16Row(vf[j*hd:(j+1)*hd], v[2*j*vstride:])
+	}
+	l.vSumF32(yt, sc, stride, n, s.lanes, vf, hd)
+}
+
 // AttentionHeadsQ8_0 is AttentionHeads with a q8_0 cache (headDim a
 // multiple of 32): q is quantized to Q8_0 with the activation quantizer for
-// the k·q dot (quant.DotQ8_0Q8_0), each v row is dequantized and the
+// the k·q dot (quant.DotQ8_0Q8_0, through the Q8_0 mat-mul row kernel when
+// there is a SIMD one), each v row is dequantized and the
 // probability-weighted sum taken as in AttentionHeads.
 func AttentionHeadsQ8_0(y, q []float32, kc, vc []byte, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
 	hb, rb := q8Bytes(headDim), q8Bytes(nHeadKV*headDim)
@@ -280,11 +332,19 @@ func AttentionHeadsQ8_0(y, q []float32, kc, vc []byte, pos []int32, nHead, nHead
 			qb := s.qb[:G*hb]
 			quant.QuantizeQ8_0Act(qt, qb)
 			sc := s.scores[:G*n16]
-			for j := 0; j < n; j++ {
-				o := j*rb + kh*hb
-				k := kc[o : o+hb]
+			if rows := rowKernels[quant.Q8_0]; rows != nil {
+				// The SIMD mat-mul row kernel (same bits as DotQ8_0Q8_0)
+				// over the key rows as a weight of stride rb.
 				for g := 0; g < G; g++ {
-					sc[g*n16+j] = quant.DotQ8_0Q8_0(hd, k, qb[g*hb:(g+1)*hb])
+					rows(hd, kc[kh*hb:], rb, qb[g*hb:(g+1)*hb], sc[g*n16:], 0, n)
+				}
+			} else {
+				for j := 0; j < n; j++ {
+					o := j*rb + kh*hb
+					k := kc[o : o+hb]
+					for g := 0; g < G; g++ {
+						sc[g*n16+j] = quant.DotQ8_0Q8_0(hd, k, qb[g*hb:(g+1)*hb])
+					}
 				}
 			}
 			for g := 0; g < G; g++ {

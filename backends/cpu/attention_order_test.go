@@ -15,6 +15,12 @@ import (
 // length, and v·probs as one tinyBLAS dot per output for a batch of
 // several tokens, ggml_vec_dot_f32 for one.
 func refAttention(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale float32) []float32 {
+	return refAttentionP(q, kc, vc, pos, H, Hkv, hd, scale, nil)
+}
+
+// refAttentionP is refAttention with the probabilities passed through
+// round (when not nil) before the v sums.
+func refAttentionP(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale float32, round func(float32) float32) []float32 {
 	qw, kvw := H*hd, Hkv*hd
 	y := make([]float32, len(q))
 	nkv := min((int(pos[len(pos)-1])+256)/256*256, len(kc)/kvw)
@@ -32,6 +38,11 @@ func refAttention(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale float3
 				}
 			}
 			ggmlf32.SoftmaxMasked(probs, n, scale)
+			if round != nil {
+				for j, p := range probs {
+					probs[j] = round(p)
+				}
+			}
 			for d := 0; d < hd; d++ {
 				for j := range vcol {
 					vcol[j] = 0

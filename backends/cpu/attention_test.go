@@ -162,43 +162,38 @@ func TestAttention(t *testing.T) {
 }
 
 // TestAttentionF16Formula checks the f16 path against its documented
-// arithmetic: q and the probabilities rounded to f16, v·p summed in float64.
+// arithmetic: the reference's f32 attention (refAttention) over k, v and q
+// rounded to f16, with the probabilities rounded to f16 before the v sums;
+// decode and batches, head sizes with and without a dot tail, caches
+// shorter than the 256-row padding, every split.
 func TestAttentionF16Formula(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 26))
-	c := attnCase{6, 2, 64, 4, 7, 16}
-	q, k, v, pos := attnSetup(r, c)
-	ctx, kvw, qw := c.ctx, c.Hkv*c.hd, c.H*c.hd
-	scale := float32(0.125)
 	h16 := func(x float32) float32 { return quant.FP16ToFP32(quant.FP32ToFP16(x)) }
-	want := make([]float32, len(q))
-	for t0, p := range pos {
-		n := int(p) + 1
-		for h := 0; h < c.H; h++ {
-			kh := h / (c.H / c.Hkv)
-			scores := make([]float32, n)
-			for j := 0; j < n; j++ {
-				var s float64
-				for d := 0; d < c.hd; d++ {
-					s += float64(h16(k[j*kvw+kh*c.hd+d]) * h16(q[t0*qw+h*c.hd+d]))
-				}
-				scores[j] = float32(s)
+	round := func(x []float32) []float32 {
+		y := make([]float32, len(x))
+		for i, v := range x {
+			y[i] = h16(v)
+		}
+		return y
+	}
+	for _, c := range append(attnCases, attnCase{6, 2, 64, 4, 7, 16}, attnCase{4, 2, 128, 1, 700, 1024}, attnCase{4, 2, 128, 17, 100, 512}) {
+		q, k, v, pos := attnSetup(r, c)
+		for i := range q {
+			q[i] *= 3 // sharper softmaxes
+		}
+		ctx, kvw := c.ctx, c.Hkv*c.hd
+		scale := float32(1 / math.Sqrt(float64(c.hd)))
+		want := refAttentionP(round(q), round(k), round(v), pos, c.H, c.Hkv, c.hd, scale, h16)
+		kv, _ := NewKV(quant.F16)
+		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+		for _, cut := range cuts(c.Hkv) {
+			y := make([]float32, len(q))
+			for i := 0; i+1 < len(cut); i++ {
+				kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, cut[i], cut[i+1], 0, c.T, s)
 			}
-			probs := make([]float32, c.ctx)
-			oracleSoftmaxMasked(append(scores, make([]float32, c.ctx-n)...), n, probs, scale)
-			scores = probs
-			for d := 0; d < c.hd; d++ {
-				var s float64
-				for j := 0; j < n; j++ {
-					s += float64(h16(v[j*kvw+kh*c.hd+d]) * h16(scores[j]))
-				}
-				want[t0*qw+h*c.hd+d] = float32(s)
-			}
+			sameBits(t, fmt.Sprintf("f16 attention %+v heads %v", c, cut), y, want)
 		}
 	}
-	kv, _ := NewKV(quant.F16)
-	kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
-	vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
-	y := make([]float32, len(q))
-	kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, 0, c.T, NewAttnScratch(ctx, c.H/c.Hkv, c.hd))
-	sameBits(t, "f16 attention", y, want)
 }

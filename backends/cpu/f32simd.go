@@ -14,6 +14,10 @@ type f32Tier struct {
 	dots     func(sc, k *float32, kstride, n int, q *float32, hd int)
 	vsum     func(acc, v *float32, vstride int, p *float32, n, L, hd int)
 	reduce   func(out, acc *float32, hd, L int)
+	dotsH    func(sc *float32, k *byte, kstride, n int, q *float32, hd int)
+	vsumH    func(acc *float32, v *byte, vstride int, p *float32, n, L, hd int)
+	vaccF    func(o, v *float32, vstride int, p *float32, n, hd int)
+	vaccB    func(o *float32, v *byte, vstride int, p *float32, n, hd int)
 	scaleMax func(dst, src *float32, n int, scale float32) float32
 	mul      func(x *float32, n int, s float32)
 	expSum   func(x *float32, n, nvalid int, maxv float32) float64
@@ -55,6 +59,92 @@ func (t *f32Tier) scores(sc, k []float32, kstride, n int, q []float32, hd int) {
 		return
 	}
 	t.dots(&sc[0], &k[0], kstride, n, &q[0], hd)
+}
+
+// scoresH is scores over f16 key rows: sc[j] =
+// ggmlf32.VecDotF32(float32(k_j), q[:hd]) for j < n, k_j the hd
+// little-endian halves at k[2*j*kstride:].
+func (t *f32Tier) scoresH(sc []float32, k []byte, kstride, n int, q []float32, hd int) {
+	if n <= 0 {
+		return
+	}
+	_ = sc[n-1]
+	_ = q[:hd]
+	_ = k[:2*((n-1)*kstride+hd)]
+	if hd == 0 {
+		clear(sc[:n])
+		return
+	}
+	t.dotsH(&sc[0], &k[0], kstride, n, &q[0], hd)
+}
+
+// vSumH is vSum over f16 value rows (v_j the hd halves at
+// v[2*j*vstride:], converted to float32 exactly) for the G probability rows
+// p_g = p[g*pstride:], out_g = out[g*hd:]: the rows are taken in chunks of
+// attnChunk (a multiple of L) and each chunk is swept for every g while it
+// is in cache, each lane's FMAs still in increasing j, so the bits are
+// those of G separate vSum calls. acc is scratch of G·L·hd floats.
+func (t *f32Tier) vSumH(out, acc []float32, v []byte, vstride int, p []float32, pstride, G, n, L, hd int) {
+	if hd%lanes != 0 || (L != 16 && L != 64) {
+		panic("cpu: vSumH shape")
+	}
+	if hd == 0 || G == 0 {
+		return
+	}
+	_ = out[:G*hd]
+	acc = acc[:G*L*hd]
+	clear(acc)
+	if n > 0 {
+		_ = p[:(G-1)*pstride+n]
+		_ = v[:2*((n-1)*vstride+hd)]
+		for j0 := 0; j0 < n; j0 += attnChunk {
+			c := min(attnChunk, n-j0)
+			for g := 0; g < G; g++ {
+				t.vsumH(&acc[g*L*hd], &v[2*j0*vstride], vstride, &p[g*pstride+j0], c, L, hd)
+			}
+		}
+	}
+	for g := 0; g < G; g++ {
+		t.reduce(&out[g*hd], &acc[g*L*hd], hd, L)
+	}
+}
+
+// attnChunk is how many cache rows the f16 attention kernels sweep for
+// every query head of a KV head before moving on (a multiple of 64, the
+// lanes of the decode v sums): 256 rows of 128 halves are 64 KiB, which stay
+// in L2 while each query head reads them.
+const attnChunk = 256
+
+// vacc sets o[d] (d < hd, hd a multiple of 16) to the fused multiply-add
+// chain Σ p[j]·v[j*vstride+d] over j < len(p) in increasing j from 0: the
+// flash attention block's v sum.
+func (t *f32Tier) vacc(o, v []float32, vstride int, p []float32, hd int) {
+	n := len(p)
+	if hd%lanes != 0 {
+		panic("cpu: vacc shape")
+	}
+	if n == 0 || hd == 0 {
+		clear(o[:hd])
+		return
+	}
+	_ = o[:hd]
+	_ = v[:(n-1)*vstride+hd]
+	t.vaccF(&o[0], &v[0], vstride, &p[0], n, hd)
+}
+
+// vaccH is vacc over f16 rows (v_j the hd halves at v[2*j*vstride:]).
+func (t *f32Tier) vaccH(o []float32, v []byte, vstride int, p []float32, hd int) {
+	n := len(p)
+	if hd%lanes != 0 {
+		panic("cpu: vaccH shape")
+	}
+	if n == 0 || hd == 0 {
+		clear(o[:hd])
+		return
+	}
+	_ = o[:hd]
+	_ = v[:2*((n-1)*vstride+hd)]
+	t.vaccB(&o[0], &v[0], vstride, &p[0], n, hd)
 }
 
 // vecDot is ggmlf32.VecDotF32.

@@ -9,12 +9,12 @@ package cpu
 var f32Tiers = []*f32Tier{
 	{
 		name: "avx512", ok: hasAVX512, why: "CPU lacks AVX-512 F/BW/VL/DQ (or MINFER_NO_AVX512 is set)",
-		dots: dotsF32, vsum: vsumLanes, reduce: reduceLanes, scaleMax: scaleMaxF32, mul: mulF32,
+		dots: dotsF32, vsum: vsumLanes, reduce: reduceLanes, dotsH: dotsF16, vsumH: vsumLanesF16, vaccF: vaccF32, vaccB: vaccF16, scaleMax: scaleMaxF32, mul: mulF32,
 		expSum: expSumF32, silu: siluF32, swiglu: swigluF32, exp: expF32,
 	},
 	{
 		name: "avx2", ok: hasAVX2, why: "CPU lacks AVX2+FMA+F16C (or MINFER_NO_AVX2 is set)",
-		dots: dotsF32AVX2, vsum: vsumLanesAVX2, reduce: reduceLanesAVX2, scaleMax: scaleMaxF32AVX2, mul: mulF32AVX2,
+		dots: dotsF32AVX2, vsum: vsumLanesAVX2, reduce: reduceLanesAVX2, dotsH: dotsF16AVX2, vsumH: vsumLanesF16AVX2, vaccF: vaccF32AVX2, vaccB: vaccF16AVX2, scaleMax: scaleMaxF32AVX2, mul: mulF32AVX2,
 		expSum: expSumF32AVX2, silu: siluF32AVX2, swiglu: swigluF32AVX2, exp: expF32AVX2,
 	},
 }
@@ -76,3 +76,32 @@ func swigluF32AVX2(y, gate, u *float32, n int)
 
 //go:noescape
 func expF32AVX2(y, x *float32, n int)
+
+// The f16-row variants (f16attn_amd64.s): the same kernels reading f16 key
+// or value rows through VCVTPH2PS (exact), then the same FMAs.
+
+//go:noescape
+func dotsF16(sc *float32, k *byte, kstride, n int, q *float32, hd int)
+
+//go:noescape
+func vsumLanesF16(acc *float32, v *byte, vstride int, p *float32, n, L, hd int)
+
+//go:noescape
+func dotsF16AVX2(sc *float32, k *byte, kstride, n int, q *float32, hd int)
+
+//go:noescape
+func vsumLanesF16AVX2(acc *float32, v *byte, vstride int, p *float32, n, L, hd int)
+
+// The flash attention v sums (flash_amd64.s).
+
+//go:noescape
+func vaccF32(o, v *float32, vstride int, p *float32, n, hd int)
+
+//go:noescape
+func vaccF16(o *float32, v *byte, vstride int, p *float32, n, hd int)
+
+//go:noescape
+func vaccF32AVX2(o, v *float32, vstride int, p *float32, n, hd int)
+
+//go:noescape
+func vaccF16AVX2(o *float32, v *byte, vstride int, p *float32, n, hd int)

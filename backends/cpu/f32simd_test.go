@@ -225,6 +225,95 @@ func testSIMDVSum(t *testing.T, k *f32Tier) {
 	}
 }
 
+// f16Bytes rounds x to f16 and returns the halves (little-endian) and
+// their float32 values.
+func f16Bytes(x []float32) ([]byte, []float32) {
+	b := make([]byte, 2*len(x))
+	quant.QuantizeF16(x, b)
+	f := make([]float32, len(x))
+	for i := range f {
+		f[i] = quant.FP16ToFP32(uint16(b[2*i]) | uint16(b[2*i+1])<<8)
+	}
+	return b, f
+}
+
+// TestSIMDF16Rows: the f16-row kernels (scores and v sums reading halves)
+// give the bits of ggmlf32 over the halves' float32 values, for every tier,
+// head sizes with and without tails, strided rows, subnormal and large
+// halves.
+func TestSIMDF16Rows(t *testing.T) { forF32Tiers(t, testSIMDF16Rows) }
+
+func testSIMDF16Rows(t *testing.T, k *f32Tier) {
+	r := rand.New(rand.NewPCG(15, 16))
+	mixed := func(n int) []float32 {
+		x := randDotVec(r, n)
+		for i := range x {
+			switch r.IntN(30) {
+			case 0:
+				x[i] = float32(r.NormFloat64() * 1e-6) // f16 subnormals
+			case 1:
+				x[i] = float32(r.NormFloat64() * 3e4)
+			}
+		}
+		return x
+	}
+	for _, hd := range []int{1, 15, 16, 64, 80, 100, 128, 200, 256} {
+		for _, n := range []int{1, 2, 37} {
+			stride := hd + r.IntN(3)*16
+			kb, kf := f16Bytes(mixed(n * stride))
+			q := mixed(hd)
+			sc := make([]float32, n)
+			k.scoresH(sc, kb, stride, n, q, hd)
+			for j := range sc {
+				if want := ggmlf32.VecDotF32(kf[j*stride:j*stride+hd], q); !bitsEq(sc[j], want) {
+					t.Fatalf("scores hd=%d n=%d j=%d: %g, want %g", hd, n, j, sc[j], want)
+				}
+			}
+		}
+	}
+	for _, hd := range []int{16, 64, 80, 128} {
+		for _, n := range []int{0, 1, 2, 15, 16, 17, 63, 64, 65, 100, 128, 200, 512} {
+			vstride := hd + 16
+			vb, vf := f16Bytes(mixed(max(n, 1) * vstride))
+			p := randDotVec(r, n)
+			for _, L := range []int{16, 64} {
+				got, want := make([]float32, hd), make([]float32, hd)
+				acc := make([]float32, L*hd)
+				k.vSumH(got, acc, vb, vstride, p, n, 1, n, L, hd)
+				k.vSum(want, acc, vf, vstride, p, n, L, hd)
+				for d := range got {
+					if !bitsEq(got[d], want[d]) {
+						t.Fatalf("vsum hd=%d n=%d L=%d d=%d: %g, want %g", hd, n, L, d, got[d], want[d])
+					}
+				}
+			}
+		}
+	}
+	// Several query heads, rows in chunks of attnChunk.
+	for _, G := range []int{2, 3} {
+		for _, n := range []int{attnChunk - 1, attnChunk, attnChunk + 1, 3*attnChunk + 70} {
+			const hd = 128
+			vstride := 2 * hd
+			vb, vf := f16Bytes(mixed(n * vstride))
+			pstride := n + 5
+			p := randDotVec(r, G*pstride)
+			for _, L := range []int{16, 64} {
+				got, want := make([]float32, G*hd), make([]float32, hd)
+				acc := make([]float32, G*L*hd)
+				k.vSumH(got, acc, vb, vstride, p, pstride, G, n, L, hd)
+				for g := 0; g < G; g++ {
+					k.vSum(want, acc, vf, vstride, p[g*pstride:], n, L, hd)
+					for d := range want {
+						if !bitsEq(got[g*hd+d], want[d]) {
+							t.Fatalf("vsum G=%d n=%d L=%d g=%d d=%d: %g, want %g", G, n, L, g, d, got[g*hd+d], want[d])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestSIMDSoftmax(t *testing.T) { forF32Tiers(t, testSIMDSoftmax) }
 
 func testSIMDSoftmax(t *testing.T, k *f32Tier) {
@@ -293,7 +382,10 @@ func testSIMDAttentionPaths(t *testing.T, tier *f32Tier) {
 // medians of -count 5): f32 decode attention go 6.8 ms, avx512 0.11 ms,
 // avx2 0.12 ms; the 16-token prefill chunk go 136 ms, avx512 2.4 ms, avx2
 // 2.2 ms; softmax/512 go 37 µs, avx512 0.70 µs, avx2 0.95 µs; swiglu/4864
-// go 368 µs, avx512 2.8 µs, avx2 5.6 µs.
+// go 368 µs, avx512 2.8 µs, avx2 5.6 µs. The f16 cache's decode attention
+// reading halves directly (f16attn_amd64.s): go 16 ms, avx512 0.13–0.23 ms,
+// avx2 0.16–0.23 ms (load average ≈10, -count 3); q8_0 with the Q8_0 row
+// kernel for the scores: 0.22–0.35 ms (was 1.7–3.2 ms).
 func BenchmarkSIMDF32(b *testing.B) {
 	modes := []*f32Tier{nil}
 	for _, k := range f32Tiers {
@@ -374,5 +466,34 @@ func BenchmarkSIMDF32(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkAttentionDepth is one layer of Qwen3-0.6B decode attention (16
+// query heads on 8 KV heads of 128) at position 4095, per cache type and
+// SIMD tier: the attention work of tg at depth 4096 (take the ratios).
+func BenchmarkAttentionDepth(b *testing.B) {
+	r := rand.New(rand.NewPCG(35, 36))
+	c := attnCase{16, 8, 128, 1, 4095, 4352}
+	q, k, v, pos := attnSetup(r, c)
+	ctx, kvw := c.ctx, c.Hkv*c.hd
+	for _, kt := range []quant.Type{quant.F32, quant.F16} {
+		kv, _ := NewKV(kt)
+		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+		y := make([]float32, len(q))
+		for _, tier := range f32Tiers {
+			b.Run(kt.String()+"/"+tier.name, func(b *testing.B) {
+				if !tier.ok {
+					b.Skip(tier.why)
+				}
+				withF32(tier, func() {
+					for b.Loop() {
+						kv.Attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.0884, 0, c.Hkv, 0, 1, s)
+					}
+				})
+			})
+		}
 	}
 }

@@ -90,6 +90,22 @@ func NewKV(t quant.Type) (*KV, error) {
 	return k, nil
 }
 
+// AttendFlash runs flash attention (FlashHeads) for the query heads of KV
+// heads kvh0..kvh1 and the batch tokens t0..t1; the cache must be f32 or
+// f16 (CheckFlash).
+func (k *KV) AttendFlash(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
+	FlashHeads(y, q, kc, vc, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, t0, t1, s)
+}
+
+// CheckFlash reports whether the flash attention kernels read this cache
+// type (f32 and f16).
+func (k *KV) CheckFlash() error {
+	if k.Type != quant.F32 && k.Type != quant.F16 {
+		return fmt.Errorf("cpu kv cache: flash attention reads f32 and f16 caches, not %s", k.Type)
+	}
+	return nil
+}
+
 // Check reports whether heads of headDim values fit the cache type.
 func (k *KV) Check(headDim int) error {
 	if k.Type == quant.Q8_0 && headDim%quant.QK != 0 {

@@ -26,6 +26,7 @@ var habitFlags = map[string]string{
 	"-ctk": "--cache-type-k",
 	"-ctv": "--cache-type-v",
 	"-np":  "--parallel",
+	"-fa":  "--flash-attn",
 }
 
 // negativeNumber matches a negative integer or decimal ("-1", "-0.5").
@@ -171,10 +172,35 @@ type CacheTypeFlags struct {
 	CacheTypeV string `help:"KV cache type, as llama.cpp's -ctv, also accepted (must equal -ctk if both are given)." name:"cache-type-v"`
 }
 
+// flashOn resolves --flash-attn (auto, on, off; "" is auto) for the cache
+// type kv: auto is on for an f16 cache and off for f32 (whose non-flash path
+// matches llama.cpp's f32-cache logits exactly) and q8_0, which the flash
+// kernels do not read.
+func flashOn(mode, kv string) (bool, error) {
+	if kv == "" {
+		kv = defaultKVType
+	}
+	switch mode {
+	case "", "auto":
+		return kv == "f16", nil
+	case "on":
+		if kv != "f16" && kv != "f32" {
+			return false, fmt.Errorf("--flash-attn on reads f16 and f32 KV caches, not %s", kv)
+		}
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("--flash-attn %q: auto, on or off", mode)
+}
+
+// defaultKVType is --kv-type's default, llama.cpp's (f16 keys and values).
+const defaultKVType = "f16"
+
 // kvTypes are the KV cache types minfer implements.
 var kvTypes = []string{"f32", "f16", "q8_0"}
 
-// kvType resolves --kv-type (kv, "f32" by default) with -ctk/-ctv: they
+// kvType resolves --kv-type (kv, defaultKVType unless given) with -ctk/-ctv: they
 // must agree with each other, and with --kv-type when it is not the default.
 func (c CacheTypeFlags) kvType(kv string) (string, error) {
 	k, v := strings.ToLower(c.CacheTypeK), strings.ToLower(c.CacheTypeV)
@@ -191,7 +217,7 @@ func (c CacheTypeFlags) kvType(kv string) (string, error) {
 	if !slices.Contains(kvTypes, t) {
 		return "", fmt.Errorf("cache type %q: minfer's KV cache is one of %s", t, strings.Join(kvTypes, ", "))
 	}
-	if kv != "" && kv != "f32" && kv != t {
+	if kv != "" && kv != defaultKVType && kv != t {
 		return "", fmt.Errorf("--kv-type %s and cache type %s differ: give one of them", kv, t)
 	}
 	return t, nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -23,9 +24,10 @@ import (
 // BenchCmd is `minfer bench`: llama-bench's pp/tg measurements on a plan.
 type BenchCmd struct {
 	Plan    string `arg:"" help:"Compiled plan file." type:"existingfile"`
-	Prompt  int    `short:"p" help:"Prompt tokens evaluated as one prefill (pp)." default:"512"`
-	Gen     int    `short:"n" help:"Tokens decoded one at a time from an empty cache (tg)." default:"128"`
-	Threads []int  `short:"t" help:"Thread counts to measure (repeatable; default: all CPUs this process may use, as exec)."`
+	Prompt  []int  `short:"p" help:"Prompt tokens evaluated as one prefill (pp); a list (-p 128,512,2048) measures each, 0 none." default:"512"`
+	Gen     []int  `short:"n" help:"Tokens decoded one at a time (tg); a list measures each, 0 none." default:"128"`
+	Depth   []int  `short:"d" help:"Depth: positions already in the KV cache when each test starts (filled with a prompt of random tokens, untimed, as llama-bench's -d); a list measures each." default:"0"`
+	Threads []int  `short:"t" help:"Thread counts to measure (repeatable or a list; default: all CPUs this process may use, as exec)."`
 	Reps    int    `short:"r" help:"Repetitions (after one warm-up run)." default:"5"`
 	Output  string `short:"o" help:"Output format, as llama-bench's: md, csv, json, jsonl." default:"md" enum:"md,csv,json,jsonl"`
 	JSON    bool   `help:"Same as -o json."`
@@ -54,7 +56,7 @@ type BenchResult struct {
 	StddevTs      float64   `json:"stddev_ts"`
 	SamplesNs     []int64   `json:"samples_ns"`
 	SamplesTs     []float64 `json:"samples_ts"`
-	Test          string    `json:"test"`               // "pp512", "tg128", "tg128 x8" (-np 8)
+	Test          string    `json:"test"`               // "pp512", "tg128", "tg128 @ d4096", "tg128 x8" (-np 8)
 	Barriers      float64   `json:"barriers_per_token"` // pool barriers per decoded token (0 for pp)
 	KernelTier    string    `json:"kernel_tier"`
 	NParallel     int       `json:"n_parallel"` // sequences decoded together (tg with -np; 1 otherwise)
@@ -153,19 +155,39 @@ func (c *BenchCmd) Run() error {
 	}
 	defer l.Close()
 	p := l.Graph.Params
+	for _, list := range []struct {
+		flag string
+		v    []int
+	}{{"-p", c.Prompt}, {"-n", c.Gen}, {"-d", c.Depth}} {
+		for _, n := range list.v {
+			if n < 0 {
+				return fmt.Errorf("%s %d: a token count cannot be negative", list.flag, n)
+			}
+		}
+	}
 	slots := l.Memory["decode"].Options.SlotCount()
 	for _, n := range c.Parallel {
 		if n < 1 || n > slots {
 			return fmt.Errorf("-np %d: %s has %d KV slot(s); compile it with minferc compile --slots %d", n, c.Plan, slots, max(n, 1))
 		}
 	}
-	if c.Prompt+1 > p.NCtx || c.Gen > p.NCtx {
-		return fmt.Errorf("-p %d / -n %d do not fit the context of %s (%d positions)", c.Prompt, c.Gen, c.Plan, p.NCtx)
+	if len(c.Parallel) > 0 && slices.Max(append([]int{0}, c.Depth...)) > 0 {
+		return fmt.Errorf("-np with -d: batched decode is measured from empty slots; give one or the other")
+	}
+	depths := c.Depth
+	if len(depths) == 0 {
+		depths = []int{0}
+	}
+	maxTest := max(slices.Max(append([]int{0}, c.Prompt...)), slices.Max(append([]int{0}, c.Gen...)))
+	maxDepth := slices.Max(depths)
+	if maxDepth+maxTest > p.NCtx {
+		return fmt.Errorf("-d %d with -p/-n %d does not fit the context of %s (%d positions)", maxDepth, maxTest, c.Plan, p.NCtx)
 	}
 	typ, size, params := modelInfo(l)
 	tier, _, _ := strings.Cut(cpu.Features(), " (")
-	// Deterministic pseudo-random tokens, as llama-bench uses random ids.
-	toks := make([]int32, max(c.Prompt, c.Gen))
+	// Deterministic pseudo-random tokens, as llama-bench uses random ids:
+	// the depth's prompt, then the test's tokens.
+	toks := make([]int32, maxDepth+maxTest)
 	x := uint32(12345)
 	for i := range toks {
 		x = x*1664525 + 1013904223
@@ -185,6 +207,20 @@ func (c *BenchCmd) Run() error {
 			f.Close()
 		}()
 	}
+	// prefill evaluates toks[a:b] at positions a..b in chunks of 512.
+	prefill := func(m *exec.Model, a, b int) error {
+		for i := a; i < b; i += 512 {
+			end := min(b, i+512)
+			if _, err := m.Eval(toks[i:end], positions(i, end), []int32{int32(end - i - 1)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// The depth's cache contents, saved after the first thread count filled
+	// them: the cache has the same bits at any thread count, so later ones
+	// load it instead of filling it again.
+	saved := map[int][]byte{}
 	var results []BenchResult
 	for _, t := range threads {
 		m, err := exec.New(l.Graph, l.Memory, l, exec.Config{Threads: t})
@@ -192,56 +228,101 @@ func (c *BenchCmd) Run() error {
 			return err
 		}
 		base := BenchResult{ModelFilename: c.Plan, ModelType: typ, ModelSize: size, ModelNParams: params, NThreads: t, KernelTier: tier, NParallel: 1}
-		if c.Prompt > 0 {
-			r := base
-			r.Test, r.NPrompt = fmt.Sprintf("pp%d", c.Prompt), c.Prompt
-			for rep := 0; rep <= c.Reps; rep++ { // the first run warms up
-				m.Reset()
-				start := time.Now()
-				for i := 0; i < c.Prompt; i += 512 {
-					end := min(c.Prompt, i+512)
-					if _, err := m.Eval(toks[i:end], positions(i, end), []int32{int32(end - i - 1)}); err != nil {
+		for _, d := range depths {
+			// The depth is filled once; each repetition then truncates the
+			// cache back to d positions and runs from there, which leaves the
+			// cache exactly as a refill would (the same tokens at the same
+			// positions, computed with the same bits).
+			m.Reset()
+			if b, ok := saved[d]; ok {
+				if err := m.LoadKV(bytes.NewReader(b), d, d); err != nil {
+					m.Close()
+					return err
+				}
+			} else {
+				if err := prefill(m, 0, d); err != nil {
+					m.Close()
+					return err
+				}
+				if d > 0 && len(threads) > 1 {
+					var buf bytes.Buffer
+					if err := m.SaveKV(&buf, d); err != nil {
+						m.Close()
 						return err
 					}
-				}
-				if rep > 0 {
-					r.SamplesNs = append(r.SamplesNs, time.Since(start).Nanoseconds())
+					saved[d] = buf.Bytes()
 				}
 			}
-			r.finish(c.Prompt)
-			results = append(results, r)
-		}
-		for _, np := range c.Parallel {
-			if c.Gen == 0 {
-				break
+			suffix := ""
+			if d > 0 {
+				suffix = fmt.Sprintf(" @ d%d", d)
 			}
-			r := base
-			r.Test, r.NGen, r.NParallel = fmt.Sprintf("tg%d x%d", c.Gen, np), c.Gen, np
-			if err := benchParallel(m, &r, toks, c.Gen, np, c.Reps); err != nil {
-				return err
-			}
-			r.finish(c.Gen * np)
-			results = append(results, r)
-		}
-		if c.Gen > 0 && len(c.Parallel) == 0 {
-			r := base
-			r.Test, r.NGen = fmt.Sprintf("tg%d", c.Gen), c.Gen
-			for rep := 0; rep <= c.Reps; rep++ {
-				m.Reset()
-				before := m.Stats().DecodeBarriers
-				start := time.Now()
-				for i := 0; i < c.Gen; i++ {
-					if _, err := m.Eval(toks[i:i+1], []int32{int32(i)}, []int32{0}); err != nil {
+			for _, np := range c.Prompt {
+				if np == 0 {
+					continue
+				}
+				r := base
+				r.Test, r.NPrompt, r.NDepth = fmt.Sprintf("pp%d%s", np, suffix), np, d
+				for rep := 0; rep <= c.Reps; rep++ { // the first run warms up
+					if err := m.Truncate(d); err != nil {
+						m.Close()
 						return err
 					}
+					start := time.Now()
+					if err := prefill(m, d, d+np); err != nil {
+						m.Close()
+						return err
+					}
+					if rep > 0 {
+						r.SamplesNs = append(r.SamplesNs, time.Since(start).Nanoseconds())
+					}
 				}
-				if rep > 0 {
-					r.SamplesNs = append(r.SamplesNs, time.Since(start).Nanoseconds())
-					r.Barriers = float64(m.Stats().DecodeBarriers-before) / float64(c.Gen)
-				}
+				r.finish(np)
+				results = append(results, r)
 			}
-			r.finish(c.Gen)
-			results = append(results, r)
+			for _, ng := range c.Gen {
+				if ng == 0 {
+					continue
+				}
+				for _, np := range c.Parallel { // from empty slots: -d does not apply
+					if d > 0 {
+						break
+					}
+					r := base
+					r.Test, r.NGen, r.NParallel = fmt.Sprintf("tg%d x%d", ng, np), ng, np
+					if err := benchParallel(m, &r, toks, ng, np, c.Reps); err != nil {
+						m.Close()
+						return err
+					}
+					r.finish(ng * np)
+					results = append(results, r)
+				}
+				if len(c.Parallel) > 0 {
+					continue
+				}
+				r := base
+				r.Test, r.NGen, r.NDepth = fmt.Sprintf("tg%d%s", ng, suffix), ng, d
+				for rep := 0; rep <= c.Reps; rep++ {
+					if err := m.Truncate(d); err != nil {
+						m.Close()
+						return err
+					}
+					before := m.Stats().DecodeBarriers
+					start := time.Now()
+					for i := d; i < d+ng; i++ {
+						if _, err := m.Eval(toks[i:i+1], []int32{int32(i)}, []int32{0}); err != nil {
+							m.Close()
+							return err
+						}
+					}
+					if rep > 0 {
+						r.SamplesNs = append(r.SamplesNs, time.Since(start).Nanoseconds())
+						r.Barriers = float64(m.Stats().DecodeBarriers-before) / float64(ng)
+					}
+				}
+				r.finish(ng)
+				results = append(results, r)
+			}
 		}
 		m.Close()
 	}

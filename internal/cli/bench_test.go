@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ func TestBenchOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(c BenchCmd) string {
-		c.Plan, c.Prompt, c.Gen, c.Reps, c.Threads = planPath, 8, 4, 2, []int{1}
+		c.Plan, c.Prompt, c.Gen, c.Reps, c.Threads = planPath, []int{8}, []int{4}, 2, []int{1}
 		return capture(t, c.Run)
 	}
 	var rows []map[string]any
@@ -78,7 +79,7 @@ func TestBenchParallel(t *testing.T) {
 	if err := c.Run(); err != nil {
 		t.Fatal(err)
 	}
-	out := capture(t, (&BenchCmd{Plan: planPath, Gen: 4, Reps: 1, Threads: []int{2}, Parallel: []int{1, 3}, Output: "json"}).Run)
+	out := capture(t, (&BenchCmd{Plan: planPath, Gen: []int{4}, Reps: 1, Threads: []int{2}, Parallel: []int{1, 3}, Output: "json"}).Run)
 	var rows []map[string]any
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func TestBenchParallel(t *testing.T) {
 	if len(rows) != 2 || rows[0]["test"] != "tg4 x1" || rows[1]["test"] != "tg4 x3" || rows[1]["n_parallel"] != 3.0 || rows[1]["avg_ts"].(float64) <= 0 {
 		t.Fatalf("rows: %v", rows)
 	}
-	err := (&BenchCmd{Plan: planPath, Gen: 4, Reps: 1, Threads: []int{1}, Parallel: []int{4}, Output: "md"}).Run()
+	err := (&BenchCmd{Plan: planPath, Gen: []int{4}, Reps: 1, Threads: []int{1}, Parallel: []int{4}, Output: "md"}).Run()
 	if err == nil || !strings.Contains(err.Error(), "has 3 KV slot(s); compile it with minferc compile --slots 4") {
 		t.Fatalf("-np 4 on 3 slots: %v", err)
 	}
@@ -96,5 +97,39 @@ func TestBenchParallel(t *testing.T) {
 	}
 	if err := (&CompileCmd{Model: model, Out: planPath, KVType: "f32", Slots: 0}).Validate(); err == nil || !strings.Contains(err.Error(), "--slots 0") {
 		t.Fatalf("--slots 0: %v", err)
+	}
+}
+
+// TestBenchDepthAndLists: -p/-n lists give one row each, -d runs every test
+// at that depth (named as llama-bench names it), and a depth that does not
+// fit the context is refused.
+func TestBenchDepthAndLists(t *testing.T) {
+	model := fixtures.Path(t, "models", "qwen2-synth-q8_0.gguf")
+	planPath := filepath.Join(t.TempDir(), "p.plan")
+	if err := (&CompileCmd{Model: model, Out: planPath, MaxBatch: 64, KVType: "f16", Weights: "embed", Quiet: true}).Run(); err != nil {
+		t.Fatal(err)
+	}
+	c := BenchCmd{Plan: planPath, Prompt: []int{4, 8}, Gen: []int{0, 3}, Depth: []int{0, 70}, Reps: 1, Threads: []int{1, 2}, Output: "jsonl"}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(capture(t, c.Run)), "\n") {
+		var r BenchResult
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		if r.AvgTs <= 0 || len(r.SamplesNs) != 1 {
+			t.Errorf("%s: %+v", r.Test, r)
+		}
+		got = append(got, fmt.Sprintf("%d %s %d/%d/%d", r.NThreads, r.Test, r.NPrompt, r.NGen, r.NDepth))
+	}
+	want := []string{
+		"1 pp4 4/0/0", "1 pp8 8/0/0", "1 tg3 0/3/0", "1 pp4 @ d70 4/0/70", "1 pp8 @ d70 8/0/70", "1 tg3 @ d70 0/3/70",
+		"2 pp4 4/0/0", "2 pp8 8/0/0", "2 tg3 0/3/0", "2 pp4 @ d70 4/0/70", "2 pp8 @ d70 8/0/70", "2 tg3 @ d70 0/3/70",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	c.Depth = []int{510}
+	if err := c.Run(); err == nil || !strings.Contains(err.Error(), "does not fit the context") {
+		t.Errorf("-d 510 -p 8 on a 512-position plan: err = %v", err)
 	}
 }

@@ -54,7 +54,7 @@ type chatModel struct {
 }
 
 // loadChatModel opens a plan, or compiles a GGUF in memory.
-func loadChatModel(path string, noVerify bool, nctx int, kv string, threads, slots int, withCache bool) (*chatModel, error) {
+func loadChatModel(path string, noVerify bool, nctx int, kv string, fa bool, threads, slots int, withCache bool) (*chatModel, error) {
 	kind, err := fileKind(path)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func loadChatModel(path string, noVerify bool, nctx int, kv string, threads, slo
 		if err != nil {
 			return nil, err
 		}
-		s, closeFn, err := ggufSession(f, false, nctx, kv, threads, slots)
+		s, closeFn, err := ggufSession(f, false, nctx, kv, fa, threads, slots)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -148,7 +148,8 @@ type ChatCmd struct {
 	PromptCache string        `help:"Load the KV state of the longest matching prompt prefix from this file, and save the state after each prompt to it." name:"prompt-cache"`
 	NoVerify    bool          `help:"Skip the weights checksum and source hash at load (plan)." name:"no-verify"`
 	NCtx        int           `help:"KV cache positions for a GGUF (0: the model's, at most 4096)." name:"n-ctx"`
-	KVType      string        `help:"KV cache type for a GGUF: f32, f16, q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
+	KVType      string        `help:"KV cache type for a GGUF: f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
+	FlashAttn   string        `help:"Flash attention for a GGUF (also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	TokenDelay  time.Duration `help:"Pause after each streamed piece (demos and the Ctrl-C test)." name:"token-delay" hidden:""`
 	TemplateFlags
 	SamplingFlags
@@ -195,7 +196,11 @@ func (c *ChatCmd) Run() error {
 	if err := g.check(); err != nil {
 		return err
 	}
-	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, g.threads(), 1, c.PromptCache != "")
+	fa, err := flashOn(c.FlashAttn, c.KVType)
+	if err != nil {
+		return err
+	}
+	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, fa, g.threads(), 1, c.PromptCache != "")
 	if err != nil {
 		return err
 	}

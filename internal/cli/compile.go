@@ -21,8 +21,9 @@ type CompileCmd struct {
 	NCtx        int      `short:"c" help:"KV cache positions (0: the model's context, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
 	MaxBatch    int      `help:"Largest prompt chunk evaluated at once." default:"512" name:"max-batch"`
 	Slots       int      `help:"Sequences served at once (minfer serve): a KV cache of --n-ctx positions for each; KV memory = slots × n-ctx." default:"1"`
-	KVType      string   `help:"KV cache type: f32, f16 or q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
+	KVType      string   `help:"KV cache type: f16 (llama.cpp's default), f32 or q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
 	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`
+	FlashAttn   string   `help:"Flash attention (also -fa): on compiles attention to the tiled online-softmax kernels (f32 and f16 caches), off to llama.cpp's non-flash arithmetic; auto: on for an f16 cache, off for f32 (the path that matches llama.cpp's f32-cache logits exactly) and q8_0." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	DisablePass []string `help:"Switch off a pass by name (repeatable; see minferc passes)." name:"disable-pass"`
 	Quiet       bool     `short:"q" help:"No progress output."`
 	CacheTypeFlags
@@ -44,6 +45,10 @@ func (c *CompileCmd) Run() error {
 	if err != nil {
 		return err
 	}
+	fa, err := flashOn(c.FlashAttn, kv)
+	if err != nil {
+		return err
+	}
 	if err := safefile.CheckTarget(c.Out, c.Model); err != nil {
 		return err
 	}
@@ -62,7 +67,7 @@ func (c *CompileCmd) Run() error {
 			fmt.Fprintf(os.Stderr, format+"\n", args...)
 		}
 	}
-	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: kv, Slots: c.Slots, Disabled: c.DisablePass, Weights: mode, Log: logf})
+	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: kv, FlashAttn: fa, Slots: c.Slots, Disabled: c.DisablePass, Weights: mode, Log: logf})
 	if err != nil {
 		return err
 	}

@@ -278,7 +278,8 @@ type RunCmd struct {
 	Model     string `arg:"" help:"GGUF model." type:"existingfile"`
 	Reference bool   `help:"Use the scalar reference executor (the oracle) instead of the compiled one."`
 	NCtx      int    `short:"c" help:"KV cache positions (0: the model's, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
-	KVType    string `help:"KV cache type (compiled path): f32, f16, q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
+	KVType    string `help:"KV cache type (compiled path): f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
+	FlashAttn string `help:"Flash attention (compiled path, also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	CacheTypeFlags
 	GenFlags
 }
@@ -299,6 +300,10 @@ func (c *RunCmd) Run() error {
 	if err != nil {
 		return err
 	}
+	fa, err := flashOn(c.FlashAttn, kv)
+	if err != nil {
+		return err
+	}
 	f, err := gguf.Open(c.Model)
 	if err != nil {
 		return err
@@ -307,7 +312,7 @@ func (c *RunCmd) Run() error {
 	if !c.Reference {
 		warnContext(os.Stderr, f, c.NCtx)
 	}
-	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, c.threads(), 1)
+	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, fa, c.threads(), 1)
 	if err != nil {
 		return err
 	}
@@ -318,7 +323,7 @@ func (c *RunCmd) Run() error {
 
 // ggufSession compiles f in memory (slots KV regions; 0 means 1) or, with
 // ref, wraps it in the reference interpreter.
-func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads, slots int) (*session, func(), error) {
+func ggufSession(f *gguf.File, ref bool, nctx int, kv string, fa bool, threads, slots int) (*session, func(), error) {
 	s := &session{samp: sample.DefaultParams()}
 	setTok := func(g *ir.Graph) error {
 		v, err := compiler.Vocab(f, g)
@@ -347,7 +352,7 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, threads, slots int
 		s.model, s.graph, s.nctx, s.nvocab = m, g, g.Params.NCtx, g.Params.NVocab
 		return s, func() {}, nil
 	}
-	g, kvt, err := compiler.Graph(f, compiler.Options{NCtx: nctx, KVType: kv})
+	g, kvt, err := compiler.Graph(f, compiler.Options{NCtx: nctx, KVType: kv, FlashAttn: fa})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -397,7 +402,7 @@ func (c *DemoCmd) Run() error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "2/3 compile %s -> %s\n", filepath.Base(model), filepath.Base(planPath))
-	cc := CompileCmd{Model: model, Out: planPath, MaxBatch: 512, KVType: "f32", Weights: "embed"}
+	cc := CompileCmd{Model: model, Out: planPath, MaxBatch: 512, KVType: defaultKVType, Weights: "embed"}
 	if err := cc.Run(); err != nil {
 		return err
 	}

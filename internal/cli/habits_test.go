@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,12 +62,25 @@ func TestHabitFlags(t *testing.T) {
 		{"compile M --n-ctx 1024", func(a *testApp) bool { return a.Compile.NCtx == 1024 }},
 		{"run M -ctk q8_0 -ctv q8_0", func(a *testApp) bool { return a.Run.CacheTypeK == "q8_0" && a.Run.CacheTypeV == "q8_0" }},
 		{"compile M -ctk f16", func(a *testApp) bool { return a.Compile.CacheTypeK == "f16" }},
+		{"compile M -fa on", func(a *testApp) bool { return a.Compile.FlashAttn == "on" }},
+		{"compile M", func(a *testApp) bool { return a.Compile.FlashAttn == "auto" && a.Compile.KVType == "f16" }},
+		{"compile M -fa off", func(a *testApp) bool { return a.Compile.FlashAttn == "off" }},
+		{"run M -fa=on", func(a *testApp) bool { return a.Run.FlashAttn == "on" }},
 		{"run M -n -1", func(a *testApp) bool { return a.Run.NPredict == -1 }},
 		{"exec M -n -1 --seed -1", func(a *testApp) bool { return a.Exec.NPredict == -1 && reflect.DeepEqual(a.Exec.Seed, i64(-1)) }},
 		{"exec M --repeat-last-n -1", func(a *testApp) bool { return reflect.DeepEqual(a.Exec.RepeatLastN, iv(-1)) }},
 		{"exec M -f -", func(a *testApp) bool { return a.Exec.File == "-" }},
 		{"bench M", func(a *testApp) bool { return len(a.Bench.Threads) == 0 && a.Bench.Output == "md" }},
 		{"bench M -o jsonl", func(a *testApp) bool { return a.Bench.Output == "jsonl" }},
+		{"bench M", func(a *testApp) bool {
+			return slices.Equal(a.Bench.Prompt, []int{512}) && slices.Equal(a.Bench.Gen, []int{128}) && slices.Equal(a.Bench.Depth, []int{0})
+		}},
+		{"bench M -p 128,512,2048 -n 0 -d 4096", func(a *testApp) bool {
+			return slices.Equal(a.Bench.Prompt, []int{128, 512, 2048}) && slices.Equal(a.Bench.Gen, []int{0}) && slices.Equal(a.Bench.Depth, []int{4096})
+		}},
+		{"bench M -t 1,2 -d 0,512", func(a *testApp) bool {
+			return slices.Equal(a.Bench.Threads, []int{1, 2}) && slices.Equal(a.Bench.Depth, []int{0, 512})
+		}},
 		{"bench M --json", func(a *testApp) bool { return a.Bench.JSON }},
 	} {
 		var app testApp
@@ -91,7 +105,7 @@ func TestUsageError(t *testing.T) {
 	for _, tc := range []struct{ args, err, hint string }{
 		{"exec " + m + " --bogus", "unknown flag --bogus", "run 'minfer exec --help' for usage"},
 		{"run " + m + " -ctk q8_0 -ctv f16", "-ctk q8_0 and -ctv f16 differ", "run 'minfer run --help' for usage"},
-		{"compile " + m + " --kv-type f16 -ctk q8_0", "--kv-type f16 and cache type q8_0 differ", "run 'minfer compile --help'"},
+		{"compile " + m + " --kv-type f32 -ctk q8_0", "--kv-type f32 and cache type q8_0 differ", "run 'minfer compile --help'"},
 		{"run " + m + " -ctk q4_0", `cache type "q4_0": minfer's KV cache is one of f32, f16, q8_0`, "run 'minfer run --help'"},
 		{"nosuch", "unexpected argument nosuch", "run 'minfer --help' for usage"},
 	} {
@@ -119,12 +133,12 @@ func TestCacheTypes(t *testing.T) {
 	}{
 		{"f32", "", "", "f32", ""},
 		{"f16", "", "", "f16", ""},
-		{"f32", "q8_0", "", "q8_0", ""},
-		{"f32", "", "F16", "f16", ""},
-		{"f32", "q8_0", "q8_0", "q8_0", ""},
+		{"f16", "q8_0", "", "q8_0", ""}, // f16 is the default: -ctk wins
+		{"f16", "", "F32", "f32", ""},
+		{"f16", "q8_0", "q8_0", "q8_0", ""},
 		{"q8_0", "q8_0", "", "q8_0", ""},
-		{"f32", "q8_0", "f16", "", "differ"},
-		{"f16", "q8_0", "", "", "differ"},
+		{"f16", "q8_0", "f32", "", "differ"},
+		{"f32", "q8_0", "", "", "differ"},
 		{"f32", "bf16", "", "", "one of f32, f16, q8_0"},
 	} {
 		got, err := CacheTypeFlags{tc.k, tc.v}.kvType(tc.kv)
@@ -202,7 +216,7 @@ func TestErrorsNameInput(t *testing.T) {
 	os.WriteFile(bad, append([]byte(plan.Magic), make([]byte, 40)...), 0o644)
 	for name, run := range map[string]func() error{
 		"exec":  (&ExecCmd{Plan: bad, GenFlags: GenFlags{Prompt: "hi", NPredict: 1}}).Run,
-		"bench": (&BenchCmd{Plan: bad, Prompt: 8, Gen: 8, Reps: 1, Output: "md"}).Run,
+		"bench": (&BenchCmd{Plan: bad, Prompt: []int{8}, Gen: []int{8}, Reps: 1, Output: "md"}).Run,
 	} {
 		err := run()
 		if err == nil || !strings.HasPrefix(err.Error(), bad+": ") || strings.Contains(err.Error(), "plan.bin") {
@@ -240,5 +254,29 @@ func TestContextAboveTrainedWarns(t *testing.T) {
 	defer l.Close()
 	if l.Graph.Params.NCtx != 1024 {
 		t.Fatalf("plan context %d, want 1024", l.Graph.Params.NCtx)
+	}
+}
+
+// TestFlashOn: --flash-attn auto is flash for the default f16 cache only;
+// on refuses a q8_0 cache.
+func TestFlashOn(t *testing.T) {
+	for _, tc := range []struct {
+		mode, kv string
+		want     bool
+		err      string
+	}{
+		{"auto", "f16", true, ""}, {"", "", true, ""}, {"auto", "f32", false, ""}, {"auto", "q8_0", false, ""},
+		{"on", "f32", true, ""}, {"on", "f16", true, ""}, {"off", "f16", false, ""}, {"on", "q8_0", false, "not q8_0"},
+	} {
+		got, err := flashOn(tc.mode, tc.kv)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("flashOn(%q, %q): err %v, want %q", tc.mode, tc.kv, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("flashOn(%q, %q) = %v, %v; want %v", tc.mode, tc.kv, got, err, tc.want)
+		}
 	}
 }

@@ -33,7 +33,8 @@ type ServeCmd struct {
 	NoVerify      bool          `help:"Skip the weights checksum and source hash at load (plan)." name:"no-verify"`
 	NCtx          int           `short:"c" help:"KV cache positions per slot for a GGUF (0: the model's, at most 4096)." name:"n-ctx" aliases:"ctx-size"`
 	Parallel      int           `help:"Slots (sequences decoded together) for a GGUF; a plan has the slots it was compiled with (minferc compile --slots N)." default:"4" name:"parallel" aliases:"np"`
-	KVType        string        `help:"KV cache type for a GGUF: f32, f16, q8_0." default:"f32" name:"kv-type" enum:"f32,f16,q8_0"`
+	KVType        string        `help:"KV cache type for a GGUF: f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
+	FlashAttn     string        `help:"Flash attention for a GGUF (also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	MaxBody       int64         `help:"Largest request body in bytes (more: 413)." default:"8388608" name:"max-body"`
 	WriteTimeout  time.Duration `help:"A client that takes longer than this to accept one write is cut off and its slot freed." default:"30s" name:"write-timeout"`
 	ShutdownGrace time.Duration `help:"On SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cancelled." default:"10s" name:"shutdown-grace"`
@@ -74,7 +75,11 @@ func (c *ServeCmd) Run() error {
 	}
 	log := slog.New(h)
 	t0 := time.Now()
-	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, g.threads(), c.Parallel, false)
+	fa, err := flashOn(c.FlashAttn, c.KVType)
+	if err != nil {
+		return err
+	}
+	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, fa, g.threads(), c.Parallel, false)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,214 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/minfer/minfer/internal/ggmlf32"
+	"github.com/minfer/minfer/quant"
+)
+
+// refFlash restates flash attention's documented order (flash.go) with
+// ggmlf32 scalars, over f32 k, v, q (the f16 case passes them rounded).
+func refFlash(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale float32) []float32 {
+	qw, kvw, G := H*hd, Hkv*hd, H/Hkv
+	y := make([]float32, len(q))
+	for t, p := range pos {
+		n := int(p) + 1
+		for h := 0; h < H; h++ {
+			kh := h / G
+			qv := q[t*qw+h*hd : t*qw+(h+1)*hd]
+			var ms, ss []float32
+			var os [][]float32
+			for j0 := 0; j0 < n; j0 += FlashBlock {
+				j1 := min(n, j0+FlashBlock)
+				m := float32(math.Inf(-1))
+				xs := make([]float32, 0, FlashBlock)
+				for j := j0; j < j1; j++ {
+					x := ggmlf32.VecDotF32(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], qv) * scale
+					xs = append(xs, x)
+					m = max(m, x)
+				}
+				var sum float32
+				o := make([]float32, hd)
+				for i, x := range xs {
+					pj := ggmlf32.ExpF(x - m)
+					sum += pj
+					for d := range o {
+						o[d] = ggmlf32.FMA32(pj, vc[(j0+i)*kvw+kh*hd+d], o[d])
+					}
+				}
+				ms, ss, os = append(ms, m), append(ss, sum), append(os, o)
+			}
+			M := ms[0]
+			for _, m := range ms {
+				M = max(M, m)
+			}
+			acc := make([]float32, hd)
+			var S float32
+			for b := range ms {
+				w := ggmlf32.ExpF(ms[b] - M)
+				S += float32(w * ss[b])
+				for d := range acc {
+					acc[d] += float32(w * os[b][d])
+				}
+			}
+			for d := range acc {
+				y[t*qw+h*hd+d] = acc[d] / S
+			}
+		}
+	}
+	return y
+}
+
+var flashCases = []attnCase{
+	{4, 2, 64, 1, 0, 256},
+	{4, 2, 128, 1, 255, 512},
+	{4, 2, 128, 1, 256, 512},
+	{4, 2, 128, 1, 700, 768},
+	{6, 2, 80, 5, 300, 512},
+	{2, 1, 40, 3, 520, 768}, // a head size the SIMD v sums do not take
+	{16, 8, 128, 17, 240, 512},
+}
+
+// TestFlashAttention: the flash kernels compute refFlash's bits (f32
+// cache; f16 cache over rounded k, v, q), for every float32 SIMD tier and
+// the pure-Go path, split by KV heads and by token rows; and they stay
+// close to exact attention.
+func TestFlashAttention(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	h16 := func(x []float32) []float32 {
+		y := make([]float32, len(x))
+		for i, v := range x {
+			y[i] = quant.FP16ToFP32(quant.FP32ToFP16(v))
+		}
+		return y
+	}
+	tiers := append([]*f32Tier{nil}, f32Tiers...)
+	for _, c := range flashCases {
+		q, k, v, pos := attnSetup(r, c)
+		for i := range q {
+			q[i] *= 4 // sharp softmaxes: blocks with very different maxima
+		}
+		ctx, kvw := c.ctx, c.Hkv*c.hd
+		scale := float32(1 / math.Sqrt(float64(c.hd)))
+		exact := oracleAttention(q, k, v, pos, c.H, c.Hkv, c.hd, scale)
+		for _, kt := range []quant.Type{quant.F32, quant.F16} {
+			want := refFlash(q, k, v, pos, c.H, c.Hkv, c.hd, scale)
+			if kt == quant.F16 {
+				want = refFlash(h16(q), h16(k), h16(v), pos, c.H, c.Hkv, c.hd, scale)
+			}
+			kv, _ := NewKV(kt)
+			kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+			vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+			for _, tier := range tiers {
+				name := "go"
+				if tier != nil {
+					name = tier.name
+				}
+				t.Run(fmt.Sprintf("%s/%s/H%d/Hkv%d/hd%d/T%d@%d", kt, name, c.H, c.Hkv, c.hd, c.T, c.start), func(t *testing.T) {
+					if tier != nil && !tier.ok {
+						t.Skip(tier.name + " float32 kernels unavailable: " + tier.why)
+					}
+					withF32(tier, func() {
+						s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+						for _, cut := range cuts(c.Hkv) {
+							y := make([]float32, len(q))
+							for i := 0; i+1 < len(cut); i++ {
+								kv.AttendFlash(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, cut[i], cut[i+1], 0, c.T, s)
+							}
+							sameBits(t, fmt.Sprintf("kv heads %v", cut), y, want)
+						}
+						for _, cut := range cuts(c.T) {
+							y := make([]float32, len(q))
+							for i := 0; i+1 < len(cut); i++ {
+								kv.AttendFlash(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, cut[i], cut[i+1], s)
+							}
+							sameBits(t, fmt.Sprintf("token rows %v", cut), y, want)
+						}
+					})
+				})
+			}
+			var maxErr, vmax float64
+			for i := range want {
+				maxErr = max(maxErr, math.Abs(float64(want[i]-exact[i])))
+			}
+			for _, x := range v {
+				vmax = max(vmax, math.Abs(float64(x)))
+			}
+			if tol := map[quant.Type]float64{quant.F32: 1e-5, quant.F16: 4e-3}[kt]; maxErr > tol*vmax {
+				t.Errorf("%s %+v: flash attention off exact attention by %.3g (bound %.3g)", kt, c, maxErr, tol*vmax)
+			}
+		}
+	}
+	kv, _ := NewKV(quant.Q8_0)
+	if kv.CheckFlash() == nil {
+		t.Error("flash attention accepted a q8_0 cache")
+	}
+}
+
+// BenchmarkFlashDepth is BenchmarkAttentionDepth (one Qwen3-0.6B layer of
+// decode attention at position 4095) with the flash kernels.
+func BenchmarkFlashDepth(b *testing.B) {
+	r := rand.New(rand.NewPCG(35, 36))
+	c := attnCase{16, 8, 128, 1, 4095, 4352}
+	q, k, v, pos := attnSetup(r, c)
+	ctx, kvw := c.ctx, c.Hkv*c.hd
+	for _, kt := range []quant.Type{quant.F32, quant.F16} {
+		kv, _ := NewKV(kt)
+		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+		y := make([]float32, len(q))
+		for _, tier := range f32Tiers {
+			b.Run(kt.String()+"/"+tier.name, func(b *testing.B) {
+				if !tier.ok {
+					b.Skip(tier.why)
+				}
+				withF32(tier, func() {
+					for b.Loop() {
+						kv.AttendFlash(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.0884, 0, c.Hkv, 0, 1, s)
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkPrefillDepth is 16 prompt tokens ending at position 511 or
+// 4095 of one Qwen3-0.6B layer with an f16 cache, flash ("fa") and
+// non-flash ("nofa"), per tier: the attention work of a prompt chunk at
+// that depth.
+func BenchmarkPrefillDepth(b *testing.B) {
+	for _, end := range []int{512, 4096} {
+		r := rand.New(rand.NewPCG(37, 38))
+		c := attnCase{16, 8, 128, 16, end - 16, end + 256}
+		q, k, v, pos := attnSetup(r, c)
+		ctx, kvw := c.ctx, c.Hkv*c.hd
+		kv, _ := NewKV(quant.F16)
+		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+		y := make([]float32, len(q))
+		for _, tier := range f32Tiers {
+			for _, fa := range []bool{false, true} {
+				b.Run(fmt.Sprintf("d%d/%s/%s", end, map[bool]string{false: "nofa", true: "fa"}[fa], tier.name), func(b *testing.B) {
+					if !tier.ok {
+						b.Skip(tier.why)
+					}
+					attend := kv.Attend
+					if fa {
+						attend = kv.AttendFlash
+					}
+					withF32(tier, func() {
+						for b.Loop() {
+							attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.0884, 0, c.Hkv, 0, c.T, s)
+						}
+					})
+				})
+			}
+		}
+	}
+}
