@@ -7,6 +7,7 @@ package exec
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -180,7 +181,12 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 			gib(need), gib(arena), gib(kvBytes), slots, g.Params.NCtx, gib(workers), cfg.Threads, gib(avail), fix)
 	}
 	m.arena = alignedBytes(arena)
-	m.kv = alignedBytes(kvBytes)
+	if kv, release, ok := untouchedBytes(kvBytes); ok {
+		m.kv = kv
+		runtime.AddCleanup(m, func(f func()) { f() }, release)
+	} else {
+		m.kv = alignedBytes(kvBytes)
+	}
 	kvk, err := cpu.NewKV(dec.Options.KVType)
 	if err != nil {
 		return nil, err
