@@ -101,7 +101,7 @@ func takeChunk(next []paddedCounter, w, W, k int) (c int, ok bool) {
 
 // runPhases runs worker wk's part of a group whose phases take chunks.
 func (m *Model) runPhases(grp *group, wk *worker) {
-	W := len(m.workers)
+	W := m.nw
 	k := chunksPerWorker
 	C := W * k
 	for pi := range grp.phases {

@@ -7,6 +7,7 @@ package exec
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
@@ -31,6 +32,11 @@ type Config struct {
 	// WeightFiles names the file(s) the weights are mapped from, for the
 	// error a memory fault while reading them becomes (see Eval).
 	WeightFiles string
+	// FixedThreads keeps every decode pass on all Threads workers (also
+	// MINFER_FIXED_THREADS=1); by default decode passes may run on fewer
+	// when that is measured faster — another process busy on the machine
+	// (adapt.go). The output is the same bits either way.
+	FixedThreads bool
 }
 
 // Stats accumulates counters over Eval calls.
@@ -40,6 +46,11 @@ type Stats struct {
 	PrefillBarriers             int64
 	DecodeBarriers              int64
 	DecodeCalls                 int
+	// DecodeWorkerPasses sums, over decode passes, the workers that ran
+	// them (DecodeWorkerPasses/DecodeCalls is the mean); ThreadSwitches
+	// counts the decode worker-count changes (adapt.go).
+	DecodeWorkerPasses int64
+	ThreadSwitches     int
 }
 
 // Model is a compiled graph bound to weights, memory and a worker pool.
@@ -60,6 +71,8 @@ type Model struct {
 	out     []float32 // Eval's result buffer
 	prog    *program  // the schedule being run
 	job     func(w int)
+	nw      int                   // workers taking part in the current pass (≤ len(workers))
+	tuner   threadTuner           // picks nw for decode passes (adapt.go)
 	files   string                // Config.WeightFiles
 	fault   atomic.Pointer[error] // a worker faulted in the current call
 	broken  error                 // set after a fault: the model state is undefined
@@ -261,6 +274,7 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 		m.files = "the weight source"
 	}
 	m.pool = NewPool(cfg.Threads)
+	m.tuner = newThreadTuner(cfg.Threads, cfg.FixedThreads || os.Getenv("MINFER_FIXED_THREADS") == "1")
 	m.job = func(w int) { m.runWorker(m.prog, m.workers[w]) } // bound once: no allocation per call
 	return m, nil
 }
@@ -395,8 +409,12 @@ func (m *Model) pass(tokens, positions, outIDs []int32) ([]float32, error) {
 	start := time.Now()
 	before := m.pool.Barriers()
 	m.prog = prog
-	prog.resetChunks(len(m.workers))
-	m.pool.Run(m.job)
+	m.nw = len(m.workers)
+	if name == "decode" {
+		m.nw = m.tuner.pick()
+	}
+	prog.resetChunks(m.nw)
+	m.pool.RunN(m.nw, m.job)
 	if e := m.fault.Load(); e != nil {
 		err := *e
 		m.broken = fmt.Errorf("%w (the model cannot be used after this)", err)
@@ -405,10 +423,13 @@ func (m *Model) pass(tokens, positions, outIDs []int32) ([]float32, error) {
 	bars := m.pool.Barriers() - before
 	el := time.Since(start)
 	if name == "decode" {
+		m.tuner.record(m.nw, el, m.T)
 		m.stats.DecodeTokens += m.T
 		m.stats.DecodeCalls++
 		m.stats.DecodeTime += el
 		m.stats.DecodeBarriers += bars
+		m.stats.DecodeWorkerPasses += int64(m.nw)
+		m.stats.ThreadSwitches = m.tuner.switches
 	} else {
 		m.stats.PrefillTokens += m.T
 		m.stats.PrefillTime += el
@@ -462,7 +483,7 @@ func (m *Model) recoverFault(grp int) {
 
 func (m *Model) runGroup(p *program, gi int, wk *worker) {
 	defer m.recoverFault(gi)
-	W := len(m.workers)
+	W := m.nw
 	{
 		grp := &p.groups[gi]
 		wk.stamp++

@@ -16,14 +16,18 @@ const spinsBeforeYield = 1 << 14
 // parks on a condition variable (so an idle executor burns no CPU).
 const yieldsBeforePark = 1 << 12
 
-// Pool is a persistent set of workers. Run hands one job to all of them;
-// inside a job workers meet at Barrier. Worker 0 is the calling goroutine.
+// Pool is a persistent set of workers. Run hands one job to all of them
+// (RunN to the first k); inside a job workers meet at Barrier. Worker 0 is
+// the calling goroutine.
 type Pool struct {
 	n   int
 	job func(w int)
 
-	gen    atomic.Uint64 // incremented to publish a new job
-	active atomic.Int64  // workers (other than 0) still inside the job
+	// state publishes a new job: its generation (incremented per job)
+	// times 65536 plus the number of workers taking part, in one word so a
+	// worker reads the two together.
+	state  atomic.Uint64
+	active atomic.Int64 // workers (other than 0) still inside the job
 	closed atomic.Bool
 
 	mu       sync.Mutex
@@ -37,12 +41,10 @@ type Pool struct {
 
 // NewPool starts a pool of n workers (n-1 goroutines plus the caller).
 func NewPool(n int) *Pool {
-	if n < 1 {
-		n = 1
-	}
+	n = max(1, min(n, maxPoolWorkers))
 	p := &Pool{n: n}
 	p.cond = sync.NewCond(&p.mu)
-	p.bar.n = int32(n)
+	p.bar.n.Store(int32(n))
 	p.bar.cond = sync.NewCond(&p.bar.mu)
 	for w := 1; w < n; w++ {
 		go p.worker(w)
@@ -53,54 +55,76 @@ func NewPool(n int) *Pool {
 // Size is the number of workers.
 func (p *Pool) Size() int { return p.n }
 
+// maxPoolWorkers bounds the pool size so the worker count fits state's
+// low byte.
+const maxPoolWorkers = 1<<16 - 1
+
 func (p *Pool) worker(w int) {
 	var seen uint64
+	idle := false // the last job left this worker out: park at once
 	for {
-		g := p.wait(seen)
+		st := p.wait(seen>>16, idle)
 		if p.closed.Load() {
 			return
 		}
-		seen = g
+		seen = st
+		if int(st&0xffff) <= w {
+			idle = true
+			continue
+		}
+		idle = false
 		p.job(w)
 		p.active.Add(-1)
 	}
 }
 
-// wait returns the next job generation after seen, spinning, then yielding,
-// then parking.
-func (p *Pool) wait(seen uint64) uint64 {
-	for i := 0; i < spinsBeforeYield; i++ {
-		if g := p.gen.Load(); g != seen || p.closed.Load() {
-			return g
+// wait returns the state of the next job after generation seen: spinning,
+// then yielding, then parking (a worker the last job left out parks at
+// once, so it takes no CPU from the workers that run).
+func (p *Pool) wait(seen uint64, park bool) uint64 {
+	if !park {
+		for i := 0; i < spinsBeforeYield; i++ {
+			if st := p.state.Load(); st>>16 != seen || p.closed.Load() {
+				return st
+			}
 		}
-	}
-	for i := 0; i < yieldsBeforePark; i++ {
-		if g := p.gen.Load(); g != seen || p.closed.Load() {
-			return g
+		for i := 0; i < yieldsBeforePark; i++ {
+			if st := p.state.Load(); st>>16 != seen || p.closed.Load() {
+				return st
+			}
+			runtime.Gosched()
 		}
-		runtime.Gosched()
 	}
 	p.mu.Lock()
 	p.sleepers++
-	for p.gen.Load() == seen && !p.closed.Load() {
+	for p.state.Load()>>16 == seen && !p.closed.Load() {
 		p.cond.Wait()
 	}
 	p.sleepers--
-	g := p.gen.Load()
+	st := p.state.Load()
 	p.mu.Unlock()
-	return g
+	return st
 }
 
 // Run executes f(w) on every worker w in [0, Size()) and returns when all
 // have finished. Only one Run may be in progress at a time.
-func (p *Pool) Run(f func(w int)) {
-	if p.n == 1 {
+func (p *Pool) Run(f func(w int)) { p.RunN(p.n, f) }
+
+// RunN executes f(w) on the workers w in [0, k) only (k is clamped to
+// 1..Size()) and returns when they have finished; Barrier then waits for
+// those k. The others stay parked. Only one Run may be in progress at a time.
+func (p *Pool) RunN(k int, f func(w int)) {
+	k = max(1, min(k, p.n))
+	if k == 1 {
+		p.bar.n.Store(1)
 		f(0)
 		return
 	}
 	p.job = f
-	p.active.Store(int64(p.n - 1))
-	p.gen.Add(1)
+	p.bar.n.Store(int32(k))
+	p.active.Store(int64(k - 1))
+	gen := p.state.Load()>>16 + 1
+	p.state.Store(gen<<16 | uint64(k))
 	p.mu.Lock()
 	if p.sleepers > 0 {
 		p.cond.Broadcast()
@@ -116,16 +140,14 @@ func (p *Pool) Run(f func(w int)) {
 
 // Barrier blocks worker w until every worker of the current job reaches it.
 func (p *Pool) Barrier() {
-	if p.n > 1 {
-		p.bar.wait()
+	// The last worker to arrive counts the round, once.
+	if p.bar.n.Load() == 1 || p.bar.wait() {
+		p.barriers.Add(1)
 	}
-	// Every worker passes; count each round once.
-	p.barriers.Add(1)
 }
 
-// Barriers returns the number of barrier rounds completed so far (a round is
-// counted once per worker that passed it; divide by Size for rounds).
-func (p *Pool) Barriers() int64 { return p.barriers.Load() / int64(p.n) }
+// Barriers returns the number of barrier rounds completed so far.
+func (p *Pool) Barriers() int64 { return p.barriers.Load() }
 
 // Close stops the workers.
 func (p *Pool) Close() {
@@ -142,7 +164,7 @@ func (p *Pool) Close() {
 // queues for the other one; a parked waiter hands its core back to the OS,
 // which can then run the late worker at once.
 type barrier struct {
-	n     int32
+	n     atomic.Int32 // workers taking part (set by RunN between jobs)
 	count atomic.Int32
 	phase atomic.Uint32
 
@@ -155,9 +177,11 @@ type barrier struct {
 // after spinning before it parks.
 const yieldsBeforeParkBarrier = 2048
 
-func (b *barrier) wait() {
+// wait blocks until every worker has arrived; it reports whether the
+// caller was the last to arrive.
+func (b *barrier) wait() bool {
 	ph := b.phase.Load()
-	if b.count.Add(1) == b.n {
+	if b.count.Add(1) == b.n.Load() {
 		b.count.Store(0)
 		b.phase.Add(1)
 		if b.sleepers.Load() > 0 {
@@ -165,16 +189,16 @@ func (b *barrier) wait() {
 			b.cond.Broadcast()
 			b.mu.Unlock()
 		}
-		return
+		return true
 	}
 	for i := 0; i < spinsBeforeYield; i++ {
 		if b.phase.Load() != ph {
-			return
+			return false
 		}
 	}
 	for i := 0; i < yieldsBeforeParkBarrier; i++ {
 		if b.phase.Load() != ph {
-			return
+			return false
 		}
 		runtime.Gosched()
 	}
@@ -185,4 +209,5 @@ func (b *barrier) wait() {
 	}
 	b.sleepers.Add(-1)
 	b.mu.Unlock()
+	return false
 }

@@ -78,3 +78,50 @@ func BenchmarkBarrier(b *testing.B) {
 		}
 	})
 }
+
+// TestPoolRunN runs jobs on a changing number of workers: each run reaches
+// exactly the first k, and its barriers wait for those k only.
+func TestPoolRunN(t *testing.T) {
+	const n = 4
+	p := NewPool(n)
+	defer p.Close()
+	ks := []int{4, 1, 2, 3, 2, 4, 1, 1, 3, 4, 2}
+	var rounds int64
+	for rep := 0; rep < 20; rep++ {
+		for _, k := range ks {
+			var hits [n]atomic.Int32
+			var counter atomic.Int64
+			var bad atomic.Int32
+			p.RunN(k, func(w int) {
+				hits[w].Add(1)
+				for ph := 0; ph < 5; ph++ {
+					counter.Add(1)
+					p.Barrier()
+					if c := counter.Load(); c < int64(k*(ph+1)) {
+						bad.Add(1)
+					}
+					p.Barrier()
+				}
+			})
+			rounds += 10
+			for w := 0; w < n; w++ {
+				want := int32(0)
+				if w < k {
+					want = 1
+				}
+				if got := hits[w].Load(); got != want {
+					t.Fatalf("RunN(%d): worker %d ran %d times", k, w, got)
+				}
+			}
+			if bad.Load() != 0 {
+				t.Fatalf("RunN(%d): %d workers passed a barrier early", k, bad.Load())
+			}
+		}
+		if rep == 10 {
+			time.Sleep(50 * time.Millisecond) // let the workers park
+		}
+	}
+	if got := p.Barriers(); got != rounds {
+		t.Fatalf("counted %d barrier rounds, want %d", got, rounds)
+	}
+}

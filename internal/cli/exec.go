@@ -206,6 +206,10 @@ func (s *session) printStats(g *GenFlags, res *generate.Result) {
 		per := float64(st.DecodeBarriers) / float64(st.DecodeTokens)
 		fmt.Fprintf(w, "decode: %.1f pool barriers per token (%.2f per layer, %d layers), %d fused groups, %d ops per token\n",
 			per, per/float64(L), L, len(s.graph.Decode.Groups), len(s.graph.Nodes))
+		if st.DecodeCalls > 0 && s.compute.Threads() > 1 {
+			fmt.Fprintf(w, "decode: %.2f workers per pass on average (the thread tuner, %d changes; MINFER_FIXED_THREADS=1 keeps all)\n",
+				float64(st.DecodeWorkerPasses)/float64(st.DecodeCalls), st.ThreadSwitches)
+		}
 	}
 	if st.PrefillTokens > 0 {
 		fmt.Fprintf(w, "prefill: %d barriers for %d tokens, %d fused groups per chunk\n", st.PrefillBarriers, st.PrefillTokens, len(s.graph.Prefill.Groups))
