@@ -14,6 +14,11 @@
 #   --rounds N                         alternating rounds (minfer, then each llama-bench, N times); default 3
 #   --reps N                           repetitions inside each run (default 3)
 #   -p N / -n N                        prompt and generation lengths (default 512 / 128)
+#   -d N                               depth: both engines start each test with N positions
+#                                      already in the KV cache (llama-bench -d; default 0).
+#                                      The plan gets a context of N + max(p, n) + 256 unless
+#                                      --compile sets one; pass -fa 1 in --llama for flash attention
+#   --compile 'ARGS'                   extra minferc compile arguments (e.g. '--kv-type f32')
 # LLAMA_BENCH=/path (the older form) adds one entry named llama.cpp.
 #
 # Each cell of the table is the median over the rounds of each run's
@@ -31,6 +36,8 @@ rounds=3
 reps=${REPS:-3}
 np=512
 ng=128
+nd=0
+cargs=""
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -40,7 +47,9 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift 2 ;;
     -p) np=$2; shift 2 ;;
     -n) ng=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -d) nd=$2; shift 2 ;;
+    --compile) cargs=$2; shift 2 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -62,7 +71,13 @@ if [ -z "$model" ]; then
   [ -f "$vocab" ] && vflag=(--vocab "$vocab")
   [ -f "$model" ] || "$out/minferc" synth --preset qwen2-0.5b --type q4_k_m "${vflag[@]}" -o "$model"
 fi
-"$out/minferc" compile "$model" -o "$out/model.plan" -q
+cflags=()
+# shellcheck disable=SC2206 # extra compile arguments, split on spaces
+[ -n "$cargs" ] && cflags=($cargs)
+if [ "$nd" -gt 0 ] && [[ " $cargs " != *" -c "* && " $cargs " != *" --n-ctx"* ]]; then
+  cflags+=(-c $((nd + (np > ng ? np : ng) + 256)))
+fi
+"$out/minferc" compile "$model" -o "$out/model.plan" -q "${cflags[@]}"
 tflags=()
 for t in "${threads[@]}"; do tflags+=(-t "$t"); done
 tl=$(IFS=,; echo "${threads[*]}")
@@ -70,13 +85,13 @@ echo "== model $model; minfer tier: $tier${MINFER_NO_AVX512:+ (MINFER_NO_AVX512=
 echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) flags: $(grep -m1 -o -w 'avx2\|avx512f\|avx512_vnni\|avx_vnni' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 for r in $(seq 1 "$rounds"); do
   echo "== round $r: load $(cut -d' ' -f1-3 /proc/loadavg)"
-  "$out/minfer" bench "$out/model.plan" -p "$np" -n "$ng" -r "$reps" "${tflags[@]}" --json > "$out/minfer.$r.json"
+  "$out/minfer" bench "$out/model.plan" -p "$np" -n "$ng" -d "$nd" -r "$reps" "${tflags[@]}" --json > "$out/minfer.$r.json"
   i=0
   for entry in "${llamas[@]}"; do
     name=${entry%%=*}
     cmd=${entry#*=}
     # shellcheck disable=SC2086 # cmd holds the path and its extra arguments
-    $cmd -m "$model" -p "$np" -n "$ng" -t "$tl" -r "$reps" -o json > "$out/llama$i.$r.json" 2> "$out/llama$i.$r.err" ||
+    $cmd -m "$model" -p "$np" -n "$ng" -d "$nd" -t "$tl" -r "$reps" -o json > "$out/llama$i.$r.json" 2> "$out/llama$i.$r.err" ||
       { echo "compare-llama: $name failed, see $out/llama$i.$r.err" >&2; exit 1; }
     i=$((i+1))
   done
@@ -93,6 +108,8 @@ def load(path):
     d = {}
     for x in json.load(open(path)):
         test = f"pp{x['n_prompt']}" if x["n_prompt"] else f"tg{x['n_gen']}"
+        if x.get("n_depth"):
+            test += f" @ d{x['n_depth']}"
         d.setdefault((test, x["n_threads"]), []).append(x["avg_ts"])
     return d
 def merge(ds):
