@@ -2,7 +2,7 @@
 //
 // The sampler mirrors llama.cpp's default sampler chain:
 //
-//	penalties → top-k → top-p → min-p → temperature → distribution draw
+//	logit bias → penalties → top-k → top-p → min-p → temperature → distribution draw
 //
 // Truncation (top-k, top-p, min-p) therefore operates on the penalized but
 // untempered logits, and temperature only reshapes the distribution of the
@@ -38,6 +38,16 @@ type Params struct {
 	FrequencyPenalty float32 // 0 → off (OpenAI semantics, as llama.cpp's penalties sampler)
 	PresencePenalty  float32 // 0 → off
 	Seed             uint64
+	// LogitBias is added to the named tokens' logits before every other
+	// stage (OpenAI's and llama-server's logit_bias); a bias of -Inf bans
+	// the token. Nil → off.
+	LogitBias []TokenBias
+}
+
+// TokenBias is one entry of Params.LogitBias.
+type TokenBias struct {
+	Token int32
+	Bias  float32
 }
 
 // DefaultParams returns llama.cpp's command-line defaults: temperature 0.8,
@@ -79,6 +89,11 @@ func (p Params) Validate() error {
 		return fmt.Errorf("sample: FrequencyPenalty must be finite, got %v", p.FrequencyPenalty)
 	case !finite(p.PresencePenalty):
 		return fmt.Errorf("sample: PresencePenalty must be finite, got %v", p.PresencePenalty)
+	}
+	for _, b := range p.LogitBias {
+		if math.IsNaN(float64(b.Bias)) || math.IsInf(float64(b.Bias), 1) {
+			return fmt.Errorf("sample: LogitBias for token %d must be a number or -Inf, got %v", b.Token, b.Bias)
+		}
 	}
 	return nil
 }
@@ -186,6 +201,11 @@ func New(p Params, nVocab int) (*Sampler, error) {
 	if nVocab > math.MaxInt32 {
 		return nil, fmt.Errorf("sample: nVocab %d does not fit token ids in int32", nVocab)
 	}
+	for _, b := range p.LogitBias {
+		if b.Token < 0 || int(b.Token) >= nVocab {
+			return nil, fmt.Errorf("sample: LogitBias names token %d, outside the vocabulary of %d", b.Token, nVocab)
+		}
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -202,9 +222,11 @@ func New(p Params, nVocab int) (*Sampler, error) {
 	}
 	s.penalize = p.RepeatLastN != 0 &&
 		(p.RepeatPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0)
+	if s.penalize || len(p.LogitBias) > 0 {
+		s.logits = make([]float32, nVocab)
+	}
 	if s.penalize {
 		s.counts = make([]int32, nVocab)
-		s.logits = make([]float32, nVocab)
 		if p.RepeatLastN > 0 {
 			s.hist = make([]int32, 0, p.RepeatLastN)
 		}
@@ -253,10 +275,19 @@ func (s *Sampler) Sample(logits []float32) int32 {
 		panic(fmt.Sprintf("sample: got %d logits, sampler vocabulary is %d", len(logits), s.nVocab))
 	}
 	l := logits
-	if s.penalize && len(s.hist) > 0 {
-		// Only the penalties stage writes; later stages just read l.
+	if len(s.p.LogitBias) > 0 {
+		// Only the bias and penalties stages write; later stages just read l.
 		l = s.logits
 		copy(l, logits)
+		for _, b := range s.p.LogitBias {
+			l[b.Token] += b.Bias
+		}
+	}
+	if s.penalize && len(s.hist) > 0 {
+		if len(s.p.LogitBias) == 0 {
+			l = s.logits
+			copy(l, logits)
+		}
 		s.applyPenalties(l)
 	}
 	if s.p.Temperature == 0 {

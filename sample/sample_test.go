@@ -2,6 +2,7 @@ package sample
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -633,7 +634,7 @@ func TestNoAllocations(t *testing.T) {
 func TestDefaultParams(t *testing.T) {
 	p := DefaultParams()
 	want := Params{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1, RepeatLastN: 64, Seed: DefaultSeed}
-	if p != want {
+	if !reflect.DeepEqual(p, want) {
 		t.Fatalf("DefaultParams = %+v, want %+v", p, want)
 	}
 	if err := p.Validate(); err != nil {
@@ -669,5 +670,56 @@ func BenchmarkSample(b *testing.B) {
 				s.Sample(logits)
 			}
 		})
+	}
+}
+
+// TestLogitBias: the bias is added before every other stage (llama.cpp's
+// chain starts with its logit-bias sampler), -Inf bans a token, the
+// caller's logits are left alone, and bad entries are refused by name.
+func TestLogitBias(t *testing.T) {
+	logits := []float32{1, 5, 3, 2, 4}
+	for _, tc := range []struct {
+		name string
+		bias []TokenBias
+		pen  bool
+		want int32
+	}{
+		{"none", nil, false, 1},
+		{"ban the best", []TokenBias{{1, float32(math.Inf(-1))}}, false, 4},
+		{"-100 bans", []TokenBias{{1, -100}, {4, -100}}, false, 2},
+		{"raise one", []TokenBias{{3, 3.5}}, false, 3},
+		{"bias then penalties", []TokenBias{{0, 4.5}}, true, 1}, // 1+4.5 = 5.5, then the repeat penalty 2 halves it
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := DefaultParams()
+			p.Temperature = 0
+			p.LogitBias = tc.bias
+			if tc.pen {
+				p.RepeatPenalty = 2
+			}
+			s, err := New(p, len(logits))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.pen {
+				s.Accept(0)
+			}
+			in := slices.Clone(logits)
+			if got := s.Sample(in); got != tc.want {
+				t.Errorf("sampled %d, want %d", got, tc.want)
+			}
+			if !slices.Equal(in, logits) {
+				t.Errorf("Sample changed the caller's logits: %v", in)
+			}
+		})
+	}
+	p := DefaultParams()
+	p.LogitBias = []TokenBias{{7, 1}}
+	if _, err := New(p, 5); err == nil || !strings.Contains(err.Error(), "token 7") {
+		t.Errorf("out-of-vocabulary bias: %v", err)
+	}
+	p.LogitBias = []TokenBias{{2, float32(math.NaN())}}
+	if _, err := New(p, 5); err == nil || !strings.Contains(err.Error(), "LogitBias") {
+		t.Errorf("NaN bias: %v", err)
 	}
 }

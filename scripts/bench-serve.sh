@@ -18,6 +18,10 @@
 #   -c LIST               client counts (default 1,4,8)
 #   -r N                  requests per client per level (default 2)
 #   --tier avx2|native    minfer's SIMD tier (avx2 sets MINFER_NO_AVX512=1)
+#   --all-tokens          do not send the logit_bias that keeps random-weight output valid UTF-8
+#                         (by default every request to both servers bans, with -100, the tokens
+#                         whose text is not valid UTF-8 alone: llama-server's output parser
+#                         answers 500 to the invalid UTF-8 random weights produce)
 # Run on a quiet machine: both servers' decode is bandwidth bound and a busy
 # core halves it.
 set -euo pipefail
@@ -32,6 +36,7 @@ n=128
 levels=1,4,8
 reqs=2
 tier=native
+textonly=1
 model=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,7 +48,8 @@ while [ $# -gt 0 ]; do
     -c) levels=$2; shift 2 ;;
     -r) reqs=$2; shift 2 ;;
     --tier) tier=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --all-tokens) textonly=0; shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) model=$1; shift ;;
   esac
@@ -68,8 +74,10 @@ wait_health() {
   echo "no healthy server at $1" >&2; return 1
 }
 
+tflag=()
+[ "$textonly" = 1 ] && tflag=(--text-only "$model")
 bench() { # label url
-  "$minfer" bench-serve --url "$2" --label "$1" -c "$levels" -n "$n" -r "$reqs"
+  "$minfer" bench-serve --url "$2" --label "$1" -c "$levels" -n "$n" -r "$reqs" "${tflag[@]}"
 }
 
 port=$((20000 + RANDOM % 20000))

@@ -52,6 +52,11 @@ func TestErrors(t *testing.T) {
 		{"logprobs", ts, "POST", "/v1/chat/completions", `{"logprobs": true, "messages": [{"role": "user", "content": "hi"}]}`, nil, 400, "unsupported_parameter", "logprobs"},
 		{"json mode", ts, "POST", "/v1/chat/completions", `{"response_format": {"type": "json_object"}, "messages": [{"role": "user", "content": "hi"}]}`, nil, 400, "unsupported_parameter", "response_format"},
 		{"echo", ts, "POST", "/v1/completions", `{"prompt": "a", "echo": true}`, nil, 400, "unsupported_parameter", "echo"},
+		{"logit_bias id outside vocab", ts, "POST", "/v1/completions", `{"prompt": "a", "logit_bias": {"5000": -100}}`, nil, 400, "invalid_value", "token id 5000"},
+		{"logit_bias out of range", ts, "POST", "/v1/completions", `{"prompt": "a", "logit_bias": {"7": -101}}`, nil, 400, "invalid_value", "from -100 to 100"},
+		{"logit_bias text key", ts, "POST", "/v1/completions", `{"prompt": "a", "logit_bias": {"hello": 1}}`, nil, 400, "invalid_value", "not a token id"},
+		{"logit_bias bad pair", ts, "POST", "/v1/completions", `{"prompt": "a", "logit_bias": [[1, 2, 3]]}`, nil, 400, "invalid_type", "logit_bias[0]"},
+		{"logit_bias not a map", ts, "POST", "/v1/completions", `{"prompt": "a", "logit_bias": 3}`, nil, 400, "invalid_type", "logit_bias"},
 		{"detokenize outside vocab", ts, "POST", "/detokenize", `{"tokens": [-1]}`, nil, 400, "invalid_value", "-1"},
 		{"unknown path", ts, "GET", "/v2/nothing", ``, nil, 404, "not_found", "/v2/nothing"},
 		{"wrong method", ts, "GET", "/v1/completions", ``, nil, 405, "method_not_allowed", "POST"},
@@ -89,6 +94,43 @@ func TestErrors(t *testing.T) {
 	}
 	if status, _, body := tk.do(t, "GET", "/health", ""); status != 200 {
 		t.Errorf("health without a key: %d %s", status, body)
+	}
+}
+
+// TestLogitBias: a large bias on one token makes greedy decoding repeat
+// it, in OpenAI's object form and llama-server's array form; false bans.
+func TestLogitBias(t *testing.T) {
+	ts := startServer(t, fakeConfig(t, newFake(1, 64, 1024)))
+	_, _, body := ts.do(t, "POST", "/detokenize", `{"tokens": [72]}`)
+	var d struct{ Content string }
+	if err := json.Unmarshal(body, &d); err != nil || d.Content == "" {
+		t.Fatalf("detokenize: %s", body)
+	}
+	text := func(req string) string {
+		status, _, body := ts.do(t, "POST", "/v1/completions", req)
+		if status != 200 {
+			t.Fatalf("%d %s", status, body)
+		}
+		var v struct{ Choices []struct{ Text string } }
+		if err := json.Unmarshal(body, &v); err != nil || len(v.Choices) != 1 {
+			t.Fatalf("%s", body)
+		}
+		return v.Choices[0].Text
+	}
+	want := strings.Repeat(d.Content, 5)
+	for _, lb := range []string{`{"72": 100}`, `[[72, 100]]`} {
+		if got := text(`{"prompt": "a b", "temperature": 0, "max_tokens": 5, "ignore_eos": true, "logit_bias": ` + lb + `}`); got != want {
+			t.Errorf("logit_bias %s: %q, want %q", lb, got, want)
+		}
+	}
+	// false bans: of two raised tokens, the banned one never comes
+	_, _, body = ts.do(t, "POST", "/detokenize", `{"tokens": [73]}`)
+	var d73 struct{ Content string }
+	if err := json.Unmarshal(body, &d73); err != nil || d73.Content == "" || d73.Content == d.Content {
+		t.Fatalf("detokenize: %s", body)
+	}
+	if got := text(`{"prompt": "a b", "temperature": 0, "max_tokens": 4, "ignore_eos": true, "logit_bias": [[72, false], [73, 100]]}`); got != strings.Repeat(d73.Content, 4) {
+		t.Errorf("72 banned, 73 raised: %q", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,9 +9,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/minfer/minfer/sample"
 )
 
 // samplingFields are the generation parameters both completion endpoints
@@ -34,6 +39,7 @@ type samplingFields struct {
 	N                   *int            `json:"n"`
 	Logprobs            json.RawMessage `json:"logprobs"`
 	TopLogprobs         *int            `json:"top_logprobs"`
+	LogitBias           json.RawMessage `json:"logit_bias"`
 	IgnoreEOS           bool            `json:"ignore_eos"`   // llama-server's: for benchmarks of a fixed length
 	CachePrompt         *bool           `json:"cache_prompt"` // llama-server's: false prefills the whole prompt
 }
@@ -167,11 +173,82 @@ func (s *Server) params(f *samplingFields) (genRequest, *apiError) {
 		}
 		g.Stop = kept
 	}
+	if !isNull(f.LogitBias) {
+		lb, e := parseLogitBias(f.LogitBias, s.cfg.NVocab)
+		if e != nil {
+			return g, e
+		}
+		p.LogitBias = lb
+	}
 	if err := p.Validate(); err != nil {
 		return g, badRequest("invalid_value", "%v", err)
 	}
 	g.Params = p
 	return g, nil
+}
+
+// maxLogitBias bounds the entries of one request's logit_bias.
+const maxLogitBias = 1 << 18
+
+// parseLogitBias reads logit_bias as OpenAI sends it, an object mapping
+// token ids (as strings) to a bias from -100 to 100, or as llama-server
+// also takes it, an array of [id, bias] pairs; a bias of false bans the
+// token (llama-server's form). Token text in place of an id is refused
+// (llama-server tokenizes it; OpenAI takes only ids).
+func parseLogitBias(raw json.RawMessage, nVocab int) ([]sample.TokenBias, *apiError) {
+	entry := func(id int64, v json.RawMessage) (sample.TokenBias, *apiError) {
+		if id < 0 || id >= int64(nVocab) {
+			return sample.TokenBias{}, badRequest("invalid_value", "logit_bias: token id %d is outside the vocabulary (0..%d)", id, nVocab-1).withParam("logit_bias")
+		}
+		if strings.TrimSpace(string(v)) == "false" {
+			return sample.TokenBias{Token: int32(id), Bias: float32(math.Inf(-1))}, nil
+		}
+		var b float64
+		if err := json.Unmarshal(v, &b); err != nil || math.IsNaN(b) || b < -100 || b > 100 {
+			return sample.TokenBias{}, badRequest("invalid_value", "logit_bias: the bias of token %d must be a number from -100 to 100 (or false to ban it), got %s", id, v).withParam("logit_bias")
+		}
+		return sample.TokenBias{Token: int32(id), Bias: float32(b)}, nil
+	}
+	var out []sample.TokenBias
+	var obj map[string]json.RawMessage
+	var arr [][]json.RawMessage
+	switch {
+	case json.Unmarshal(raw, &obj) == nil:
+		if len(obj) > maxLogitBias {
+			return nil, badRequest("invalid_value", "logit_bias: %d entries, at most %d", len(obj), maxLogitBias).withParam("logit_bias")
+		}
+		for k, v := range obj {
+			id, err := strconv.ParseInt(k, 10, 32)
+			if err != nil {
+				return nil, badRequest("invalid_value", "logit_bias: key %q is not a token id", k).withParam("logit_bias")
+			}
+			e, ae := entry(id, v)
+			if ae != nil {
+				return nil, ae
+			}
+			out = append(out, e)
+		}
+		// map order is random: keep the entries in token order
+		slices.SortFunc(out, func(a, b sample.TokenBias) int { return cmp.Compare(a.Token, b.Token) })
+	case json.Unmarshal(raw, &arr) == nil:
+		if len(arr) > maxLogitBias {
+			return nil, badRequest("invalid_value", "logit_bias: %d entries, at most %d", len(arr), maxLogitBias).withParam("logit_bias")
+		}
+		for i, pair := range arr {
+			var id int64
+			if len(pair) != 2 || json.Unmarshal(pair[0], &id) != nil {
+				return nil, badRequest("invalid_type", "logit_bias[%d]: expected a pair [token id, bias]", i).withParam("logit_bias")
+			}
+			e, ae := entry(id, pair[1])
+			if ae != nil {
+				return nil, ae
+			}
+			out = append(out, e)
+		}
+	default:
+		return nil, badRequest("invalid_type", "logit_bias: an object mapping token ids to biases, or an array of [id, bias] pairs").withParam("logit_bias")
+	}
+	return out, nil
 }
 
 // checkPrompt refuses a prompt the slot cannot hold with room for one

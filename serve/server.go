@@ -291,6 +291,12 @@ func badRequest(code, format string, a ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: code, msg: fmt.Sprintf(format, a...)}
 }
 
+// withParam names the request field the error is about.
+func (e *apiError) withParam(p string) *apiError {
+	e.param = p
+	return e
+}
+
 // errorBody is OpenAI's error object.
 type errorBody struct {
 	Error struct {

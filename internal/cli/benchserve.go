@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // BenchServeCmd is `minfer bench-serve`: a load generator for an
@@ -30,6 +32,9 @@ type BenchServeCmd struct {
 	APIKey      string `help:"Bearer key to send." name:"api-key" env:"MINFER_API_KEY"`
 	Label       string `help:"Label for the first column (e.g. the server's name)." default:"server"`
 	Output      string `short:"o" help:"Output: md or jsonl." default:"md" enum:"md,jsonl"`
+	TextOnly    string `help:"Load the tokenizer of this GGUF or plan and send a logit_bias of -100 for every token whose text is not valid UTF-8 on its own, so that random-weight models stream text (llama-server's output parser answers 500 to invalid UTF-8). Every server gets the same requests." name:"text-only" type:"existingfile"`
+
+	bias map[string]int // the logit_bias sent, from TextOnly
 }
 
 // benchRow is one concurrency's result.
@@ -57,6 +62,19 @@ func (c *BenchServeCmd) Run() error {
 	}
 	if c.NPredict < 1 || c.Requests < 1 || c.PromptWords < 1 {
 		return fmt.Errorf("-n, -r and -p must be at least 1")
+	}
+	if c.TextOnly != "" {
+		tok, err := loadTokenizer(c.TextOnly)
+		if err != nil {
+			return err
+		}
+		c.bias = map[string]int{}
+		for id := int32(0); id < int32(tok.NVocab()); id++ {
+			if !utf8.ValidString(tok.Piece(id, false)) {
+				c.bias[strconv.Itoa(int(id))] = -100
+			}
+		}
+		fmt.Fprintf(os.Stderr, "bench-serve: logit_bias -100 on %d of %d tokens (text not valid UTF-8 alone)\n", len(c.bias), tok.NVocab())
 	}
 	// A connection per request: a server that closes idle keep-alive
 	// connections (llama-server after 5 s) would otherwise race a reused
@@ -172,19 +190,23 @@ func (c *BenchServeCmd) one(client *http.Client, level, i int) (int, time.Durati
 		p.WriteByte(' ')
 		p.WriteString(benchWords[(i+w)%len(benchWords)])
 	}
-	body, _ := json.Marshal(map[string]any{
+	req := map[string]any{
 		"model": c.Model, "prompt": p.String(), "max_tokens": c.NPredict, "ignore_eos": true, "temperature": 0,
 		"stream": true, "stream_options": map[string]any{"include_usage": true}, "seed": i,
-	})
+	}
+	if c.bias != nil {
+		req["logit_bias"] = c.bias
+	}
+	body, _ := json.Marshal(req)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(c.URL, "/")+"/v1/completions", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	hr, _ := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(c.URL, "/")+"/v1/completions", bytes.NewReader(body))
+	hr.Header.Set("Content-Type", "application/json")
 	if c.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+		hr.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
 	t0 := time.Now()
-	resp, err := client.Do(req)
+	resp, err := client.Do(hr)
 	if err != nil {
 		return 0, 0, 0, err
 	}
