@@ -388,6 +388,12 @@ func (b *binder) rope(s *site) (step, error) {
 		return st, err
 	}
 	width, a := s.width, n.Attrs
+	var freqs []float32
+	if a.RopeFreqs {
+		if freqs, err = b.ropeFreqs(n.Inputs[2], a); err != nil {
+			return st, err
+		}
+	}
 	st.run = func(wk *worker, lo, hi int) {
 		c0, c1 := s.colRange(lo, hi)
 		r0, r1 := s.rowRange(lo, hi)
@@ -395,9 +401,25 @@ func (b *binder) rope(s *site) (step, error) {
 		for r := r0; r < r1; r++ {
 			copy(ys[r*width+c0:r*width+c1], xs[r*width+c0:r*width+c1])
 		}
-		cpu.RopeCols(ys[r0*width:], r1-r0, width, m.pos[r0:r1], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, a.RopeNeoX, c0, c1)
+		cpu.RopeCols(ys[r0*width:], r1-r0, width, m.pos[r0:r1], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, freqs, a.RopeNeoX, c0, c1)
 	}
 	return st, nil
+}
+
+// ropeFreqs returns a rope's frequency factors: the f32 weight's
+// RopeDims/2 values (ir.Verify checked its type and shape).
+func (b *binder) ropeFreqs(v *ir.Value, a ir.Attrs) ([]float32, error) {
+	if v == nil || v.Kind != ir.Weight {
+		return nil, fmt.Errorf("rope frequency factors %v are not a weight", v)
+	}
+	fb, err := b.buf(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(fb.shared) != a.RopeDims/2 {
+		return nil, fmt.Errorf("rope frequency factors %s hold %d values, want %d", v.Source, len(fb.shared), a.RopeDims/2)
+	}
+	return fb.shared, nil
 }
 
 // kvKernel checks a kv_write/attention kernel name against the cache type
@@ -588,6 +610,7 @@ func (b *binder) matMul(s *site) (step, error) {
 		rowVec bool
 		bcols  int
 		attrs  ir.Attrs
+		freqs  []float32 // rope: frequency factors or nil
 	}
 	var epis []epi
 	for _, e := range n.Epilogues {
@@ -603,7 +626,15 @@ func (b *binder) matMul(s *site) (step, error) {
 			}
 			epis = append(epis, ep)
 		case ir.OpRope:
-			epis = append(epis, epi{op: ir.OpRope, attrs: e.Attrs})
+			ep := epi{op: ir.OpRope, attrs: e.Attrs}
+			if e.Attrs.RopeFreqs {
+				f, err := b.ropeFreqs(e.Freqs, e.Attrs)
+				if err != nil {
+					return st, err
+				}
+				ep.freqs = f
+			}
+			epis = append(epis, ep)
 		default:
 			return st, fmt.Errorf("unsupported epilogue %s", e.Op)
 		}
@@ -631,7 +662,7 @@ func (b *binder) matMul(s *site) (step, error) {
 				broadcastCols(cpu.AddCols, ys, ys, e.arg.get(wk), M, N, e.bcols, e.rowVec, n0, n1)
 			case ir.OpRope:
 				a := e.attrs
-				cpu.RopeCols(ys, M, N, m.pos[:M], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, a.RopeNeoX, n0, n1)
+				cpu.RopeCols(ys, M, N, m.pos[:M], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, e.freqs, a.RopeNeoX, n0, n1)
 			}
 		}
 	}

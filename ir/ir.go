@@ -133,7 +133,10 @@ const (
 	OpMatMul
 	// OpRope: rotary position embedding of each head of width Attr.HeadDim
 	// (first Attr.RopeDims elements rotated). Inputs: x f32 [T,H·hd], pos i32
-	// [T]. Attr.RopeNeoX selects pairs (i, i+d/2) instead of (2i, 2i+1).
+	// [T], and when Attr.RopeFreqs a third: the frequency factors, an f32
+	// weight [RopeDims/2] (GGUF rope_freqs.weight) dividing each pair's angle
+	// before the linear scale, as ggml_rope_ext's freq_factors.
+	// Attr.RopeNeoX selects pairs (i, i+d/2) instead of (2i, 2i+1).
 	OpRope
 	// OpKVWrite: cache[pos[t]] = x[t]. Inputs: x f32 [T,W], pos i32 [T],
 	// cache state [C,W]. Output: the new version of cache.
@@ -201,14 +204,22 @@ type Attrs struct {
 	RopeScale float32 // rope: linear position scale (1 = none)
 	RopeNeoX  bool    // rope: NeoX pair layout
 	Scale     float32 // attention, softmax: logit scale
+	// RopeFreqs says that a rope node's third input (a rope epilogue's
+	// Freqs) holds per-pair frequency factors. Omitted from plan JSON when
+	// false, so plans without factors are unchanged and an older reader
+	// refuses a plan with them (strict decoding) instead of ignoring them.
+	RopeFreqs bool `json:",omitempty"`
 }
 
 // Epilogue is work fused onto the end of a node by a pass: applied to each
 // output element (or row) right after it is computed, with no extra pass over
 // memory. Executors must apply epilogues in order.
 type Epilogue struct {
-	Op    Op     // OpAdd (bias or residual) or OpRope
-	Arg   *Value // the bias / residual / cache operand
+	Op  Op     // OpAdd (bias or residual) or OpRope
+	Arg *Value // the bias / residual operand; rope: the positions
+	// Freqs is a rope epilogue's frequency factors (the rope node's third
+	// input, present exactly when Attrs.RopeFreqs), nil otherwise.
+	Freqs *Value
 	Attrs Attrs
 }
 

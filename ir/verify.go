@@ -66,6 +66,9 @@ func Verify(g *Graph) error {
 			if e.Arg != nil && !inputs[e.Arg] {
 				bad("node #%d %s: epilogue %s operand %s is not among its inputs", i, n.Op, e.Op, e.Arg)
 			}
+			if e.Freqs != nil && !inputs[e.Freqs] {
+				bad("node #%d %s: epilogue %s frequency factors %s are not among its inputs", i, n.Op, e.Op, e.Freqs)
+			}
 		}
 	}
 	if g.Logits != nil && produced[g.Logits] == nil {
@@ -297,6 +300,16 @@ func checkNode(n *Node) error {
 		if err = checkRope(n.Attrs, in[0]); err != nil {
 			return err
 		}
+		switch {
+		case n.Attrs.RopeFreqs && len(in) != 3:
+			return fmt.Errorf("has %d inputs, want 3 (x, positions, frequency factors)", len(in))
+		case !n.Attrs.RopeFreqs && len(in) != 2:
+			return fmt.Errorf("has %d inputs, want 2 (x, positions) without frequency factors", len(in))
+		case n.Attrs.RopeFreqs:
+			if err = checkRopeFreqs(n.Attrs, in[2]); err != nil {
+				return err
+			}
+		}
 		return sameAs(in[0].Shape)
 	case OpKVWrite:
 		if err = need(3); err != nil {
@@ -367,6 +380,15 @@ func checkRope(a Attrs, x *Value) error {
 	return nil
 }
 
+// checkRopeFreqs checks a rope's frequency factors: an f32 weight of
+// RopeDims/2 elements (one per rotated pair).
+func checkRopeFreqs(a Attrs, f *Value) error {
+	if f == nil || f.Kind != Weight || f.DType != quant.F32 || !f.Shape.Equal(Shape{Dim(a.RopeDims / 2)}) {
+		return fmt.Errorf("rope frequency factors %v must be an f32 weight [%d] (rope dims / 2)", f, a.RopeDims/2)
+	}
+	return nil
+}
+
 func checkEpilogues(n *Node) error {
 	out := n.Outputs[0]
 	for _, e := range n.Epilogues {
@@ -374,6 +396,9 @@ func checkEpilogues(n *Node) error {
 		case OpAdd:
 			if e.Arg == nil || e.Arg.DType != quant.F32 {
 				return fmt.Errorf("add epilogue needs an f32 operand")
+			}
+			if e.Freqs != nil {
+				return fmt.Errorf("add epilogue has frequency factors %s", e.Freqs)
 			}
 			if !e.Arg.Shape.Equal(out.Shape) && !(len(e.Arg.Shape) == 1 && e.Arg.Shape[0] == out.Shape[1]) {
 				return fmt.Errorf("add epilogue operand %s does not match %s", e.Arg, out)
@@ -384,6 +409,13 @@ func checkEpilogues(n *Node) error {
 			}
 			if e.Arg == nil || e.Arg.DType != quant.I32 {
 				return fmt.Errorf("rope epilogue needs the positions as its operand")
+			}
+			if e.Attrs.RopeFreqs {
+				if err := checkRopeFreqs(e.Attrs, e.Freqs); err != nil {
+					return fmt.Errorf("rope epilogue: %v", err)
+				}
+			} else if e.Freqs != nil {
+				return fmt.Errorf("rope epilogue has frequency factors %s but not the RopeFreqs attribute", e.Freqs)
 			}
 		default:
 			return fmt.Errorf("unsupported epilogue %s", e.Op)

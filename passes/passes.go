@@ -381,6 +381,9 @@ func fuseEpilogues(g *ir.Graph, _ *Options) error {
 				e = ir.Epilogue{Op: ir.OpAdd, Arg: next.Inputs[0]}
 			case next.Op == ir.OpRope && next.Inputs[0] == out:
 				e = ir.Epilogue{Op: ir.OpRope, Arg: next.Inputs[1], Attrs: next.Attrs}
+				if next.Attrs.RopeFreqs {
+					e.Freqs = next.Inputs[2]
+				}
 			default:
 				continue
 			}
@@ -390,6 +393,9 @@ func fuseEpilogues(g *ir.Graph, _ *Options) error {
 			}
 			mm.Epilogues = append(mm.Epilogues, e)
 			mm.Inputs = append(mm.Inputs, e.Arg)
+			if e.Freqs != nil {
+				mm.Inputs = append(mm.Inputs, e.Freqs)
+			}
 			res := next.Outputs[0]
 			mm.Outputs[0] = res
 			res.Producer = mm

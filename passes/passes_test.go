@@ -2,6 +2,7 @@ package passes_test
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,13 +12,25 @@ import (
 	"github.com/minfer/minfer/passes"
 	"github.com/minfer/minfer/quant"
 	"github.com/minfer/minfer/reference"
+	"github.com/minfer/minfer/synth"
 )
 
-var fixtureModels = []string{"llama-synth-q8_0", "llama-synth-f32", "qwen2-synth-q4_k_m", "qwen3-synth-q8_0", "qwen3-synth-f32"}
+// fixtureModels are fixture files, and "synth:PRESET" a synth preset
+// written as q8_0 (llama3-tiny: RoPE frequency factors).
+var fixtureModels = []string{"llama-synth-q8_0", "llama-synth-f32", "qwen2-synth-q4_k_m", "qwen3-synth-q8_0", "qwen3-synth-f32", "synth:llama3-tiny"}
 
 func build(t *testing.T, name string) (*ir.Graph, *gguf.File) {
 	t.Helper()
-	f, err := gguf.Open(fixtures.Path(t, "models", name+".gguf"))
+	path := ""
+	if preset, ok := strings.CutPrefix(name, "synth:"); ok {
+		path = filepath.Join(t.TempDir(), preset+".gguf")
+		if err := synth.WriteFile(path, synth.Options{Preset: preset, Type: "q8_0", Seed: 1}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		path = fixtures.Path(t, "models", name+".gguf")
+	}
+	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

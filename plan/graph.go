@@ -51,8 +51,12 @@ type nodeJSON struct {
 }
 
 type epilogueJSON struct {
-	Op    string
-	Arg   int // value index, -1 for none
+	Op  string
+	Arg int // value index, -1 for none
+	// Freqs is a rope epilogue's frequency factors (value index), absent
+	// without them: plans without factors keep their bytes, and an older
+	// reader refuses one with them (unknown field).
+	Freqs *int `json:",omitempty"`
 	Attrs ir.Attrs
 }
 
@@ -146,6 +150,13 @@ func encodeGraph(g *ir.Graph) ([]byte, error) {
 			ej := epilogueJSON{Op: e.Op.String(), Attrs: e.Attrs}
 			if ej.Arg, err = ref(e.Arg); err != nil {
 				return nil, fmt.Errorf("node #%d epilogue: %w", n.ID, err)
+			}
+			if e.Freqs != nil {
+				fi, err := ref(e.Freqs)
+				if err != nil {
+					return nil, fmt.Errorf("node #%d epilogue: %w", n.ID, err)
+				}
+				ej.Freqs = &fi
 			}
 			nj.Epilogues = append(nj.Epilogues, ej)
 		}
@@ -298,7 +309,13 @@ func decodeGraph(data []byte) (*ir.Graph, error) {
 			if err != nil {
 				return nil, err
 			}
-			n.Epilogues = append(n.Epilogues, ir.Epilogue{Op: eop, Arg: arg, Attrs: ej.Attrs})
+			ep := ir.Epilogue{Op: eop, Arg: arg, Attrs: ej.Attrs}
+			if ej.Freqs != nil {
+				if ep.Freqs, err = val(*ej.Freqs, fmt.Sprintf("node %d epilogue frequency factors", i)); err != nil {
+					return nil, err
+				}
+			}
+			n.Epilogues = append(n.Epilogues, ep)
 		}
 		g.Nodes[i] = n
 	}

@@ -132,7 +132,7 @@ func graphsEqual(t *testing.T, a, b *ir.Graph) {
 		}
 		for j, ea := range na.Epilogues {
 			eb := nb.Epilogues[j]
-			if ea.Op != eb.Op || id(ea.Arg) != id(eb.Arg) || ea.Attrs != eb.Attrs {
+			if ea.Op != eb.Op || id(ea.Arg) != id(eb.Arg) || id(ea.Freqs) != id(eb.Freqs) || ea.Attrs != eb.Attrs {
 				t.Fatalf("node %d epilogue %d: %+v vs %+v", i, j, ea, eb)
 			}
 		}

@@ -393,6 +393,13 @@ func QuantizeQ8_1(src []float32, dst []byte) {
 // QuantizeQ8_1Act quantizes activations to Q8_1 the way the x86 (AVX2) CPU
 // backend's quantize_row_q8_1 does: round-half-even(x·(127/amax)), d = amax/127,
 // s = d·Σq rounded to f16 (d not rounded to f16 first).
+//
+// Known platform dependence: in a block holding ±Inf or NaN, or with an
+// amax below 127/MaxFloat32, some x·id is NaN or ±Inf and Σq adds Go's
+// int32 conversion of it, which the spec leaves to the implementation
+// (amd64 gives -2^31, as the x86 kernel's integer indefinite; arm64
+// saturates and gives 0 for NaN), so s may differ between amd64 and arm64
+// there. The quants themselves (satI8) and every finite block agree.
 func QuantizeQ8_1Act(src []float32, dst []byte) {
 	for i := 0; i < len(src)/QK; i++ {
 		x := src[i*QK : i*QK+QK]

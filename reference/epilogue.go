@@ -10,7 +10,11 @@ func (e *env) epilogues(n *ir.Node, y []float32) []float32 {
 		case ir.OpAdd:
 			y = add(y, e.floats(ep.Arg))
 		case ir.OpRope:
-			y = rope(y, e.i[ep.Arg], ep.Attrs)
+			var freqs []float32
+			if ep.Freqs != nil {
+				freqs = e.floats(ep.Freqs)
+			}
+			y = rope(y, e.i[ep.Arg], freqs, ep.Attrs)
 		}
 	}
 	return y

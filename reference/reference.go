@@ -199,7 +199,11 @@ func (e *env) run(n *ir.Node) error {
 		y = e.matMul(e.floats(in[0]), in[1])
 		y = e.epilogues(n, y)
 	case ir.OpRope:
-		y = rope(e.floats(in[0]), e.i[in[1]], a)
+		var freqs []float32
+		if a.RopeFreqs {
+			freqs = e.floats(in[2])
+		}
+		y = rope(e.floats(in[0]), e.i[in[1]], freqs, a)
 	case ir.OpKVWrite:
 		x, pos := e.floats(in[0]), e.i[in[1]]
 		cache := e.m.state[in[2]]
@@ -313,7 +317,11 @@ func (e *env) matMul(x []float32, w *ir.Value) []float32 {
 // angle (ggmlf32.SinCosF), which are not always correctly rounded, and each
 // pair rotates with the FMA contractions of ggml's compiled rotate_pairs
 // (ggmlf32.RopePair; the unfused remainder of NORMAL mode aside).
-func rope(x []float32, pos []int32, a ir.Attrs) []float32 {
+//
+// freqs, when not nil, divides each pair's theta before the scale:
+// scale·(theta_i/freqs[i]), ggml_rope_cache_init's rope_yarn(theta/ff,
+// freq_scale, ...), for NEOX and normal pairs alike.
+func rope(x []float32, pos []int32, freqs []float32, a ir.Attrs) []float32 {
 	y := append([]float32(nil), x...)
 	width := len(x) / len(pos)
 	thetaScale := float32(math.Pow(float64(a.RopeBase), float64(-2/float32(a.RopeDims))))
@@ -328,6 +336,9 @@ func rope(x []float32, pos []int32, a ir.Attrs) []float32 {
 			theta := float32(p)
 			for i := 0; i < half; i++ {
 				th := scale * theta
+				if freqs != nil {
+					th = scale * (theta / freqs[i])
+				}
 				s, c := ggmlf32.SinCosF(th)
 				if a.RopeNeoX {
 					v[i], v[i+half] = ggmlf32.RopePair(v[i], v[i+half], c, s)

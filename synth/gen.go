@@ -82,7 +82,11 @@ func genRows(p Preset, s spec, t quant.Type, seed uint64, lo, hi int, f []float3
 	mean, std := distribution(p, s.role)
 	tseed := tensorSeed(seed, s.name)
 	for r := lo; r < hi; r++ {
-		fillRow(f[:ne0], tseed, r, mean, std)
+		if s.role == roleRopeFreqs {
+			copy(f[:ne0], Llama3RopeFreqs(p.Llama3Rope, p.RopeBase, p.HeadDim))
+		} else {
+			fillRow(f[:ne0], tseed, r, mean, std)
+		}
 		if err := quant.Quantize(t, f[:ne0], dst[(r-lo)*rs:(r-lo+1)*rs]); err != nil {
 			return err
 		}

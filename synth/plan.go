@@ -79,6 +79,7 @@ const (
 	roleUp
 	roleDown
 	roleBias
+	roleRopeFreqs // rope_freqs.weight: computed factors, not random
 )
 
 // spec is one tensor of a model, in file order.
@@ -98,7 +99,8 @@ func (s spec) elements() int64 {
 }
 
 // tensorSpecs lists the tensors of p in the order llama.cpp's HF converter
-// writes them (the order of the f32 fixture files): token_embd, output_norm,
+// writes them (the order of the f32 fixture files): rope_freqs (llama3 RoPE
+// scaling only), token_embd, output_norm,
 // output (untied only), then per block attn_norm, attn_q, attn_k, attn_v,
 // (qwen2: the q/k/v biases), (qwen3: attn_q_norm, attn_k_norm), attn_output,
 // ffn_norm, ffn_gate, ffn_up, ffn_down.
@@ -106,10 +108,14 @@ func tensorSpecs(p Preset) []spec {
 	e, v := uint64(p.NEmbd), uint64(p.NVocab)
 	qw, kvw := uint64(p.NHead*p.HeadDim), uint64(p.NHeadKV*p.HeadDim)
 	ff := uint64(p.NFF)
-	out := []spec{
-		{"token_embd.weight", []uint64{e, v}, roleEmbd, -1},
-		{"output_norm.weight", []uint64{e}, roleNorm, -1},
+	var out []spec
+	if p.Llama3Rope != (Llama3Rope{}) {
+		// generate_extra_tensors comes before the checkpoint's tensors
+		out = append(out, spec{"rope_freqs.weight", []uint64{uint64(p.HeadDim / 2)}, roleRopeFreqs, -1})
 	}
+	out = append(out,
+		spec{"token_embd.weight", []uint64{e, v}, roleEmbd, -1},
+		spec{"output_norm.weight", []uint64{e}, roleNorm, -1})
 	if !p.Tied {
 		out = append(out, spec{"output.weight", []uint64{e, v}, roleOutput, -1})
 	}

@@ -19,6 +19,7 @@ package synth
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -42,6 +43,52 @@ type Preset struct {
 	Tied    bool // output head shares token_embd.weight (no output.weight)
 	QKVBias bool // attn_q/attn_k/attn_v have biases (qwen2)
 	QKNorm  bool // per-head RMSNorm of q and k before RoPE (qwen3)
+
+	// Llama3Rope is Llama 3.x's "llama3" RoPE scaling (zero: none), written
+	// as convert_hf_to_gguf.py writes it: a rope_freqs.weight tensor of
+	// per-pair frequency factors (Llama3RopeFreqs), no scaling metadata.
+	Llama3Rope Llama3Rope
+}
+
+// Llama3Rope holds the rope_scaling entries of a Hugging Face config with
+// rope_type "llama3".
+type Llama3Rope struct {
+	Factor         float32 // rope_scaling.factor (0: no llama3 scaling)
+	LowFreqFactor  float32 // rope_scaling.low_freq_factor
+	HighFreqFactor float32 // rope_scaling.high_freq_factor
+	OrigCtx        int     // rope_scaling.original_max_position_embeddings
+}
+
+// Llama3RopeFreqs returns the frequency factors convert_hf_to_gguf.py
+// writes as rope_freqs.weight for llama3 RoPE scaling, for heads of dim
+// rotated dimensions and base theta, one per pair: with freq_i =
+// 1/base^(2i/dim) and wavelen_i = 2π/freq_i, the factor is 1 where wavelen_i
+// < OrigCtx/HighFreqFactor, Factor where wavelen_i > OrigCtx/LowFreqFactor,
+// and 1/((1-smooth)/Factor + smooth) with smooth = (OrigCtx/wavelen_i -
+// LowFreqFactor)/(HighFreqFactor - LowFreqFactor) in between. The converter
+// computes in float32 torch tensors; so does this, step by step (its
+// base^x is float64 pow rounded to float32, which a float32 pow may miss by
+// an ulp; a factor of 1 or Factor does not depend on it).
+func Llama3RopeFreqs(r Llama3Rope, base float32, dim int) []float32 {
+	out := make([]float32, dim/2)
+	lowWavelen := float32(float64(r.OrigCtx) / float64(r.LowFreqFactor))
+	highWavelen := float32(float64(r.OrigCtx) / float64(r.HighFreqFactor))
+	twoPi := float32(2 * math.Pi)
+	for i := range out {
+		e := float32(2*i) / float32(dim)
+		freq := 1 / float32(math.Pow(float64(base), float64(e)))
+		wavelen := twoPi / freq
+		switch {
+		case wavelen < highWavelen:
+			out[i] = 1
+		case wavelen > lowWavelen:
+			out[i] = r.Factor
+		default:
+			smooth := (float32(r.OrigCtx)/wavelen - r.LowFreqFactor) / (r.HighFreqFactor - r.LowFreqFactor)
+			out[i] = 1 / ((1-smooth)/r.Factor + smooth)
+		}
+	}
+	return out
 }
 
 var presets = []Preset{
@@ -50,6 +97,16 @@ var presets = []Preset{
 		Name: "llama-tiny", Arch: "llama",
 		NVocab: 1024, NEmbd: 256, NFF: 768, NLayer: 2, NHead: 4, NHeadKV: 2, HeadDim: 64, NCtx: 512,
 		RopeBase: 10000, RMSEps: 1e-5,
+	},
+	{
+		// llama-tiny with Llama 3's llama3 RoPE scaling (rope_freqs.weight,
+		// factor 32 as Llama 3.2 but an original context of 256, so that the
+		// factors matter within a few hundred positions), for fast tests
+		// against llama.cpp.
+		Name: "llama3-tiny", Arch: "llama",
+		NVocab: 1024, NEmbd: 256, NFF: 768, NLayer: 2, NHead: 4, NHeadKV: 2, HeadDim: 64, NCtx: 2048,
+		RopeBase: 500000, RMSEps: 1e-5,
+		Llama3Rope: Llama3Rope{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OrigCtx: 256},
 	},
 	{
 		// The shapes of the qwen2-synth fixture models.
@@ -88,19 +145,18 @@ var presets = []Preset{
 	// vocabulary sizes are those of the tokenizer fixtures
 	// ggml-vocab-llama-bpe.gguf (128256) and ggml-vocab-qwen2.gguf (151936).
 	//
-	// Not reproduced: Llama 3.x's "llama3" RoPE scaling (rope_scaling factor
-	// 32 for 3.2-1B, 8 for 3.1-8B; low/high_freq_factor 1/4, original context
-	// 8192), which llama.cpp applies through a rope_freqs.weight tensor of
-	// per-dimension frequency factors. minfer's graph supports only linear
-	// scaling, so these presets write no rope_freqs tensor and both engines
-	// run plain RoPE with base 500000: the same shapes, types and work, with
-	// slightly different (random anyway) numbers at long range.
+	// The Llama presets carry the configs' "llama3" RoPE scaling (factor 32
+	// for 3.2-1B, 8 for 3.1-8B; low/high_freq_factor 1/4, original context
+	// 8192, rope_theta 500000) as the converter writes it: a
+	// rope_freqs.weight tensor of per-pair frequency factors, which both
+	// llama.cpp and minfer apply.
 	{
 		// Llama 3.2 1B: hidden 2048, 16 layers, 32 heads of 64, 8 KV heads,
 		// FFN 8192, tied output, trained context 131072.
 		Name: "llama-3.2-1b", Arch: "llama",
 		NVocab: 128256, NEmbd: 2048, NFF: 8192, NLayer: 16, NHead: 32, NHeadKV: 8, HeadDim: 64, NCtx: 131072,
 		RopeBase: 500000, RMSEps: 1e-5, Tied: true,
+		Llama3Rope: Llama3Rope{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OrigCtx: 8192},
 	},
 	{
 		// Qwen3-4B: hidden 2560, 36 layers, 32 heads of 128 (q width 4096 ≠
@@ -115,6 +171,7 @@ var presets = []Preset{
 		Name: "llama-3.1-8b", Arch: "llama",
 		NVocab: 128256, NEmbd: 4096, NFF: 14336, NLayer: 32, NHead: 32, NHeadKV: 8, HeadDim: 128, NCtx: 131072,
 		RopeBase: 500000, RMSEps: 1e-5,
+		Llama3Rope: Llama3Rope{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OrigCtx: 8192},
 	},
 }
 
@@ -168,6 +225,15 @@ func (p Preset) Validate() error {
 	}
 	if p.QKNorm != (p.Arch == "qwen3") {
 		return fmt.Errorf("synth: preset %q: arch %s with QKNorm = %v (qwen3 has q/k norms, the others none)", p.Name, p.Arch, p.QKNorm)
+	}
+	if r := p.Llama3Rope; r != (Llama3Rope{}) {
+		if p.Arch != "llama" {
+			// llama.cpp loads rope_freqs.weight only for llama here.
+			return fmt.Errorf("synth: preset %q: llama3 RoPE scaling needs arch llama, not %s", p.Name, p.Arch)
+		}
+		if !(r.Factor > 0) || !(r.LowFreqFactor > 0) || !(r.HighFreqFactor > r.LowFreqFactor) || r.OrigCtx <= 0 {
+			return fmt.Errorf("synth: preset %q: llama3 RoPE scaling %+v needs factor > 0, 0 < low_freq_factor < high_freq_factor and an original context > 0", p.Name, r)
+		}
 	}
 	if p.Arch == "qwen2" && p.HeadDim*p.NHead != p.NEmbd {
 		// llama.cpp sizes qwen2's q bias by n_embd.

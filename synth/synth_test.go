@@ -168,8 +168,26 @@ func TestLlama32MatchesLlamaQuantize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if size != llamaQuantizeLlama32Q4KMBytes {
-		t.Errorf("file size %d, llama-quantize's is %d", size, llamaQuantizeLlama32Q4KMBytes)
+	// The recorded file predates the preset's rope_freqs.weight (32 f32
+	// factors, which llama-quantize copies as they are): add what the
+	// tensor adds to the same file (its info entry, data and padding).
+	noFreqs := p
+	noFreqs.Llama3Rope = Llama3Rope{}
+	m, err := buildPreset(noFreqs, Options{Type: "q4_k_m", VocabPath: vocab})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizeNoFreqs, err := m.fileSize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sizeNoFreqs != llamaQuantizeLlama32Q4KMBytes {
+		t.Errorf("file size without rope_freqs %d, llama-quantize's is %d", sizeNoFreqs, llamaQuantizeLlama32Q4KMBytes)
+	}
+	// 128 data bytes; the 49-byte info entry grows the 32-aligned header
+	// by 32 or 64 bytes
+	if d := size - sizeNoFreqs; d != 128+32 && d != 128+64 {
+		t.Errorf("rope_freqs.weight adds %d bytes, want its 128 data bytes + 32 or 64 of header", d)
 	}
 }
 
@@ -811,5 +829,86 @@ func BenchmarkGenerate(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(s.elements()), "ns/elt")
 		})
+	}
+}
+
+// TestLlama3RopeFreqs checks the llama3 factors of the Llama presets
+// against the converter's rule evaluated in float64: 1 for wavelengths
+// under original_context/high_freq_factor, factor above
+// original_context/low_freq_factor, the smooth blend in between (within
+// float32 rounding), non-decreasing in the pair index; and that Write
+// stores them as rope_freqs.weight (f32, head_dim/2) with no scaling keys.
+func TestLlama3RopeFreqs(t *testing.T) {
+	for _, c := range []struct {
+		preset             string
+		ones, mids, factor int // pairs with factor 1, smooth, and the full factor
+	}{
+		// 3.2-1B (head_dim 64, base 500000): wavelen 2π·500000^(i/32) is
+		// under 2048 for i ≤ 14 and over 8192 for i ≥ 18; 3.1-8B: head_dim
+		// 128; llama3-tiny: original context 256
+		{"llama-3.2-1b", 15, 3, 14}, {"llama-3.1-8b", 29, 6, 29}, {"llama3-tiny", 6, 4, 22},
+	} {
+		t.Run(c.preset, func(t *testing.T) {
+			p, err := LookupPreset(c.preset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := p.Llama3Rope
+			f := Llama3RopeFreqs(r, p.RopeBase, p.HeadDim)
+			if len(f) != p.HeadDim/2 {
+				t.Fatalf("%d factors, want %d", len(f), p.HeadDim/2)
+			}
+			var ones, mids, full int
+			for i, v := range f {
+				wavelen := 2 * math.Pi * math.Pow(float64(p.RopeBase), float64(2*i)/float64(p.HeadDim))
+				var want float64
+				switch {
+				case wavelen < float64(r.OrigCtx)/float64(r.HighFreqFactor):
+					want = 1
+					ones++
+				case wavelen > float64(r.OrigCtx)/float64(r.LowFreqFactor):
+					want = float64(r.Factor)
+					full++
+				default:
+					s := (float64(r.OrigCtx)/wavelen - float64(r.LowFreqFactor)) / float64(r.HighFreqFactor-r.LowFreqFactor)
+					want = 1 / ((1-s)/float64(r.Factor) + s)
+					mids++
+				}
+				if math.Abs(float64(v)-want) > 1e-5*want {
+					t.Errorf("factor %d = %g, want %g", i, v, want)
+				}
+				if i > 0 && v < f[i-1] {
+					t.Errorf("factor %d = %g < factor %d = %g", i, v, i-1, f[i-1])
+				}
+			}
+			if ones != c.ones || mids != c.mids || full != c.factor {
+				t.Errorf("%d ones, %d smooth, %d full factors; want %d, %d, %d", ones, mids, full, c.ones, c.mids, c.factor)
+			}
+		})
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, Options{Preset: "llama3-tiny", Type: "q8_0", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gguf.Parse(buf.Bytes(), "llama3-tiny.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti, ok := g.Tensor("rope_freqs.weight")
+	if !ok || ti.Type != quant.F32 || len(ti.Dims) != 1 || ti.Dims[0] != 32 {
+		t.Fatalf("rope_freqs.weight: %+v (present %v), want f32 [32]", ti, ok)
+	}
+	p, _ := LookupPreset("llama3-tiny")
+	want := Llama3RopeFreqs(p.Llama3Rope, p.RopeBase, p.HeadDim)
+	data := g.TensorData(ti)
+	for i, w := range want {
+		if got := math.Float32frombits(uint32(data[4*i]) | uint32(data[4*i+1])<<8 | uint32(data[4*i+2])<<16 | uint32(data[4*i+3])<<24); got != w {
+			t.Errorf("stored factor %d = %g, want %g", i, got, w)
+		}
+	}
+	for _, kv := range g.KV {
+		if strings.Contains(kv.Key, "rope.scaling") {
+			t.Errorf("metadata %s: the converter writes no scaling keys for llama3", kv.Key)
+		}
 	}
 }

@@ -44,6 +44,11 @@ func build(o Options) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return buildPreset(p, o)
+}
+
+// buildPreset is build for preset p (o.Preset is not looked at).
+func buildPreset(p Preset, o Options) (*model, error) {
 	ft, err := ParseFileType(o.Type)
 	if err != nil {
 		return nil, err
@@ -149,6 +154,11 @@ func FileSize(o Options) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return m.fileSize()
+}
+
+// fileSize is FileSize of a resolved model.
+func (m *model) fileSize() (int64, error) {
 	n := int64(4 + 4 + 8 + 8) // magic, version, tensor count, kv count
 	for _, e := range m.kvs {
 		vs, err := valueSize(e.value)

@@ -15,13 +15,16 @@ DATA packperm<>+28(SB)/4, $7
 GLOBL packperm<>(SB), RODATA|NOPTR, $32
 
 // Y15 = 0x7fffffff (abs mask), X14 = 127.0, Y13 = the dword order that
-// undoes the lane interleaving of the two packs.
+// undoes the lane interleaving of the two packs, Y12 = 0x80 in every byte.
 #define ACTCONSTS \
-	VPCMPEQD Y15, Y15, Y15 \
-	VPSRLD   $1, Y15, Y15  \
-	MOVL     $0x42FE0000, AX \
-	VMOVD    AX, X14       \
-	VMOVDQU  packperm<>(SB), Y13
+	VPCMPEQD     Y15, Y15, Y15 \
+	VPSRLD       $1, Y15, Y15  \
+	MOVL         $0x42FE0000, AX \
+	VMOVD        AX, X14       \
+	VMOVDQU      packperm<>(SB), Y13 \
+	MOVL         $0x80808080, AX \
+	VMOVD        AX, X12       \
+	VPBROADCASTD X12, Y12
 
 // Loads the 32 floats at SI into Y0..Y3, amax into X4, d = amax/127 into
 // X5 and its f16 into AX, and multiplies Y0..Y3 by 127/amax (0 when amax
@@ -61,6 +64,18 @@ GLOBL packperm<>(SB), RODATA|NOPTR, $32
 	VCVTPS2DQ    Y2, Y2        \
 	VCVTPS2DQ    Y3, Y3
 
+// Jumps to fallback when a byte of the packed Y0 is -128 (0x80). With a
+// normal amax every x·(127/amax) rounds into [-127, 127], so -128 comes
+// only from VCVTPS2DQ's integer indefinite 0x80000000 (saturated by the
+// packs): some x·id was NaN or ±Inf (a NaN input, an infinite amax, or an
+// amax so small, e.g. subnormal, that 127/amax overflows), where quant's
+// pure-Go quantizer decides otherwise (it saturates +Inf to 127 and turns
+// NaN into 0). Uses Y9.
+#define ACTCHECK(fallback) \
+	VPCMPEQB Y12, Y0, Y9 \
+	VPTEST   Y9, Y9      \
+	JNZ      fallback
+
 // Packs Y0..Y3 (int32) to 32 saturated int8 in element order in Y0.
 #define ACTPACK \
 	VPACKSSDW Y1, Y0, Y0 \
@@ -68,29 +83,35 @@ GLOBL packperm<>(SB), RODATA|NOPTR, $32
 	VPACKSSWB Y2, Y0, Y0 \
 	VPERMD    Y0, Y13, Y0
 
-// func quantQ8_0AVX2(src *float32, dst *byte, nb int)
-TEXT ·quantQ8_0AVX2(SB), NOSPLIT, $0-24
+// func quantQ8_0AVX2(src *float32, dst *byte, nb int) (done int)
+TEXT ·quantQ8_0AVX2(SB), NOSPLIT, $0-32
 	MOVQ src+0(FP), SI
 	MOVQ dst+8(FP), DI
 	MOVQ nb+16(FP), CX
+	MOVQ CX, BX
 	ACTCONSTS
 q80blk:
 	ACTBLOCK
-	MOVW    AX, (DI)
 	ACTPACK
+	ACTCHECK(q80stop)
+	MOVW    AX, (DI)
 	VMOVDQU Y0, 2(DI)
 	ADDQ    $128, SI
 	ADDQ    $34, DI
 	DECQ    CX
 	JNZ     q80blk
+q80stop:
+	SUBQ    CX, BX
+	MOVQ    BX, done+24(FP)
 	VZEROUPPER
 	RET
 
-// func quantQ8_1AVX2(src *float32, dst *byte, nb int)
-TEXT ·quantQ8_1AVX2(SB), NOSPLIT, $0-24
+// func quantQ8_1AVX2(src *float32, dst *byte, nb int) (done int)
+TEXT ·quantQ8_1AVX2(SB), NOSPLIT, $0-32
 	MOVQ src+0(FP), SI
 	MOVQ dst+8(FP), DI
 	MOVQ nb+16(FP), CX
+	MOVQ CX, BX
 	ACTCONSTS
 q81blk:
 	ACTBLOCK
@@ -110,10 +131,14 @@ q81blk:
 	VMOVD        X9, AX
 	MOVW         AX, 2(DI)
 	ACTPACK
+	ACTCHECK(q81stop)
 	VMOVDQU      Y0, 4(DI)
 	ADDQ         $128, SI
 	ADDQ         $36, DI
 	DECQ         CX
 	JNZ          q81blk
+q81stop:
+	SUBQ         CX, BX
+	MOVQ         BX, done+24(FP)
 	VZEROUPPER
 	RET

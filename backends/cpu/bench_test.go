@@ -80,7 +80,7 @@ func BenchmarkElementWise(b *testing.B) {
 	pos := []int32{300}
 	b.Run("rope/14x64", func(b *testing.B) {
 		for b.Loop() {
-			RopeCols(x, 1, 896, pos, 64, 64, 1e6, 1, true, 0, 896)
+			RopeCols(x, 1, 896, pos, 64, 64, 1e6, 1, nil, true, 0, 896)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/minfer/minfer/internal/ggmlf32"
@@ -195,31 +196,62 @@ func TestRope(t *testing.T) {
 		heads, headDim, ropeDims int
 		base, scale              float32
 		neox                     bool
+		freqs                    []float32 // frequency factors (rope_freqs.weight) or nil
 	}{
-		{14, 64, 64, 1e6, 1, true}, {8, 128, 128, 10000, 0, false}, {6, 64, 32, 10000, 0.25, true}, {4, 80, 40, 500000, 1, false},
-		{3, 80, 36, 10000, 1, true}, // NEOX with a scalar remainder (18 pairs)
+		{14, 64, 64, 1e6, 1, true, nil}, {8, 128, 128, 10000, 0, false, nil}, {6, 64, 32, 10000, 0.25, true, nil}, {4, 80, 40, 500000, 1, false, nil},
+		{3, 80, 36, 10000, 1, true, nil}, // NEOX with a scalar remainder (18 pairs)
+		// frequency factors: llama3-like ramps (1 … 32, with smooth ones in
+		// between) in both pair layouts, with and without a linear scale,
+		// and a NEOX remainder
+		{8, 64, 64, 500000, 1, false, testFreqs(32)}, {8, 64, 64, 500000, 1, true, testFreqs(32)},
+		{4, 128, 128, 500000, 0.5, false, testFreqs(64)}, {3, 80, 36, 10000, 1, true, testFreqs(18)},
 	} {
-		name := fmt.Sprintf("h%d/hd%d/rd%d/neox=%v", tc.heads, tc.headDim, tc.ropeDims, tc.neox)
+		name := fmt.Sprintf("h%d/hd%d/rd%d/neox=%v/freqs=%v", tc.heads, tc.headDim, tc.ropeDims, tc.neox, tc.freqs != nil)
 		t.Run(name, func(t *testing.T) {
 			const T = 5
 			cols := tc.heads * tc.headDim
 			x := randVec(r, T*cols, 1)
 			pos := []int32{0, 1, 17, 300, 4095}
-			want := oracleRope(x, pos, tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.neox)
+			want := oracleRope(x, pos, tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.freqs, tc.neox)
+			if tc.freqs != nil {
+				// the factors must change the result (else the case tests nothing)
+				if plain := oracleRope(x, pos, tc.headDim, tc.ropeDims, tc.base, tc.scale, nil, tc.neox); slices.Equal(plain, want) {
+					t.Fatal("frequency factors left every value unchanged")
+				}
+			}
 			for _, c := range cuts(tc.heads) {
 				y := append([]float32(nil), x...)
 				for i := 0; i+1 < len(c); i++ {
-					RopeCols(y, T, cols, pos, tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.neox, c[i]*tc.headDim, c[i+1]*tc.headDim)
+					RopeCols(y, T, cols, pos, tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.freqs, tc.neox, c[i]*tc.headDim, c[i+1]*tc.headDim)
 				}
 				sameBits(t, fmt.Sprintf("heads %v", c), y, want)
 			}
 			// Row split by slicing.
 			y := append([]float32(nil), x...)
-			RopeCols(y, 2, cols, pos[:2], tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.neox, 0, cols)
-			RopeCols(y[2*cols:], T-2, cols, pos[2:], tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.neox, 0, cols)
+			RopeCols(y, 2, cols, pos[:2], tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.freqs, tc.neox, 0, cols)
+			RopeCols(y[2*cols:], T-2, cols, pos[2:], tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.freqs, tc.neox, 0, cols)
 			sameBits(t, "rows", y, want)
 		})
 	}
+}
+
+// testFreqs returns n rope frequency factors shaped like llama3's: 1 for
+// the first quarter, 32 for the last, values from 1/(1/32 + ...) that are
+// not powers of two in between.
+func testFreqs(n int) []float32 {
+	f := make([]float32, n)
+	for i := range f {
+		switch {
+		case i < n/4:
+			f[i] = 1
+		case i >= 3*n/4:
+			f[i] = 32
+		default:
+			s := float32(i-n/4) / float32(n/2)
+			f[i] = 1 / ((1-s)/32 + s)
+		}
+	}
+	return f
 }
 
 // matMulTypes are the weight types the mat-mul tests cover: every type

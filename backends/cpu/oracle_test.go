@@ -116,7 +116,7 @@ func oracleSgemmDot(a, b []float32) float32 {
 	return ggmlf32.Reduce16(&acc)
 }
 
-func oracleRope(x []float32, pos []int32, headDim, ropeDims int, base, scale float32, neox bool) []float32 {
+func oracleRope(x []float32, pos []int32, headDim, ropeDims int, base, scale float32, freqs []float32, neox bool) []float32 {
 	y := append([]float32(nil), x...)
 	width := len(x) / len(pos)
 	thetaScale := float32(math.Pow(float64(base), float64(-2/float32(ropeDims))))
@@ -130,6 +130,9 @@ func oracleRope(x []float32, pos []int32, headDim, ropeDims int, base, scale flo
 			theta := float32(p)
 			for i := 0; i < half; i++ {
 				th := scale * theta
+				if freqs != nil {
+					th = scale * (theta / freqs[i]) // ggml: rope_yarn(theta/ff, freq_scale, ...)
+				}
 				s, c := ggmlf32.SinCosF(th)
 				if neox {
 					v[i], v[i+half] = ggmlf32.RopePair(v[i], v[i+half], c, s)

@@ -14,13 +14,20 @@ import (
 // angle (ggmlf32.SinCosF), and each pair rotates with ggml's FMA
 // contractions (ggmlf32.RopePair). Only the first ropeDims elements of a
 // head rotate; neox selects the pairs (i, i+ropeDims/2) instead of
-// (2i, 2i+1). A scale of 0 means 1.
-func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, base, scale float32, neox bool, c0, c1 int) {
+// (2i, 2i+1). A scale of 0 means 1. freqs, when not nil, holds one
+// frequency factor per pair (ropeDims/2, GGUF rope_freqs.weight): pair i's
+// angle is then scale·(theta_i/freqs[i]), divided before the scale as in
+// ggml_rope_cache_init (rope_yarn(theta/ff, freq_scale, ...)); the same for
+// NEOX and normal pairs.
+func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, base, scale float32, freqs []float32, neox bool, c0, c1 int) {
 	thetaScale := float32(math.Pow(float64(base), float64(-2/float32(ropeDims))))
 	if scale == 0 {
 		scale = 1
 	}
 	half := ropeDims / 2
+	if freqs != nil {
+		freqs = freqs[:half]
+	}
 	if neox && half <= ropeMaxHalf {
 		// the angles' cosines and sines once per token, then every head's
 		// rotation as vectors (ropeNeox)
@@ -28,9 +35,16 @@ func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, b
 		for t := 0; t < rows; t++ {
 			row := x[t*cols : (t+1)*cols]
 			theta := float32(pos[t])
-			for i := 0; i < half; i++ {
-				sn[i], cs[i] = ggmlf32.SinCosF(scale * theta)
-				theta *= thetaScale
+			if freqs != nil {
+				for i := 0; i < half; i++ {
+					sn[i], cs[i] = ggmlf32.SinCosF(scale * (theta / freqs[i]))
+					theta *= thetaScale
+				}
+			} else {
+				for i := 0; i < half; i++ {
+					sn[i], cs[i] = ggmlf32.SinCosF(scale * theta)
+					theta *= thetaScale
+				}
 			}
 			for h := c0; h < c1; h += headDim {
 				ropeNeox(row[h:h+2*half], cs[:half], sn[:half], half)
@@ -45,6 +59,9 @@ func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, b
 		// each cos/sin is computed once and applied to all heads.
 		for i := 0; i < half; i++ {
 			th := scale * theta
+			if freqs != nil {
+				th = scale * (theta / freqs[i])
+			}
 			s, c := ggmlf32.SinCosF(th)
 			switch {
 			case neox:

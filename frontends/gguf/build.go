@@ -11,12 +11,13 @@ import (
 // archInfo says how an architecture differs from plain llama.
 type archInfo struct {
 	neox    bool // NeoX rope pairs (i, i+d/2)
+	freqs   bool // reads rope_freqs.weight when present (llama3 RoPE scaling)
 	qkvBias bool // attn_{q,k,v}.bias present
 	qkNorm  bool // per-head RMSNorm of q and k before rope
 }
 
 var archs = map[string]archInfo{
-	"llama": {},
+	"llama": {freqs: true},
 	"qwen2": {neox: true, qkvBias: true},
 	"qwen3": {neox: true, qkNorm: true},
 }
@@ -153,6 +154,43 @@ func ropeSettings(f *File, p ir.Params) (dims int, scale float32, err error) {
 	return dims, scale, nil
 }
 
+// ropeFreqsTensor is the GGUF tensor of per-pair RoPE frequency factors
+// that convert_hf_to_gguf.py writes for "llama3" RoPE scaling (Llama 3.1,
+// 3.2), which llama.cpp passes to ggml_rope_ext as freq_factors.
+const ropeFreqsTensor = "rope_freqs.weight"
+
+// ropeFreqs returns the graph's frequency-factor weight (nil when the file
+// has none): llama.cpp's llama builder reads rope_freqs.weight, an f32
+// vector of rope.dimension_count/2 factors shared by every layer.
+func ropeFreqs(f *File, g *ir.Graph, ai archInfo, arch string, ropeDims int) (*ir.Value, error) {
+	ti, ok := f.Tensor(ropeFreqsTensor)
+	if !ok {
+		return nil, nil
+	}
+	if !ai.freqs {
+		return nil, fmt.Errorf("%s: tensor %q: the %s architecture takes no RoPE frequency factors (llama.cpp does not load it either)", f.Path, ropeFreqsTensor, arch)
+	}
+	if len(ti.Dims) != 1 || ti.Dims[0] != uint64(ropeDims/2) {
+		return nil, fmt.Errorf("%s: tensor %q has dims %v, want [%d] (rope dimensions %d / 2)", f.Path, ropeFreqsTensor, ti.Dims, ropeDims/2, ropeDims)
+	}
+	if ti.Type != quant.F32 {
+		return nil, fmt.Errorf("%s: tensor %q is %s, want f32", f.Path, ropeFreqsTensor, ti.Type)
+	}
+	data := f.TensorData(ti)
+	if len(data) != 4*(ropeDims/2) {
+		return nil, fmt.Errorf("%s: tensor %q holds %d bytes, want %d", f.Path, ropeFreqsTensor, len(data), 4*(ropeDims/2))
+	}
+	for i := 0; i < ropeDims/2; i++ {
+		v := math.Float32frombits(uint32(data[4*i]) | uint32(data[4*i+1])<<8 | uint32(data[4*i+2])<<16 | uint32(data[4*i+3])<<24)
+		if !(v > 0) || math.IsInf(float64(v), 0) {
+			return nil, fmt.Errorf("%s: tensor %q: factor %d is %g, want a positive finite number", f.Path, ropeFreqsTensor, i, v)
+		}
+	}
+	v := g.NewValue(ropeFreqsTensor, ir.Weight, quant.F32, ir.Shape{ir.Dim(ropeDims / 2)})
+	v.Source = ropeFreqsTensor
+	return v, nil
+}
+
 // BuildGraph builds the IR of one forward pass of a llama, qwen2 or qwen3
 // model from the file's metadata and tensors, the way llama.cpp's graph
 // builders for those architectures compute it. Every weight the graph reads
@@ -216,6 +254,15 @@ func BuildGraph(f *File) (*ir.Graph, error) {
 	qw, kvw := p.NHead*hd, p.NHeadKV*hd
 	norm := ir.Attrs{Eps: p.RMSEps}
 	rope := ir.Attrs{HeadDim: hd, RopeDims: ropeDims, RopeBase: p.RopeBase, RopeScale: ropeScale, RopeNeoX: ai.neox}
+	freqs, err := ropeFreqs(f, g, ai, arch, ropeDims)
+	if err != nil {
+		return nil, err
+	}
+	ropeIn := []*ir.Value{g.Positions}
+	if freqs != nil {
+		rope.RopeFreqs = true
+		ropeIn = append(ropeIn, freqs)
+	}
 	attn := ir.Attrs{HeadDim: hd, NHead: p.NHead, NHeadKV: p.NHeadKV, Scale: float32(1 / math.Sqrt(float64(hd)))}
 
 	embd := W("token_embd.weight", p.NVocab, E)
@@ -261,8 +308,8 @@ func BuildGraph(f *File) (*ir.Graph, error) {
 			k = g.AddNode(ir.OpRMSNorm, name("k_norm"), l, hn, k.Shape, k)
 			k = g.AddNode(ir.OpMul, name("k_norm_w"), l, ir.Attrs{}, k.Shape, k, kn)
 		}
-		q = g.AddNode(ir.OpRope, name("q_rope"), l, rope, q.Shape, q, g.Positions)
-		k = g.AddNode(ir.OpRope, name("k_rope"), l, rope, k.Shape, k, g.Positions)
+		q = g.AddNode(ir.OpRope, name("q_rope"), l, rope, q.Shape, append([]*ir.Value{q}, ropeIn...)...)
+		k = g.AddNode(ir.OpRope, name("k_rope"), l, rope, k.Shape, append([]*ir.Value{k}, ropeIn...)...)
 		kv := g.AddNode(ir.OpKVWrite, name("k_write"), l, ir.Attrs{}, kc.Shape, k, g.Positions, kc)
 		kv.Kind, kv.StateOf = ir.State, kc
 		vv := g.AddNode(ir.OpKVWrite, name("v_write"), l, ir.Attrs{}, vc.Shape, v, g.Positions, vc)
