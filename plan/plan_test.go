@@ -183,7 +183,7 @@ func TestRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(p.Vocab, l.Vocab) {
 				t.Error("vocab differs")
 			}
-			if p.Sampling != l.Sampling {
+			if !reflect.DeepEqual(p.Sampling, l.Sampling) {
 				t.Errorf("sampling %+v vs %+v", p.Sampling, l.Sampling)
 			}
 			if !reflect.DeepEqual(p.Options, l.Options) || !p.Options.Compiled.Equal(l.Options.Compiled) {

@@ -41,7 +41,7 @@ type Params struct {
 	// LogitBias is added to the named tokens' logits before every other
 	// stage (OpenAI's and llama-server's logit_bias); a bias of -Inf bans
 	// the token. Nil → off.
-	LogitBias []TokenBias
+	LogitBias []TokenBias `json:",omitempty"`
 }
 
 // TokenBias is one entry of Params.LogitBias.
