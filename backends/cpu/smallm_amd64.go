@@ -161,15 +161,13 @@ var smallAVX2 = map[quant.Type]struct {
 	quant.Q4_0: {[7]smallAsm{smQ4_0AVX2x2, smQ4_0AVX2x3, smQ4_0AVX2x4, smQ4_0AVX2x5, smQ4_0AVX2x6, smQ4_0AVX2x7, smQ4_0AVX2x8}, 18},
 }
 
-// smallVNNI lists the AVX-512 VNNI kernels as smallAVX2 does, with the
-// bias that makes the type's weights unsigned.
+// smallVNNI lists the AVX-512 VNNI kernels as smallAVX2 does.
 var smallVNNI = map[quant.Type]struct {
-	k    [7]smallAsm
-	bias int32
+	k [7]smallAsm
 }{
-	quant.Q8_0: {[7]smallAsm{smQ8_0VNNIx2, smQ8_0VNNIx3, smQ8_0VNNIx4, smQ8_0VNNIx5, smQ8_0VNNIx6, smQ8_0VNNIx7, smQ8_0VNNIx8}, 128},
-	quant.Q5_0: {[7]smallAsm{smQ5_0VNNIx2, smQ5_0VNNIx3, smQ5_0VNNIx4, smQ5_0VNNIx5, smQ5_0VNNIx6, smQ5_0VNNIx7, smQ5_0VNNIx8}, 16},
-	quant.Q4_0: {[7]smallAsm{smQ4_0VNNIx2, smQ4_0VNNIx3, smQ4_0VNNIx4, smQ4_0VNNIx5, smQ4_0VNNIx6, smQ4_0VNNIx7, smQ4_0VNNIx8}, 8},
+	quant.Q8_0: {[7]smallAsm{smQ8_0VNNIx2, smQ8_0VNNIx3, smQ8_0VNNIx4, smQ8_0VNNIx5, smQ8_0VNNIx6, smQ8_0VNNIx7, smQ8_0VNNIx8}},
+	quant.Q5_0: {[7]smallAsm{smQ5_0VNNIx2, smQ5_0VNNIx3, smQ5_0VNNIx4, smQ5_0VNNIx5, smQ5_0VNNIx6, smQ5_0VNNIx7, smQ5_0VNNIx8}},
+	quant.Q4_0: {[7]smallAsm{smQ4_0VNNIx2, smQ4_0VNNIx3, smQ4_0VNNIx4, smQ4_0VNNIx5, smQ4_0VNNIx6, smQ4_0VNNIx7, smQ4_0VNNIx8}},
 }
 
 // smallRecs pools the record buffers (grown when a larger shape first
@@ -178,15 +176,12 @@ var smallRecs = sync.Pool{New: func() any { return new([]byte) }}
 
 // smallLegacyRecords fills p with the records of M Q8_0 activation rows
 // (arb bytes apart, nb blocks each), per block: the M scales d_a as
-// float32 (padded to 8), then per row its 32 quants and, for the VNNI
-// kernels (vnni), 8 int32 offsets 0x4B400000 - bias·Σ of each 4 quants.
-func smallLegacyRecords(p, act []byte, arb, nb, M int, vnni bool, bias int32) {
-	rs := 32
-	if vnni {
-		rs = 64
-	}
-	bs := 32 + rs*M
+// float32 (padded to 8), then per row its 32 quants, XORed with bias
+// (0x80 for the VNNI kernels, which take them unsigned; 0 for AVX2).
+func smallLegacyRecords(p, act []byte, arb, nb, M int, bias byte) {
+	bs := 32 + 32*M
 	_ = p[nb*bs-1]
+	x := uint64(bias) * 0x0101010101010101
 	for b := 0; b < nb; b++ {
 		blk := p[b*bs : (b+1)*bs]
 		clear(blk[:32])
@@ -194,14 +189,9 @@ func smallLegacyRecords(p, act []byte, arb, nb, M int, vnni bool, bias int32) {
 			src := act[j*arb+b*34 : j*arb+b*34+34]
 			d := quant.FP16ToFP32(uint16(src[0]) | uint16(src[1])<<8)
 			binary.LittleEndian.PutUint32(blk[4*j:], math.Float32bits(d))
-			r := blk[32+rs*j : 32+rs*(j+1)]
-			copy(r[:32], src[2:34])
-			if vnni {
-				for l := 0; l < 8; l++ {
-					q := src[2+4*l : 6+4*l]
-					sum := int32(int8(q[0])) + int32(int8(q[1])) + int32(int8(q[2])) + int32(int8(q[3]))
-					binary.LittleEndian.PutUint32(r[32+4*l:], uint32(0x4B400000-bias*sum))
-				}
+			r := blk[32+32*j : 64+32*j]
+			for l := 0; l < 32; l += 8 {
+				binary.LittleEndian.PutUint64(r[l:], binary.LittleEndian.Uint64(src[2+l:])^x)
 			}
 		}
 	}
@@ -209,13 +199,9 @@ func smallLegacyRecords(p, act []byte, arb, nb, M int, vnni bool, bias int32) {
 
 // smallLegacy returns the GemmFunc of the kernels ks (index M-2) for
 // weight blocks of wts bytes, checking every bound the asm relies on;
-// vnni and bias say which records the kernels take (the AVX2 kernels:
-// false and 0; the VNNI ones: true and the type's weight bias).
-func smallLegacy(ks [7]smallAsm, wts int, vnni bool, bias int32) GemmFunc {
-	rs := 32
-	if vnni {
-		rs = 64
-	}
+// bias is what the kernels take the activation quants XORed with (the
+// AVX2 kernels 0, the VNNI ones 0x80).
+func smallLegacy(ks [7]smallAsm, wts int, bias byte) GemmFunc {
 	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
 		if n1 <= n0 || M <= 0 {
 			return
@@ -240,9 +226,9 @@ func smallLegacy(ks [7]smallAsm, wts int, vnni bool, bias int32) GemmFunc {
 		_ = act[(M-1)*arb+nb*34-1]
 		_ = y[(M-1)*ldy+n1-1]
 		bp := smallRecs.Get().(*[]byte)
-		p := aligned32(bp, nb*(32+rs*M)+nb*32)
-		smallLegacyRecords(p, act, arb, nb, M, vnni, bias)
-		t := p[nb*(32+rs*M):]
+		p := aligned32(bp, nb*(32+32*M)+nb*32)
+		smallLegacyRecords(p, act, arb, nb, M, bias)
+		t := p[nb*(32+32*M):]
 		ks[M-2](&w[n0*wrb], wrb, &p[0], nb, &y[n0], ldy, n1-n0, (*float32)(unsafe.Pointer(&t[0])))
 		smallRecs.Put(bp)
 	}
@@ -265,11 +251,11 @@ func smallKernelTable() []struct {
 			typ  quant.Type
 			tier string
 			f    GemmFunc
-		}{t, "avx2", smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, false, 0)}, struct {
+		}{t, "avx2", smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0)}, struct {
 			typ  quant.Type
 			tier string
 			f    GemmFunc
-		}{t, "avx512vnni", smallLegacy(smallVNNI[t].k, smallAVX2[t].wts, true, smallVNNI[t].bias)})
+		}{t, "avx512vnni", smallLegacy(smallVNNI[t].k, smallAVX2[t].wts, 0x80)})
 	}
 	return r
 }
@@ -285,7 +271,7 @@ func init() {
 	// these AVX2 kernels (Q8_0 75 / 140, Q5_0 86 / 132), so they stay.
 	if !hasVNNI {
 		for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
-			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, false, 0))
+			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0))
 		}
 	}
 	// The K-quants: their row kernels per activation row, on both tiers

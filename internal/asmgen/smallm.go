@@ -212,27 +212,28 @@ func genSmallAVX2(a *Asm, k smallKind, M int) {
 //
 //	func sm<T>VNNIx<M>(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
 //
-// Arguments as the AVX2 kernel's, but records of 32+64·M bytes per
-// block: the M scales as there, then per row j at 32+64j the 32 quants
-// and 8 int32 offsets 0x4B400000 - bias·(Σ of the 4 consecutive quants
-// of lane k), bias the type's (Q8_0 128, Q5_0 16, Q4_0 8). Per weight row and block the values become unsigned bytes u =
-// x + bias (Q8_0 x XOR 0x80, Q5_0 the 5-bit value as stored, Q4_0 the
-// nibble); per activation row the offsets are loaded and VPDPBUSD adds
-// Σ u·y to them: 0x4B400000 plus the 8 int32 sums Σ x·y of 4
-// consecutive products, exact for every input (|Σ| < 2^17), which read
-// as float32 is 1.5·2^23 + Σ x·y exactly, so subtracting 1.5·2^23 gives
-// float32(Σ x·y) as VCVTDQ2PS would (on the float adder, not the pipes
-// the dots and FMAs use). Then one FMA per lane with d_w·d_a, broadcast
-// from the block's M products in t (EVEX embedded broadcast), made as
-// the AVX2 kernel makes them.
+// Arguments and records as the AVX2 kernel's, but the activation quants
+// biased to unsigned (y XOR 0x80 = y+128). Per weight row and block the
+// weight values become signed bytes x as for the AVX2 kernel, and their
+// offset o = 0x4B400000 - 128·(Σ of each 4 consecutive x) (VPDPBUSD of
+// x with 0x80 bytes, subtracted from 0x4B400000) is made once; per
+// activation row VPDPBUSD adds Σ (y+128)·x to a copy of o, leaving
+// 0x4B400000 plus the 8 int32 sums Σ x·y of 4 consecutive products (exact
+// for every input: |Σ x·y| ≤ 2^16), which read as float32 is 1.5·2^23 +
+// Σ x·y exactly, so subtracting 1.5·2^23 gives float32(Σ x·y) as
+// VCVTDQ2PS would (on the float adder, not the pipes the dots and FMAs
+// use). Then one FMA per lane with d_w·d_a, broadcast from the block's M
+// products in t (EVEX embedded broadcast), made as the AVX2 kernel makes
+// them: two loads per output and block, no offset table.
 //
-// Registers: Y0..Y(M-1) the accumulators, Y8 u, Y10 d_w, Y11 and Y12
+// Registers: Y0..Y(M-1) the accumulators, Y8 x, Y9 o, Y10..Y12
 // temporaries, Y13 the bit selector (Q5_0), Y14 bytes 0x0F, Y15
-// 1.5·2^23; the general registers as the AVX2 kernel's.
+// 0x4B400000 (1.5·2^23 as float32), Y16 bytes 0x80; the general
+// registers as the AVX2 kernel's.
 func genSmallVNNI(a *Asm, k smallKind, M int) {
 	name := fmt.Sprintf("sm%sVNNIx%d", k.name, M)
 	lbl := strings.ToLower(fmt.Sprintf("smv%s_%d_", strings.ReplaceAll(k.name, "_", ""), M))
-	bs := 32 + 64*M // record bytes per block
+	bs := 32 + 32*M // record bytes per block
 	a.Text(name, 0, 64)
 	a.I("MOVQ", "w+0(FP), R9")
 	a.I("MOVQ", "wrb+8(FP), R8")
@@ -251,6 +252,7 @@ func genSmallVNNI(a *Asm, k smallKind, M int) {
 	a.I("MOVL", "$0x4B400000, BX")
 	a.I("VMOVD", "BX, X15")
 	a.I("VPBROADCASTD", "X15, Y15")
+	a.I("VMOVDQU32", "smbias80<>(SB), Y16")
 	if k.name == "Q5_0" {
 		a.I("VMOVDQU", "smbitsel<>(SB), Y13")
 	}
@@ -265,38 +267,64 @@ func genSmallVNNI(a *Asm, k smallKind, M int) {
 	a.I("MOVQ", "R14, BX")
 	a.Label(lbl + "blk")
 	a.I("PREFETCHT0", "1024(SI)")
-	switch k.name {
-	case "Q8_0":
-		a.I("VMOVDQU", "2(SI), Y8")
-		a.I("VPXOR", "smbias80<>(SB), Y8, Y8")
-	case "Q4_0":
-		a.I("VBROADCASTI128", "2(SI), Y8")
-		a.I("VPSRLVD", "smnibshift<>(SB), Y8, Y8")
-		a.I("VPAND", "Y14, Y8, Y8")
-	case "Q5_0":
-		a.I("VBROADCASTI128", "6(SI), Y8")
-		a.I("VPSRLVD", "smnibshift<>(SB), Y8, Y8")
-		a.I("VPAND", "Y14, Y8, Y8")
-		// Y11 = 16 where the 5th bit is set, ORed in.
-		a.I("VPBROADCASTD", "2(SI), Y11")
-		a.I("VPSHUFB", "smqhshuf<>(SB), Y11, Y11")
-		a.I("VPAND", "Y13, Y11, Y11")
-		a.I("VPCMPEQB", "Y13, Y11, Y11")
-		a.I("VPAND", "smsixteen<>(SB), Y11, Y11")
-		a.I("VPOR", "Y11, Y8, Y8")
-	}
+	smallSignedX(a, k)
+	a.I("VPXOR", "Y9, Y9, Y9")
+	a.I("VPDPBUSD", "Y8, Y16, Y9")
+	a.I("VPSUBD", "Y9, Y15, Y9")
 	for j := 0; j < M; j++ {
-		o := 32 + 64*j
-		a.I("VMOVDQU", fmt.Sprintf("%d(DI), Y11", o+32))
-		a.I("VPDPBUSD", fmt.Sprintf("%d(DI), Y8, Y11", o))
-		a.I("VSUBPS", "Y15, Y11, Y11")
-		a.I("VFMADD231PS.BCST", fmt.Sprintf("%d(BX), Y11, Y%d", 4*j, j))
+		a.I("VMOVDQU", fmt.Sprintf("%d(DI), Y11", 32+32*j))
+		a.I("VMOVDQA", "Y9, Y12")
+		a.I("VPDPBUSD", "Y8, Y11, Y12")
+		a.I("VSUBPS", "Y15, Y12, Y12")
+		a.I("VFMADD231PS.BCST", fmt.Sprintf("%d(BX), Y12, Y%d", 4*j, j))
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d, SI", k.wts))
 	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
 	a.I("ADDQ", "$32, BX")
 	a.I("DECQ", "DX")
 	a.I("JNZ", lbl+"blk")
+	smallStore(a, M)
+	a.I("ADDQ", "$4, AX")
+	a.I("ADDQ", "R8, R9")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"row")
+	a.Label(lbl + "done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// smallSignedX writes the unpacking of the weight block at SI into its 32
+// values as signed bytes in Y8 (Q8_0 as stored, Q5_0 q5-16, Q4_0 q4-8).
+// Uses Y11; Y14 must hold bytes 0x0F, Y13 the bit selector (Q5_0).
+func smallSignedX(a *Asm, k smallKind) {
+	switch k.name {
+	case "Q8_0":
+		a.I("VMOVDQU", "2(SI), Y8")
+	case "Q4_0":
+		a.I("VBROADCASTI128", "2(SI), Y8")
+		a.I("VPSRLVD", "smnibshift<>(SB), Y8, Y8")
+		a.I("VPAND", "Y14, Y8, Y8")
+		a.I("VPSUBB", "smeight<>(SB), Y8, Y8")
+	case "Q5_0":
+		a.I("VBROADCASTI128", "6(SI), Y8")
+		a.I("VPSRLVD", "smnibshift<>(SB), Y8, Y8")
+		a.I("VPAND", "Y14, Y8, Y8")
+		// Y11 = 0xFF where the 5th bit is set; 16 where it is clear
+		// is subtracted: x = nibble - 16·(1 - bit).
+		a.I("VPBROADCASTD", "2(SI), Y11")
+		a.I("VPSHUFB", "smqhshuf<>(SB), Y11, Y11")
+		a.I("VPAND", "Y13, Y11, Y11")
+		a.I("VPCMPEQB", "Y13, Y11, Y11")
+		a.I("VPANDN", "smsixteen<>(SB), Y11, Y11")
+		a.I("VPSUBB", "Y11, Y8, Y8")
+	}
+}
+
+// smallStore writes hsum_float_8 of each accumulator Y0..Y(M-1) (ggml's
+// order: lanes 4..7 onto 0..3, then 2,3 onto 0,1, then 1 onto 0) and
+// stores it to its activation row's output (AX, then R13 bytes apart).
+// Uses R12, X11.
+func smallStore(a *Asm, M int) {
 	a.I("MOVQ", "AX, R12")
 	for j := 0; j < M; j++ {
 		acc, accx := fmt.Sprintf("Y%d", j), fmt.Sprintf("X%d", j)
@@ -311,13 +339,6 @@ func genSmallVNNI(a *Asm, k smallKind, M int) {
 			a.I("ADDQ", "R13, R12")
 		}
 	}
-	a.I("ADDQ", "$4, AX")
-	a.I("ADDQ", "R8, R9")
-	a.I("DECQ", "CX")
-	a.I("JNZ", lbl+"row")
-	a.Label(lbl + "done")
-	a.I("VZEROUPPER")
-	a.I("RET")
 }
 
 // smallProducts writes the pass that starts each weight row: per block
