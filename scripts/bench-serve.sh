@@ -18,6 +18,9 @@
 #   -c LIST               client counts (default 1,4,8)
 #   -r N                  requests per client per level (default 2)
 #   --tier avx2|native    minfer's SIMD tier (avx2 sets MINFER_NO_AVX512=1)
+#   --ban-invalid-utf8    send both servers logit_bias -100 for every token whose text alone is not
+#                         valid UTF-8 (random-weight models generate such bytes; llama-server's
+#                         streaming then fails with 500)
 # Run on a quiet machine: both servers' decode is bandwidth bound and a busy
 # core halves it.
 set -euo pipefail
@@ -32,6 +35,7 @@ n=128
 levels=1,4,8
 reqs=2
 tier=native
+ban=0
 model=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,7 +47,8 @@ while [ $# -gt 0 ]; do
     -c) levels=$2; shift 2 ;;
     -r) reqs=$2; shift 2 ;;
     --tier) tier=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --ban-invalid-utf8) ban=1; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) model=$1; shift ;;
   esac
@@ -69,7 +74,9 @@ wait_health() {
 }
 
 bench() { # label url
-  "$minfer" bench-serve --url "$2" --label "$1" -c "$levels" -n "$n" -r "$reqs"
+  banflag=()
+  [ "$ban" = 1 ] && banflag=(--ban-invalid-utf8 "$model")
+  "$minfer" bench-serve --url "$2" --label "$1" -c "$levels" -n "$n" -r "$reqs" "${banflag[@]}"
 }
 
 port=$((20000 + RANDOM % 20000))

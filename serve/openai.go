@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -36,6 +37,10 @@ type samplingFields struct {
 	TopLogprobs         *int            `json:"top_logprobs"`
 	IgnoreEOS           bool            `json:"ignore_eos"`   // llama-server's: for benchmarks of a fixed length
 	CachePrompt         *bool           `json:"cache_prompt"` // llama-server's: false prefills the whole prompt
+	// LogitBias is OpenAI's: token id (a decimal string) → a bias in
+	// [-100, 100] added to that token's logit before sampling (-100 in
+	// effect bans it).
+	LogitBias map[string]float64 `json:"logit_bias"`
 }
 
 type streamOptions struct {
@@ -166,6 +171,24 @@ func (s *Server) params(f *samplingFields) (genRequest, *apiError) {
 			}
 		}
 		g.Stop = kept
+	}
+	if len(f.LogitBias) > 0 {
+		g.LogitBias = make([]tokenBias, 0, len(f.LogitBias))
+		seen := make(map[int64]bool, len(f.LogitBias))
+		for k, v := range f.LogitBias {
+			id, err := strconv.ParseInt(k, 10, 32)
+			if err != nil || id < 0 || int(id) >= s.cfg.NVocab {
+				return g, badRequest("invalid_value", "logit_bias: %q is not a token id (0..%d)", k, s.cfg.NVocab-1)
+			}
+			if seen[id] {
+				return g, badRequest("invalid_value", "logit_bias: token %d given twice", id)
+			}
+			seen[id] = true
+			if math.IsNaN(v) || v < -100 || v > 100 {
+				return g, badRequest("invalid_value", "logit_bias[%s]=%v: must be between -100 and 100", k, v)
+			}
+			g.LogitBias = append(g.LogitBias, tokenBias{int32(id), float32(v)})
+		}
 	}
 	if err := p.Validate(); err != nil {
 		return g, badRequest("invalid_value", "%v", err)

@@ -37,6 +37,14 @@ type genRequest struct {
 	// NoCache makes the request prefill its whole prompt even if its slot
 	// holds a prefix of it.
 	NoCache bool
+	// LogitBias is added to the logits of its tokens before sampling.
+	LogitBias []tokenBias
+}
+
+// tokenBias is one logit_bias entry.
+type tokenBias struct {
+	id   int32
+	bias float32
 }
 
 // job is a request's life in the scheduler. The scheduler appends text
@@ -440,6 +448,10 @@ func (s *scheduler) sample(slot int, st *slotState, logits []float32) {
 	if len(logits) != s.nvocab {
 		s.finish(slot, "", fmt.Errorf("%w: the engine returned %d logits, the vocabulary has %d", errEval, len(logits), s.nvocab))
 		return
+	}
+	for _, b := range j.req.LogitBias {
+		// The engine's logits row is this step's, not read again.
+		logits[b.id] += b.bias
 	}
 	t := j.sampler.Sample(logits)
 	if !j.firstToken {

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // BenchServeCmd is `minfer bench-serve`: a load generator for an
@@ -30,6 +33,9 @@ type BenchServeCmd struct {
 	APIKey      string `help:"Bearer key to send." name:"api-key" env:"MINFER_API_KEY"`
 	Label       string `help:"Label for the first column (e.g. the server's name)." default:"server"`
 	Output      string `short:"o" help:"Output: md or jsonl." default:"md" enum:"md,jsonl"`
+	BanInvalid  string `help:"A GGUF or plan whose vocabulary to read: every request sends logit_bias -100 for each token whose text alone is not valid UTF-8 (random-weight models generate such bytes, which some servers refuse to stream), the same to every server." name:"ban-invalid-utf8" type:"existingfile"`
+
+	bias map[string]int // logit_bias sent with every request, or nil
 }
 
 // benchRow is one concurrency's result.
@@ -57,6 +63,13 @@ func (c *BenchServeCmd) Run() error {
 	}
 	if c.NPredict < 1 || c.Requests < 1 || c.PromptWords < 1 {
 		return fmt.Errorf("-n, -r and -p must be at least 1")
+	}
+	if c.BanInvalid != "" {
+		tok, err := loadTokenizer(c.BanInvalid)
+		if err != nil {
+			return err
+		}
+		c.bias = invalidUTF8Bias(tok)
 	}
 	// A connection per request: a server that closes idle keep-alive
 	// connections (llama-server after 5 s) would otherwise race a reused
@@ -172,10 +185,14 @@ func (c *BenchServeCmd) one(client *http.Client, level, i int) (int, time.Durati
 		p.WriteByte(' ')
 		p.WriteString(benchWords[(i+w)%len(benchWords)])
 	}
-	body, _ := json.Marshal(map[string]any{
+	fields := map[string]any{
 		"model": c.Model, "prompt": p.String(), "max_tokens": c.NPredict, "ignore_eos": true, "temperature": 0,
 		"stream": true, "stream_options": map[string]any{"include_usage": true}, "seed": i,
-	})
+	}
+	if c.bias != nil {
+		fields["logit_bias"] = c.bias
+	}
+	body, _ := json.Marshal(fields)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(c.URL, "/")+"/v1/completions", bytes.NewReader(body))
@@ -236,4 +253,16 @@ func (c *BenchServeCmd) one(client *http.Client, level, i int) (int, time.Durati
 		chunks = usageTokens
 	}
 	return chunks, ttft, time.Since(t0), nil
+}
+
+// invalidUTF8Bias is the logit_bias banning (-100) every token of tok
+// whose piece alone is not valid UTF-8.
+func invalidUTF8Bias(tok *tokenizer.Tokenizer) map[string]int {
+	bias := map[string]int{}
+	for id := int32(0); id < int32(tok.NVocab()); id++ {
+		if !utf8.ValidString(tok.TokenPiece(id)) {
+			bias[strconv.Itoa(int(id))] = -100
+		}
+	}
+	return bias
 }
