@@ -118,74 +118,83 @@ func TestSmallMDispatch(t *testing.T) {
 }
 
 // BenchmarkSmallM measures the mat-mul of a batched decode step: N=896
-// weight rows of K=896 (qwen2-0.5b's attention output) against M = 1, 2,
-// 4, 8 activation rows, through MatMul.Run (the path the dispatch
+// weight rows of K=1024 (and, for Q4_K and Q6_K, K=4864: qwen2-0.5b's
+// ffn_down) against M = 1, 2, 4, 8 activation rows, through MatMul.Run (the path the dispatch
 // chooses: "run") and, for types with one, the small-M kernel called
 // directly ("small") and the GEMM ("gemm") and row-kernel loop ("rows")
 // it replaces. ns/row is per weight row (all M outputs of it); cpu-ns/row
 // the same in the thread's CPU time (robust to other processes).
 func BenchmarkSmallM(b *testing.B) {
-	const N, K = 896, 896 + 128
+	const N = 896
 	r := rand.New(rand.NewPCG(75, 76))
-	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
-		k, err := NewMatMul(wt)
-		if err != nil {
-			b.Fatal(err)
-		}
-		w, wrb := rowTestWeights(b, r, wt, N, K, 0)
-		arb := k.ActRowBytes(K)
-		for _, M := range []int{1, 2, 4, 8} {
-			x := make([]float32, M*K)
-			for m := 0; m < M; m++ {
-				copy(x[m*K:], kqRandRow(r, K, 0))
+	for _, sh := range []struct {
+		K     int
+		types []quant.Type
+	}{
+		{1024, []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K}},
+		{4864, []quant.Type{quant.Q4_K, quant.Q6_K}}, // qwen2-0.5b's ffn_down
+	} {
+		K := sh.K
+		for _, wt := range sh.types {
+			k, err := NewMatMul(wt)
+			if err != nil {
+				b.Fatal(err)
 			}
-			act := make([]byte, M*arb)
-			k.QuantizeRows(x, K, 0, M, act)
-			y := make([]float32, M*N)
-			var vnni GemmFunc
-			for _, sk := range smallKernelTable() {
-				if sk.typ == wt && sk.tier == "avx512vnni" && hasVNNI {
-					vnni = sk.f
+			w, wrb := rowTestWeights(b, r, wt, N, K, 0)
+			arb := k.ActRowBytes(K)
+			for _, M := range []int{1, 2, 4, 8} {
+				x := make([]float32, M*K)
+				for m := 0; m < M; m++ {
+					copy(x[m*K:], kqRandRow(r, K, 0))
 				}
-			}
-			paths := map[string]func(){
-				"run": func() { k.Run(K, w, act, M, y, N, 0, N) },
-			}
-			if M > 1 {
-				if k.small.f != nil {
-					paths["small"] = func() { k.small.f(K, w, wrb, act, arb, M, y, N, 0, N) }
+				act := make([]byte, M*arb)
+				k.QuantizeRows(x, K, 0, M, act)
+				y := make([]float32, M*N)
+				var vnni GemmFunc
+				for _, sk := range smallKernelTable() {
+					if sk.typ == wt && sk.tier == "avx512vnni" && hasVNNI {
+						vnni = sk.f
+					}
 				}
-				if vnni != nil {
-					paths["vnni"] = func() { vnni(K, w, wrb, act, arb, M, y, N, 0, N) }
+				paths := map[string]func(){
+					"run": func() { k.Run(K, w, act, M, y, N, 0, N) },
 				}
-				if k.gemm != nil {
-					paths["gemm"] = func() { k.gemm(K, w, wrb, act, arb, M, y, N, 0, N) }
-				}
-				if k.rows != nil {
-					paths["rows"] = func() {
-						for nb := 0; nb < N; nb += matMulTile {
-							for m := 0; m < M; m++ {
-								k.rows(K, w, wrb, act[m*arb:(m+1)*arb], y[m*N:], nb, min(nb+matMulTile, N))
+				if M > 1 {
+					if k.small.f != nil {
+						paths["small"] = func() { k.small.f(K, w, wrb, act, arb, M, y, N, 0, N) }
+					}
+					if vnni != nil {
+						paths["vnni"] = func() { vnni(K, w, wrb, act, arb, M, y, N, 0, N) }
+					}
+					if k.gemm != nil {
+						paths["gemm"] = func() { k.gemm(K, w, wrb, act, arb, M, y, N, 0, N) }
+					}
+					if k.rows != nil {
+						paths["rows"] = func() {
+							for nb := 0; nb < N; nb += matMulTile {
+								for m := 0; m < M; m++ {
+									k.rows(K, w, wrb, act[m*arb:(m+1)*arb], y[m*N:], nb, min(nb+matMulTile, N))
+								}
 							}
 						}
 					}
 				}
-			}
-			for _, p := range []string{"run", "small", "vnni", "gemm", "rows"} {
-				f := paths[p]
-				if f == nil {
-					continue
-				}
-				b.Run(fmt.Sprintf("%s/M=%d/%s", wt, M, p), func(b *testing.B) {
-					runtime.LockOSThread()
-					defer runtime.UnlockOSThread()
-					c0 := threadCPU()
-					for b.Loop() {
-						f()
+				for _, p := range []string{"run", "small", "vnni", "gemm", "rows"} {
+					f := paths[p]
+					if f == nil {
+						continue
 					}
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N, "ns/row")
-					b.ReportMetric(float64(threadCPU()-c0)/float64(b.N)/N, "cpu-ns/row")
-				})
+					b.Run(fmt.Sprintf("%s/K=%d/M=%d/%s", wt, K, M, p), func(b *testing.B) {
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						c0 := threadCPU()
+						for b.Loop() {
+							f()
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N, "ns/row")
+						b.ReportMetric(float64(threadCPU()-c0)/float64(b.N)/N, "cpu-ns/row")
+					})
+				}
 			}
 		}
 	}
