@@ -150,6 +150,69 @@ func smQ4_0VNNIx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows i
 //go:noescape
 func smQ4_0VNNIx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
 
+//go:noescape
+func smQ8_0VNNIZx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0VNNIZx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0VNNIZx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0VNNIZx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0VNNIZx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0VNNIZx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0VNNIZx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0VNNIZx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0VNNIZx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0VNNIZx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0VNNIZx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0VNNIZx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0VNNIZx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0VNNIZx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0VNNIZx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0VNNIZx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0VNNIZx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0VNNIZx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0VNNIZx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0VNNIZx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0VNNIZx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
 // smallAVX2 lists the AVX2 kernels by weight type, index M-2 for M rows,
 // with the weight block size.
 var smallAVX2 = map[quant.Type]struct {
@@ -170,6 +233,14 @@ var smallVNNI = map[quant.Type]struct {
 	quant.Q4_0: {[7]smallAsm{smQ4_0VNNIx2, smQ4_0VNNIx3, smQ4_0VNNIx4, smQ4_0VNNIx5, smQ4_0VNNIx6, smQ4_0VNNIx7, smQ4_0VNNIx8}},
 }
 
+// smallVNNIZ lists the AVX-512 VNNI kernels on ZMM (two activation rows
+// per register) as smallAVX2 does.
+var smallVNNIZ = map[quant.Type][7]smallAsm{
+	quant.Q8_0: {smQ8_0VNNIZx2, smQ8_0VNNIZx3, smQ8_0VNNIZx4, smQ8_0VNNIZx5, smQ8_0VNNIZx6, smQ8_0VNNIZx7, smQ8_0VNNIZx8},
+	quant.Q5_0: {smQ5_0VNNIZx2, smQ5_0VNNIZx3, smQ5_0VNNIZx4, smQ5_0VNNIZx5, smQ5_0VNNIZx6, smQ5_0VNNIZx7, smQ5_0VNNIZx8},
+	quant.Q4_0: {smQ4_0VNNIZx2, smQ4_0VNNIZx3, smQ4_0VNNIZx4, smQ4_0VNNIZx5, smQ4_0VNNIZx6, smQ4_0VNNIZx7, smQ4_0VNNIZx8},
+}
+
 // smallRecs pools the record buffers (grown when a larger shape first
 // needs one; no allocation per call in steady state).
 var smallRecs = sync.Pool{New: func() any { return new([]byte) }}
@@ -178,8 +249,11 @@ var smallRecs = sync.Pool{New: func() any { return new([]byte) }}
 // (arb bytes apart, nb blocks each), per block: the M scales d_a as
 // float32 (padded to 8), then per row its 32 quants, XORed with bias
 // (0x80 for the VNNI kernels, which take them unsigned; 0 for AVX2).
-func smallLegacyRecords(p, act []byte, arb, nb, M int, bias byte) {
-	bs := 32 + 32*M
+//
+// With mp > M the records hold mp rows, the last mp-M of zero activations
+// (the biased zero, scale 0): the ZMM kernels take rows in pairs.
+func smallLegacyRecords(p, act []byte, arb, nb, M, mp int, bias byte) {
+	bs := 32 + 32*mp
 	_ = p[nb*bs-1]
 	x := uint64(bias) * 0x0101010101010101
 	for b := 0; b < nb; b++ {
@@ -194,14 +268,21 @@ func smallLegacyRecords(p, act []byte, arb, nb, M int, bias byte) {
 				binary.LittleEndian.PutUint64(r[l:], binary.LittleEndian.Uint64(src[2+l:])^x)
 			}
 		}
+		for j := M; j < mp; j++ {
+			r := blk[32+32*j : 64+32*j]
+			for l := 0; l < 32; l += 8 {
+				binary.LittleEndian.PutUint64(r[l:], x)
+			}
+		}
 	}
 }
 
 // smallLegacy returns the GemmFunc of the kernels ks (index M-2) for
 // weight blocks of wts bytes, checking every bound the asm relies on;
 // bias is what the kernels take the activation quants XORed with (the
-// AVX2 kernels 0, the VNNI ones 0x80).
-func smallLegacy(ks [7]smallAsm, wts int, bias byte) GemmFunc {
+// AVX2 kernels 0, the VNNI ones 0x80); pairs says the kernels take the
+// rows in pairs (the ZMM ones: an odd M gets a row of zeros).
+func smallLegacy(ks [7]smallAsm, wts int, bias byte, pairs bool) GemmFunc {
 	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
 		if n1 <= n0 || M <= 0 {
 			return
@@ -226,9 +307,14 @@ func smallLegacy(ks [7]smallAsm, wts int, bias byte) GemmFunc {
 		_ = act[(M-1)*arb+nb*34-1]
 		_ = y[(M-1)*ldy+n1-1]
 		bp := smallRecs.Get().(*[]byte)
-		p := aligned32(bp, nb*(32+32*M)+nb*32)
-		smallLegacyRecords(p, act, arb, nb, M, bias)
-		t := p[nb*(32+32*M):]
+		mp, tb := M, 32 // rows in the records, table bytes per block
+		if pairs {
+			mp = (M + 1) &^ 1
+			tb = 32 * mp
+		}
+		p := aligned32(bp, nb*(32+32*mp)+nb*tb)
+		smallLegacyRecords(p, act, arb, nb, M, mp, bias)
+		t := p[nb*(32+32*mp):]
 		ks[M-2](&w[n0*wrb], wrb, &p[0], nb, &y[n0], ldy, n1-n0, (*float32)(unsafe.Pointer(&t[0])))
 		smallRecs.Put(bp)
 	}
@@ -251,11 +337,15 @@ func smallKernelTable() []struct {
 			typ  quant.Type
 			tier string
 			f    GemmFunc
-		}{t, "avx2", smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0)}, struct {
+		}{t, "avx2", smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0, false)}, struct {
 			typ  quant.Type
 			tier string
 			f    GemmFunc
-		}{t, "avx512vnni", smallLegacy(smallVNNI[t].k, smallAVX2[t].wts, 0x80)})
+		}{t, "avx512vnni", smallLegacy(smallVNNI[t].k, smallAVX2[t].wts, 0x80, false)}, struct {
+			typ  quant.Type
+			tier string
+			f    GemmFunc
+		}{t, "avx512vnni", smallLegacy(smallVNNIZ[t], smallAVX2[t].wts, 0x80, true)})
 	}
 	return r
 }
@@ -271,7 +361,7 @@ func init() {
 	// these AVX2 kernels (Q8_0 75 / 140, Q5_0 86 / 132), so they stay.
 	if !hasVNNI {
 		for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
-			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0))
+			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0, false))
 		}
 	}
 	// The K-quants: their row kernels per activation row, on both tiers

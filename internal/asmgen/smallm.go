@@ -69,6 +69,23 @@ backends/cpu/smallm_amd64.go (the Go side).`)
 			genSmallVNNI(a, k, m)
 		}
 	}
+	// VPERMPS indexes: pair q takes product 2q into the low 8 lanes and
+	// 2q+1 into the high 8.
+	for q := 0; q < smallMaxM/2; q++ {
+		for l := 0; l < 16; l += 2 {
+			lo, hi := 2*q, 2*q
+			if l >= 8 {
+				lo, hi = 2*q+1, 2*q+1
+			}
+			a.Raw("DATA smpairidx<>+%d(SB)/8, $0x%08x%08x", 64*q+4*l, hi, lo)
+		}
+	}
+	a.Raw("GLOBL smpairidx<>(SB), RODATA|NOPTR, $%d", 64*smallMaxM/2)
+	for _, k := range smallKinds {
+		for m := 2; m <= smallMaxM; m++ {
+			genSmallVNNIZ(a, k, m)
+		}
+	}
 }
 
 // smallConst writes a 32-byte constant of one repeated quadword.
@@ -362,4 +379,135 @@ func smallProducts(a *Asm, lbl string, wts, bs int) {
 	a.I("ADDQ", "$32, BX")
 	a.I("DECQ", "DX")
 	a.I("JNZ", lbl+"prod")
+}
+
+// genSmallVNNIZ writes the AVX-512 VNNI kernel on ZMM registers of type k
+// for M activation rows, two activation rows per register (row 2q in the
+// low 256 bits, 2q+1 in the high; on CPUs with 512-bit vector units one
+// instruction does the work of two YMM ones):
+//
+//	func sm<T>VNNIZx<M>(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+//
+// Records as the YMM VNNI kernel's (quants biased to unsigned), but with
+// an even number of rows Mp (M+1 for odd M: a last row of zero
+// activations, 0x80 biased, scale 0, whose outputs are not stored), so a
+// row pair's 64 bytes are one load; t holds per block Mp/2 vectors of 16
+// floats, the products of rows 2q (low half) and 2q+1 (high half), made
+// per weight row before its blocks (one VMULPS for the M products, one
+// VPERMPS per pair). Per block the weight's signed values x and its
+// offset 0x4B400000 - 128·Σx (as the YMM kernel) are copied to both
+// halves; per row pair one VPDPBUSD, one float subtract and one FMA with
+// the products from t: each half the YMM kernel's arithmetic for its row.
+//
+// Registers: Z0..Z(Mp/2-1) the pair accumulators, Z8 x in both halves, Z9
+// the offsets, Z10..Z12 temporaries, Y13 the bit selector (Q5_0), Y14
+// bytes 0x0F, Z15 0x4B400000, Z16 bytes 0x80, Z17 temporary, Z20..Z23
+// the VPERMPS indexes of the pairs; the general registers as the AVX2
+// kernel's.
+func genSmallVNNIZ(a *Asm, k smallKind, M int) {
+	name := fmt.Sprintf("sm%sVNNIZx%d", k.name, M)
+	lbl := strings.ToLower(fmt.Sprintf("smz%s_%d_", strings.ReplaceAll(k.name, "_", ""), M))
+	mp := (M + 1) &^ 1
+	np := mp / 2
+	bs := 32 + 32*mp // record bytes per block
+	a.Text(name, 0, 64)
+	a.I("MOVQ", "w+0(FP), R9")
+	a.I("MOVQ", "wrb+8(FP), R8")
+	a.I("MOVQ", "p+16(FP), R10")
+	a.I("MOVQ", "nb+24(FP), R11")
+	a.I("MOVQ", "y+32(FP), AX")
+	a.I("MOVQ", "ldy+40(FP), R13")
+	a.I("SHLQ", "$2, R13")
+	a.I("MOVQ", "rows+48(FP), CX")
+	a.I("MOVQ", "t+56(FP), R14")
+	a.I("TESTQ", "CX, CX")
+	a.I("JZ", lbl+"done")
+	a.I("MOVL", "$0x0F0F0F0F, BX")
+	a.I("VMOVD", "BX, X14")
+	a.I("VPBROADCASTD", "X14, Y14")
+	a.I("MOVL", "$0x4B400000, BX")
+	a.I("VPBROADCASTD", "BX, Z15")
+	a.I("MOVL", "$0x80808080, BX")
+	a.I("VPBROADCASTD", "BX, Z16")
+	for q := 0; q < np; q++ {
+		a.I("VMOVDQU32", fmt.Sprintf("smpairidx<>+%d(SB), Z%d", 64*q, 20+q))
+	}
+	if k.name == "Q5_0" {
+		a.I("VMOVDQU", "smbitsel<>(SB), Y13")
+	}
+	a.Label(lbl + "row")
+	for q := 0; q < np; q++ {
+		a.I("VPXORD", fmt.Sprintf("Z%d, Z%d, Z%d", q, q, q))
+	}
+	// The products of the row, pair by pair.
+	a.I("MOVQ", "R9, SI")
+	a.I("MOVQ", "R10, DI")
+	a.I("MOVQ", "R11, DX")
+	a.I("MOVQ", "R14, BX")
+	a.Label(lbl + "prod")
+	a.I("VPBROADCASTW", "(SI), X10")
+	a.I("VCVTPH2PS", "X10, Y10")
+	a.I("VMULPS", "(DI), Y10, Y12")
+	for q := 0; q < np; q++ {
+		a.I("VPERMPS", fmt.Sprintf("Z12, Z%d, Z17", 20+q))
+		a.I("VMOVUPS", fmt.Sprintf("Z17, %d(BX)", 64*q))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, SI", k.wts))
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
+	a.I("ADDQ", fmt.Sprintf("$%d, BX", 64*np))
+	a.I("DECQ", "DX")
+	a.I("JNZ", lbl+"prod")
+	a.I("MOVQ", "R9, SI")
+	a.I("MOVQ", "R10, DI")
+	a.I("MOVQ", "R11, DX")
+	a.I("MOVQ", "R14, BX")
+	a.Label(lbl + "blk")
+	a.I("PREFETCHT0", "1024(SI)")
+	smallSignedX(a, k)
+	a.I("VINSERTI64X4", "$1, Y8, Z8, Z8")
+	a.I("VPXORD", "Z9, Z9, Z9")
+	a.I("VPDPBUSD", "Z8, Z16, Z9")
+	a.I("VPSUBD", "Z9, Z15, Z9")
+	for q := 0; q < np; q++ {
+		a.I("VMOVDQU64", fmt.Sprintf("%d(DI), Z11", 32+64*q))
+		a.I("VMOVDQA64", "Z9, Z12")
+		a.I("VPDPBUSD", "Z8, Z11, Z12")
+		a.I("VSUBPS", "Z15, Z12, Z12")
+		a.I("VFMADD231PS", fmt.Sprintf("%d(BX), Z12, Z%d", 64*q, q))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, SI", k.wts))
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
+	a.I("ADDQ", fmt.Sprintf("$%d, BX", 64*np))
+	a.I("DECQ", "DX")
+	a.I("JNZ", lbl+"blk")
+	// hsum_float_8 of each half, stored to its row (not the pad row).
+	a.I("MOVQ", "AX, R12")
+	hsum := func(acc, accx string) {
+		a.I("VEXTRACTF128", "$1, "+acc+", X11")
+		a.I("VADDPS", "X11, "+accx+", "+accx)
+		a.I("VMOVHLPS", accx+", "+accx+", X11")
+		a.I("VADDPS", "X11, "+accx+", "+accx)
+		a.I("VMOVSHDUP", accx+", X11")
+		a.I("VADDSS", "X11, "+accx+", "+accx)
+	}
+	for q := 0; q < np; q++ {
+		a.I("VEXTRACTF64X4", fmt.Sprintf("$1, Z%d, Y10", q))
+		hsum(fmt.Sprintf("Y%d", q), fmt.Sprintf("X%d", q))
+		a.I("VMOVSS", fmt.Sprintf("X%d, (R12)", q))
+		if 2*q+1 < M {
+			a.I("ADDQ", "R13, R12")
+			hsum("Y10", "X10")
+			a.I("VMOVSS", "X10, (R12)")
+			if 2*q+2 < M {
+				a.I("ADDQ", "R13, R12")
+			}
+		}
+	}
+	a.I("ADDQ", "$4, AX")
+	a.I("ADDQ", "R8, R9")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"row")
+	a.Label(lbl + "done")
+	a.I("VZEROUPPER")
+	a.I("RET")
 }
