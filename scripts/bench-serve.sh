@@ -49,6 +49,7 @@ while [ $# -gt 0 ]; do
     -r) reqs=$2; shift 2 ;;
     --tier) tier=$2; shift 2 ;;
     --all-tokens) textonly=0; shift ;;
+    --ban-invalid-utf8) textonly=1; shift ;;
     -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) model=$1; shift ;;
@@ -75,7 +76,7 @@ wait_health() {
 }
 
 tflag=()
-[ "$textonly" = 1 ] && tflag=(--text-only "$model")
+[ "$textonly" = 1 ] && tflag=(--ban-invalid-utf8 "$model")
 bench() { # label url
   "$minfer" bench-serve --url "$2" --label "$1" -c "$levels" -n "$n" -r "$reqs" "${tflag[@]}"
 }

@@ -17,8 +17,9 @@ type MatMul struct {
 
 	quantize func(src []float32, dst []byte)
 	dot      quant.DotFunc
-	rows     RowsFunc // SIMD row kernel, nil when the pure-Go dot is used
-	gemm     GemmFunc // SIMD kernel for several activation rows, or nil
+	rows     RowsFunc    // SIMD row kernel, nil when the pure-Go dot is used
+	gemm     GemmFunc    // SIMD kernel for several activation rows, or nil
+	small    smallKernel // SIMD kernel for 2..small.maxM rows (smallm.go), or none
 	// block sizes and bytes per block of the weight and vec-dot types
 	wbs, wts, abs, ats int
 }
@@ -40,6 +41,7 @@ func NewMatMul(weight quant.Type) (*MatMul, error) {
 	}
 	k.rows = rowKernels[weight]
 	k.gemm = gemmKernels[weight]
+	k.small = smallFor(weight, k.rows)
 	return k, nil
 }
 
@@ -87,6 +89,9 @@ const matMulTile = 16
 // row stride of y (N for a plain [M][N] output).
 func (k *MatMul) Run(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n1 int) {
 	wrb, arb := k.WeightRowBytes(K), k.ActRowBytes(K)
+	if k.runSmall(K, w, wrb, act, arb, M, y, ldy, n0, n1) {
+		return
+	}
 	if k.gemm != nil && M > 1 {
 		k.gemm(K, w, wrb, act, arb, M, y, ldy, n0, n1)
 		return

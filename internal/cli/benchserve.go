@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/minfer/minfer/tokenizer"
 )
 
 // BenchServeCmd is `minfer bench-serve`: a load generator for an
@@ -32,9 +34,9 @@ type BenchServeCmd struct {
 	APIKey      string `help:"Bearer key to send." name:"api-key" env:"MINFER_API_KEY"`
 	Label       string `help:"Label for the first column (e.g. the server's name)." default:"server"`
 	Output      string `short:"o" help:"Output: md or jsonl." default:"md" enum:"md,jsonl"`
-	TextOnly    string `help:"Load the tokenizer of this GGUF or plan and send a logit_bias of -100 for every token whose text is not valid UTF-8 on its own, so that random-weight models stream text (llama-server's output parser answers 500 to invalid UTF-8). Every server gets the same requests." name:"text-only" type:"existingfile"`
+	BanInvalid  string `help:"Load the tokenizer of this GGUF or plan and send a logit_bias of -100 for every token whose text is not valid UTF-8 on its own, so that random-weight models stream text (llama-server's output parser answers 500 to invalid UTF-8). Every server gets the same requests." name:"ban-invalid-utf8" type:"existingfile"`
 
-	bias map[string]int // the logit_bias sent, from TextOnly
+	bias map[string]int // the logit_bias sent, from BanInvalid
 }
 
 // benchRow is one concurrency's result.
@@ -50,6 +52,18 @@ type benchRow struct {
 	PerClient   float64 `json:"per_request_decode_tok_s"`
 }
 
+// invalidUTF8Bias is the logit_bias (-100) of every token whose text alone
+// is not valid UTF-8.
+func invalidUTF8Bias(tok *tokenizer.Tokenizer) map[string]int {
+	bias := map[string]int{}
+	for id := int32(0); id < int32(tok.NVocab()); id++ {
+		if !utf8.ValidString(tok.TokenPiece(id)) {
+			bias[strconv.Itoa(int(id))] = -100
+		}
+	}
+	return bias
+}
+
 // Run measures each concurrency in turn.
 func (c *BenchServeCmd) Run() error {
 	var levels []int
@@ -63,17 +77,12 @@ func (c *BenchServeCmd) Run() error {
 	if c.NPredict < 1 || c.Requests < 1 || c.PromptWords < 1 {
 		return fmt.Errorf("-n, -r and -p must be at least 1")
 	}
-	if c.TextOnly != "" {
-		tok, err := loadTokenizer(c.TextOnly)
+	if c.BanInvalid != "" {
+		tok, err := loadTokenizer(c.BanInvalid)
 		if err != nil {
 			return err
 		}
-		c.bias = map[string]int{}
-		for id := int32(0); id < int32(tok.NVocab()); id++ {
-			if !utf8.ValidString(tok.Piece(id, false)) {
-				c.bias[strconv.Itoa(int(id))] = -100
-			}
-		}
+		c.bias = invalidUTF8Bias(tok)
 		fmt.Fprintf(os.Stderr, "bench-serve: logit_bias -100 on %d of %d tokens (text not valid UTF-8 alone)\n", len(c.bias), tok.NVocab())
 	}
 	// A connection per request: a server that closes idle keep-alive

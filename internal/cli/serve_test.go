@@ -10,10 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/minfer/minfer/internal/fixtures"
 )
@@ -279,5 +281,36 @@ func TestBenchServe(t *testing.T) {
 		if row.Concurrency != n || row.Requests != 2*n || row.Generated != 5*2*n || row.TokPerSec <= 0 || row.TTFTMedian <= 0 {
 			t.Errorf("row %+v", row)
 		}
+	}
+}
+
+// TestBenchServeBanInvalidUTF8: --ban-invalid-utf8 bans exactly the
+// tokens whose piece alone is not valid UTF-8, and minfer serve takes the
+// logit_bias of every request.
+func TestBenchServeBanInvalidUTF8(t *testing.T) {
+	model := fixtures.Path(t, "models", "qwen2-synth-q4_k_m.gguf")
+	tok, err := loadTokenizer(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bias := invalidUTF8Bias(tok)
+	if len(bias) == 0 || len(bias) >= tok.NVocab() {
+		t.Fatalf("%d of %d tokens banned", len(bias), tok.NVocab())
+	}
+	for id := int32(0); id < int32(tok.NVocab()); id++ {
+		_, banned := bias[strconv.Itoa(int(id))]
+		if banned == utf8.ValidString(tok.TokenPiece(id)) {
+			t.Fatalf("token %d (%q): banned %v", id, tok.TokenPiece(id), banned)
+		}
+	}
+	t.Logf("%d of %d tokens are not valid UTF-8 alone", len(bias), tok.NVocab())
+	url := startServe(t, ServeCmd{Model: model, Threads: 1})
+	out := capture(t, (&BenchServeCmd{URL: url, Concurrency: "2", NPredict: 4, PromptWords: 4, Requests: 1, Label: "minfer", Output: "jsonl", BanInvalid: model}).Run)
+	var row benchRow
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &row); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if row.Generated != 8 {
+		t.Errorf("row %+v", row)
 	}
 }

@@ -1,0 +1,72 @@
+package cpu
+
+import "github.com/minfer/minfer/quant"
+
+// Small-M mat-muls: the batched decode step of a server (exec.Model.EvalSeqs
+// over 2..8 sequences) multiplies every weight by one activation row per
+// sequence. The prefill GEMMs unpack (re-pack) each weight tile per call,
+// which pays off only over many rows; a small-M kernel reads the raw weight
+// blocks and dots each one, unpacked once into registers, with every
+// activation row of the call. Every output has the bits of the row kernel
+// (quant's pure-Go dot), so whichever path MatMul.Run takes for a given M,
+// the result is the same.
+
+// smallKernel is the small-M mat-mul of one weight type: f computes what a
+// GemmFunc computes, for 2 ≤ M ≤ maxM activation rows.
+type smallKernel struct {
+	f    GemmFunc
+	maxM int
+	tier string
+}
+
+// smallKernels holds the small-M kernels the start-up dispatch installed,
+// by weight type.
+var smallKernels = map[quant.Type]smallKernel{}
+
+// registerSmall installs a small-M kernel (called from arch files' init).
+func registerSmall(t quant.Type, tier string, maxM int, f GemmFunc) {
+	smallKernels[t] = smallKernel{f, maxM, tier}
+	tiers = append(tiers, "smallm/"+t.String()+":"+tier)
+}
+
+// smallRows lists, with their largest M, the weight types whose small-M
+// path is their row kernel run once per activation row over tiles of
+// matMulTile weight rows (which stay in L1 across the rows): no new
+// kernel, but no per-call re-pack either, which for the K-quant GEMMs
+// costs more than it saves below 9 rows (BenchmarkSmallM).
+var smallRows = map[quant.Type]int{}
+
+// smallFor returns the small-M kernel of weight type t (rows: its row
+// kernel, or nil), or none.
+func smallFor(t quant.Type, rows RowsFunc) smallKernel {
+	if s, ok := smallKernels[t]; ok {
+		return s
+	}
+	if m := smallRows[t]; m > 0 && rows != nil {
+		return smallKernel{rowsLoop(rows), m, "rows"}
+	}
+	return smallKernel{}
+}
+
+// rowsLoop is the GemmFunc that runs a row kernel once per activation row
+// over tiles of matMulTile weight rows.
+func rowsLoop(rows RowsFunc) GemmFunc {
+	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+		for nb := n0; nb < n1; nb += matMulTile {
+			ne := min(nb+matMulTile, n1)
+			for m := 0; m < M; m++ {
+				rows(K, w, wrb, act[m*arb:(m+1)*arb], y[m*ldy:], nb, ne)
+			}
+		}
+	}
+}
+
+// runSmall runs the small-M kernel of k's weight type when it has one for
+// M rows, and reports whether it did.
+func (k *MatMul) runSmall(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) bool {
+	if M < 2 || M > k.small.maxM || k.small.f == nil {
+		return false
+	}
+	k.small.f(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+	return true
+}

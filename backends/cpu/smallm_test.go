@@ -1,0 +1,201 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"runtime"
+
+	"github.com/minfer/minfer/quant"
+)
+
+// TestSmallMKernels calls every small-M kernel of every tier directly (the
+// AVX2 ones on an AVX-512 machine too) and checks each output's bits
+// against quant's pure-Go dot: M = 2..8 activation rows (rows of random
+// and extreme activations mixed), K of one block up to qwen-sized rows,
+// odd weight-row ranges, an output stride wider than the rows, random,
+// raw-byte and extreme weight blocks; outputs outside the range must stay
+// untouched.
+func TestSmallMKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(71, 72))
+	for _, k := range smallKernelTable() {
+		t.Run(k.typ.String()+"/"+k.tier, func(t *testing.T) {
+			if !tierOK(k.tier) {
+				t.Skipf("the %s tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it", k.tier)
+			}
+			dot := quant.DotFor(k.typ)
+			vdt := k.typ.VecDotType()
+			bsz := k.typ.BlockSize()
+			const N, ldy = 13, 17
+			for _, nb := range []int{1, 2, 3, 7, 28} {
+				K := nb * bsz
+				arb, _ := vdt.RowSize(K)
+				for kind := 0; kind < 3; kind++ {
+					w, wrb := rowTestWeights(t, r, k.typ, N, K, kind)
+					for M := 2; M <= 8; M++ {
+						act := make([]byte, M*arb)
+						for m := 0; m < M; m++ {
+							x := kqRandRow(r, K, (kind+m)%3)
+							if m%2 == 1 {
+								for i := range x {
+									if i%3 == 0 {
+										x[i] = 1000 * float32(1-2*(i%2))
+									}
+								}
+							}
+							if err := quant.QuantizeAct(vdt, x, act[m*arb:(m+1)*arb]); err != nil {
+								t.Fatal(err)
+							}
+						}
+						for _, rg := range [][2]int{{0, N}, {0, 1}, {1, 6}, {3, 10}, {5, 5}, {N - 1, N}} {
+							y := make([]float32, M*ldy)
+							for i := range y {
+								y[i] = float32(math.NaN())
+							}
+							k.f(K, w[:rg[1]*wrb], wrb, act, arb, M, y, ldy, rg[0], rg[1])
+							for m := 0; m < M; m++ {
+								for n := 0; n < ldy; n++ {
+									got := y[m*ldy+n]
+									if n < rg[0] || n >= rg[1] {
+										if !math.IsNaN(float64(got)) {
+											t.Fatalf("K=%d M=%d rows %v: wrote y[%d][%d]", K, M, rg, m, n)
+										}
+										continue
+									}
+									want := dot(K, w[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
+									if math.Float32bits(got) != math.Float32bits(want) {
+										t.Fatalf("K=%d weights %d M=%d rows %v: y[%d][%d] = %v (%#08x), oracle %v (%#08x)",
+											K, kind, M, rg, m, n, got, math.Float32bits(got), want, math.Float32bits(want))
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSmallMDispatch checks that MatMul.Run gives the pure-Go dot's bits
+// for every M up to 9 through whatever path the start-up dispatch chose
+// (small-M kernel, GEMM or row kernels) for every type with a small-M
+// kernel or a GEMM.
+func TestSmallMDispatch(t *testing.T) {
+	r := rand.New(rand.NewPCG(73, 74))
+	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		k, err := NewMatMul(wt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const N = 37
+		K := 2 * 256
+		w, wrb := rowTestWeights(t, r, wt, N, K, 0)
+		arb := k.ActRowBytes(K)
+		for M := 1; M <= 9; M++ {
+			x := make([]float32, M*K)
+			for m := 0; m < M; m++ {
+				copy(x[m*K:], kqRandRow(r, K, m%3))
+			}
+			act := make([]byte, M*arb)
+			k.QuantizeRows(x, K, 0, M, act)
+			y := make([]float32, M*N)
+			k.Run(K, w, act, M, y, N, 3, N)
+			for m := 0; m < M; m++ {
+				for n := 3; n < N; n++ {
+					want := quant.DotFor(wt)(K, w[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
+					if math.Float32bits(y[m*N+n]) != math.Float32bits(want) {
+						t.Fatalf("%s M=%d: y[%d][%d] = %v, oracle %v", wt, M, m, n, y[m*N+n], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSmallM measures the mat-mul of a batched decode step: N=896
+// weight rows of K=1024 (and, for Q4_K and Q6_K, K=4864: qwen2-0.5b's
+// ffn_down) against M = 1, 2, 4, 8 activation rows, through MatMul.Run (the path the dispatch
+// chooses: "run") and, for types with one, the small-M kernel called
+// directly ("small") and the GEMM ("gemm") and row-kernel loop ("rows")
+// it replaces. ns/row is per weight row (all M outputs of it); cpu-ns/row
+// the same in the thread's CPU time (robust to other processes).
+func BenchmarkSmallM(b *testing.B) {
+	const N = 896
+	r := rand.New(rand.NewPCG(75, 76))
+	for _, sh := range []struct {
+		K     int
+		types []quant.Type
+	}{
+		{1024, []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K}},
+		{4864, []quant.Type{quant.Q4_K, quant.Q6_K}}, // qwen2-0.5b's ffn_down
+	} {
+		K := sh.K
+		for _, wt := range sh.types {
+			k, err := NewMatMul(wt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			w, wrb := rowTestWeights(b, r, wt, N, K, 0)
+			arb := k.ActRowBytes(K)
+			for _, M := range []int{1, 2, 4, 8} {
+				x := make([]float32, M*K)
+				for m := 0; m < M; m++ {
+					copy(x[m*K:], kqRandRow(r, K, 0))
+				}
+				act := make([]byte, M*arb)
+				k.QuantizeRows(x, K, 0, M, act)
+				y := make([]float32, M*N)
+				var vnni GemmFunc
+				for _, sk := range smallKernelTable() {
+					if sk.typ == wt && sk.tier == "avx512vnni" && hasVNNI {
+						vnni = sk.f
+					}
+				}
+				paths := map[string]func(){
+					"run": func() { k.Run(K, w, act, M, y, N, 0, N) },
+				}
+				if M > 1 {
+					if k.small.f != nil {
+						paths["small"] = func() { k.small.f(K, w, wrb, act, arb, M, y, N, 0, N) }
+					}
+					if vnni != nil {
+						paths["vnni"] = func() { vnni(K, w, wrb, act, arb, M, y, N, 0, N) }
+					}
+					if k.gemm != nil {
+						paths["gemm"] = func() { k.gemm(K, w, wrb, act, arb, M, y, N, 0, N) }
+					}
+					if k.rows != nil {
+						paths["rows"] = func() {
+							for nb := 0; nb < N; nb += matMulTile {
+								for m := 0; m < M; m++ {
+									k.rows(K, w, wrb, act[m*arb:(m+1)*arb], y[m*N:], nb, min(nb+matMulTile, N))
+								}
+							}
+						}
+					}
+				}
+				for _, p := range []string{"run", "small", "vnni", "gemm", "rows"} {
+					f := paths[p]
+					if f == nil {
+						continue
+					}
+					b.Run(fmt.Sprintf("%s/K=%d/M=%d/%s", wt, K, M, p), func(b *testing.B) {
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						c0 := threadCPU()
+						for b.Loop() {
+							f()
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N, "ns/row")
+						b.ReportMetric(float64(threadCPU()-c0)/float64(b.N)/N, "cpu-ns/row")
+					})
+				}
+			}
+		}
+	}
+}

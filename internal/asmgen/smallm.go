@@ -1,0 +1,513 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Small-M mat-mul kernels (smallm_amd64.s): the batched decode step of a
+// server, where every mat-mul has one activation row per sequence (2..8)
+// instead of one. The prefill GEMMs unpack a weight tile into scratch per
+// call, which pays off only over many activation rows; these kernels read
+// the raw GGUF weight blocks instead, unpack each block into registers once
+// and dot it with every activation row of the call before the next block.
+//
+// One kernel per weight type, tier and number of activation rows M. The Go
+// side (backends/cpu/smallm_amd64.go) first lays out the M activation rows
+// block-interleaved as records, so that every operand of a block is at a
+// constant offset from one pointer (see each family's comment).
+//
+// The float order of every output is the row kernels' and quant's pure-Go
+// dot's: per 32-element block the 8 exact int32 sums of 4 consecutive
+// products (lane k: elements 4k..4k+3), converted to float32, one FMA per
+// lane with the float32 product d_w·d_a, blocks in order, then
+// hsum_float_8 — so the bits are the same as the single-row kernels'.
+
+// smallKind is one weight type of the small-M generator.
+type smallKind struct {
+	name string // Q8_0, Q5_0, Q4_0
+	wts  int    // bytes per weight block
+}
+
+var smallKinds = []smallKind{{"Q8_0", 34}, {"Q5_0", 22}, {"Q4_0", 18}}
+
+// smallMaxM is the most activation rows one kernel takes.
+const smallMaxM = 8
+
+func init() {
+	register("smallm_amd64.s", "amd64 && !purego", genSmallM)
+}
+
+func genSmallM(a *Asm) {
+	a.Blank()
+	a.Comment(`Small-M mat-mul kernels: 2..8 activation rows against raw GGUF weight
+blocks; see internal/asmgen/smallm.go (the generator) and
+backends/cpu/smallm_amd64.go (the Go side).`)
+	a.Blank()
+	smallConst(a, "smsixteen", "0x1010101010101010")
+	smallConst(a, "smeight", "0x0808080808080808")
+	smallConst(a, "smbitsel", "0x8040201008040201")
+	a.Raw("DATA smnibshift<>+0(SB)/8, $0")
+	a.Raw("DATA smnibshift<>+8(SB)/8, $0")
+	a.Raw("DATA smnibshift<>+16(SB)/8, $0x0000000400000004")
+	a.Raw("DATA smnibshift<>+24(SB)/8, $0x0000000400000004")
+	a.Raw("GLOBL smnibshift<>(SB), RODATA|NOPTR, $32")
+	a.Blank()
+	a.Raw("DATA smqhshuf<>+0(SB)/8, $0x0000000000000000")
+	a.Raw("DATA smqhshuf<>+8(SB)/8, $0x0101010101010101")
+	a.Raw("DATA smqhshuf<>+16(SB)/8, $0x0202020202020202")
+	a.Raw("DATA smqhshuf<>+24(SB)/8, $0x0303030303030303")
+	a.Raw("GLOBL smqhshuf<>(SB), RODATA|NOPTR, $32")
+	smallConst(a, "smbias80", "0x8080808080808080")
+	for _, k := range smallKinds {
+		for m := 2; m <= smallMaxM; m++ {
+			genSmallAVX2(a, k, m)
+		}
+	}
+	for _, k := range smallKinds {
+		for m := 2; m <= smallMaxM; m++ {
+			genSmallVNNI(a, k, m)
+		}
+	}
+	// VPERMPS indexes: pair q takes product 2q into the low 8 lanes and
+	// 2q+1 into the high 8.
+	for q := 0; q < smallMaxM/2; q++ {
+		for l := 0; l < 16; l += 2 {
+			lo, hi := 2*q, 2*q
+			if l >= 8 {
+				lo, hi = 2*q+1, 2*q+1
+			}
+			a.Raw("DATA smpairidx<>+%d(SB)/8, $0x%08x%08x", 64*q+4*l, hi, lo)
+		}
+	}
+	a.Raw("GLOBL smpairidx<>(SB), RODATA|NOPTR, $%d", 64*smallMaxM/2)
+	for _, k := range smallKinds {
+		for m := 2; m <= smallMaxM; m++ {
+			genSmallVNNIZ(a, k, m)
+		}
+	}
+}
+
+// smallConst writes a 32-byte constant of one repeated quadword.
+func smallConst(a *Asm, name, q string) {
+	for o := 0; o < 32; o += 8 {
+		a.Raw("DATA %s<>+%d(SB)/8, $%s", name, o, q)
+	}
+	a.Raw("GLOBL %s<>(SB), RODATA|NOPTR, $32", name)
+	a.Blank()
+}
+
+// genSmallAVX2 writes the AVX2 kernel of type k for M activation rows:
+//
+//	func sm<T>AVX2x<M>(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+//
+// w: the first weight row (rows rows, wrb bytes apart, nb blocks each);
+// p: the activation records, block after block, 32+32·M bytes each: the
+// M rows' scales d_a of block b as float32 (row j at 4j, padded to 32
+// bytes), then the 32 quants of block b of each row j at 32+32j; y: the
+// output of weight row 0, activation row 0 (activation row j's at j·ldy
+// floats); t: scratch of nb·8 floats for the products of a weight row.
+//
+// Per weight row and block, the weight's 32 values become signed bytes x
+// (Q8_0 as stored; Q5_0 q5-16; Q4_0 q4-8) and |x|, and d_w is converted
+// once; per activation row ggml's sign trick forms the products: y signed
+// by x (VPSIGNB), VPMADDUBSW |x|·(±y) into int16 pairs (|pair| ≤
+// 2·128·127, exact unless an activation byte is -128, which the
+// activation quantizer never produces), VPMADDWD by ones into the 8
+// int32 sums, VCVTDQ2PS, and one FMA per lane with d_w·d_a. The M
+// products d_w·d_a of a block are one VMULPS, made for the whole weight
+// row first (smallProducts) and broadcast from t (a load, no vector ALU
+// work).
+//
+// Registers: Y0..Y(M-1) the accumulators of activation rows 0..M-1, Y8 x,
+// Y9 |x|, Y10 d_w, Y11 and Y12 temporaries, Y13 the bit selector (Q5_0),
+// Y14 bytes 0x0F, Y15 int16 ones. SI walks the weight row's blocks, DI
+// the records, BX the products, DX counts blocks, R9 the weight row, R10
+// the records, R14 t,
+// R11 nb, R8 wrb, AX the output, R13 ldy in bytes, R12 the output of
+// activation row j, CX rows left.
+func genSmallAVX2(a *Asm, k smallKind, M int) {
+	name := fmt.Sprintf("sm%sAVX2x%d", k.name, M)
+	lbl := strings.ToLower(fmt.Sprintf("sma%s_%d_", strings.ReplaceAll(k.name, "_", ""), M))
+	bs := 32 + 32*M // record bytes per block
+	a.Text(name, 0, 64)
+	a.I("MOVQ", "w+0(FP), R9")
+	a.I("MOVQ", "wrb+8(FP), R8")
+	a.I("MOVQ", "p+16(FP), R10")
+	a.I("MOVQ", "nb+24(FP), R11")
+	a.I("MOVQ", "y+32(FP), AX")
+	a.I("MOVQ", "ldy+40(FP), R13")
+	a.I("SHLQ", "$2, R13")
+	a.I("MOVQ", "rows+48(FP), CX")
+	a.I("MOVQ", "t+56(FP), R14")
+	a.I("TESTQ", "CX, CX")
+	a.I("JZ", lbl+"done")
+	a.I("VPCMPEQW", "Y15, Y15, Y15")
+	a.I("VPSRLW", "$15, Y15, Y15")
+	a.I("MOVL", "$0x0F0F0F0F, BX")
+	a.I("VMOVD", "BX, X14")
+	a.I("VPBROADCASTD", "X14, Y14")
+	if k.name == "Q5_0" {
+		a.I("VMOVDQU", "smbitsel<>(SB), Y13")
+	}
+	a.Label(lbl + "row")
+	for j := 0; j < M; j++ {
+		a.I("VXORPS", fmt.Sprintf("Y%d, Y%d, Y%d", j, j, j))
+	}
+	smallProducts(a, lbl, k.wts, bs)
+	a.I("MOVQ", "R9, SI")
+	a.I("MOVQ", "R10, DI")
+	a.I("MOVQ", "R11, DX")
+	a.I("MOVQ", "R14, BX")
+	a.Label(lbl + "blk")
+	a.I("PREFETCHT0", "1024(SI)")
+	// The weight block: x in Y8, |x| in Y9, d_w in Y10.
+	switch k.name {
+	case "Q8_0":
+		a.I("VMOVDQU", "2(SI), Y8")
+	case "Q4_0":
+		a.I("VBROADCASTI128", "2(SI), Y8")
+		a.I("VPSRLVD", "smnibshift<>(SB), Y8, Y8")
+		a.I("VPAND", "Y14, Y8, Y8")
+		a.I("VPSUBB", "smeight<>(SB), Y8, Y8")
+	case "Q5_0":
+		a.I("VBROADCASTI128", "6(SI), Y8")
+		a.I("VPSRLVD", "smnibshift<>(SB), Y8, Y8")
+		a.I("VPAND", "Y14, Y8, Y8")
+		// Y11 = 0xFF where the 5th bit is set; 16 where it is clear
+		// is subtracted: x = nibble - 16·(1 - bit).
+		a.I("VPBROADCASTD", "2(SI), Y11")
+		a.I("VPSHUFB", "smqhshuf<>(SB), Y11, Y11")
+		a.I("VPAND", "Y13, Y11, Y11")
+		a.I("VPCMPEQB", "Y13, Y11, Y11")
+		a.I("VPANDN", "smsixteen<>(SB), Y11, Y11")
+		a.I("VPSUBB", "Y11, Y8, Y8")
+	}
+	a.I("VPABSB", "Y8, Y9")
+	for j := 0; j < M; j++ {
+		o := 32 + 32*j
+		a.I("VMOVDQU", fmt.Sprintf("%d(DI), Y11", o))
+		a.I("VPSIGNB", "Y8, Y11, Y11")
+		a.I("VPMADDUBSW", "Y11, Y9, Y11")
+		a.I("VPMADDWD", "Y15, Y11, Y11")
+		a.I("VCVTDQ2PS", "Y11, Y11")
+		a.I("VBROADCASTSS", fmt.Sprintf("%d(BX), Y12", 4*j))
+		a.I("VFMADD231PS", fmt.Sprintf("Y11, Y12, Y%d", j))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, SI", k.wts))
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
+	a.I("ADDQ", "$32, BX")
+	a.I("DECQ", "DX")
+	a.I("JNZ", lbl+"blk")
+	// hsum_float_8 of each accumulator (ggml's order: lanes 4..7 onto
+	// 0..3, then 2,3 onto 0,1, then 1 onto 0), stored to its row.
+	a.I("MOVQ", "AX, R12")
+	for j := 0; j < M; j++ {
+		acc, accx := fmt.Sprintf("Y%d", j), fmt.Sprintf("X%d", j)
+		a.I("VEXTRACTF128", "$1, "+acc+", X11")
+		a.I("VADDPS", "X11, "+accx+", "+accx)
+		a.I("VMOVHLPS", accx+", "+accx+", X11")
+		a.I("VADDPS", "X11, "+accx+", "+accx)
+		a.I("VMOVSHDUP", accx+", X11")
+		a.I("VADDSS", "X11, "+accx+", "+accx)
+		a.I("VMOVSS", accx+", (R12)")
+		if j < M-1 {
+			a.I("ADDQ", "R13, R12")
+		}
+	}
+	a.I("ADDQ", "$4, AX")
+	a.I("ADDQ", "R8, R9")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"row")
+	a.Label(lbl + "done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// genSmallVNNI writes the AVX-512 VNNI kernel (EVEX VPDPBUSD on YMM, the
+// AVX512VL form) of type k for M activation rows:
+//
+//	func sm<T>VNNIx<M>(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+//
+// Arguments and records as the AVX2 kernel's, but the activation quants
+// biased to unsigned (y XOR 0x80 = y+128). Per weight row and block the
+// weight values become signed bytes x as for the AVX2 kernel, and their
+// offset o = 0x4B400000 - 128·(Σ of each 4 consecutive x) (VPDPBUSD of
+// x with 0x80 bytes, subtracted from 0x4B400000) is made once; per
+// activation row VPDPBUSD adds Σ (y+128)·x to a copy of o, leaving
+// 0x4B400000 plus the 8 int32 sums Σ x·y of 4 consecutive products (exact
+// for every input: |Σ x·y| ≤ 2^16), which read as float32 is 1.5·2^23 +
+// Σ x·y exactly, so subtracting 1.5·2^23 gives float32(Σ x·y) as
+// VCVTDQ2PS would (on the float adder, not the pipes the dots and FMAs
+// use). Then one FMA per lane with d_w·d_a, broadcast from the block's M
+// products in t (EVEX embedded broadcast), made as the AVX2 kernel makes
+// them: two loads per output and block, no offset table.
+//
+// Registers: Y0..Y(M-1) the accumulators, Y8 x, Y9 o, Y10..Y12
+// temporaries, Y13 the bit selector (Q5_0), Y14 bytes 0x0F, Y15
+// 0x4B400000 (1.5·2^23 as float32), Y16 bytes 0x80; the general
+// registers as the AVX2 kernel's.
+func genSmallVNNI(a *Asm, k smallKind, M int) {
+	name := fmt.Sprintf("sm%sVNNIx%d", k.name, M)
+	lbl := strings.ToLower(fmt.Sprintf("smv%s_%d_", strings.ReplaceAll(k.name, "_", ""), M))
+	bs := 32 + 32*M // record bytes per block
+	a.Text(name, 0, 64)
+	a.I("MOVQ", "w+0(FP), R9")
+	a.I("MOVQ", "wrb+8(FP), R8")
+	a.I("MOVQ", "p+16(FP), R10")
+	a.I("MOVQ", "nb+24(FP), R11")
+	a.I("MOVQ", "y+32(FP), AX")
+	a.I("MOVQ", "ldy+40(FP), R13")
+	a.I("SHLQ", "$2, R13")
+	a.I("MOVQ", "rows+48(FP), CX")
+	a.I("MOVQ", "t+56(FP), R14")
+	a.I("TESTQ", "CX, CX")
+	a.I("JZ", lbl+"done")
+	a.I("MOVL", "$0x0F0F0F0F, BX")
+	a.I("VMOVD", "BX, X14")
+	a.I("VPBROADCASTD", "X14, Y14")
+	a.I("MOVL", "$0x4B400000, BX")
+	a.I("VMOVD", "BX, X15")
+	a.I("VPBROADCASTD", "X15, Y15")
+	a.I("VMOVDQU32", "smbias80<>(SB), Y16")
+	if k.name == "Q5_0" {
+		a.I("VMOVDQU", "smbitsel<>(SB), Y13")
+	}
+	a.Label(lbl + "row")
+	for j := 0; j < M; j++ {
+		a.I("VXORPS", fmt.Sprintf("Y%d, Y%d, Y%d", j, j, j))
+	}
+	smallProducts(a, lbl, k.wts, bs)
+	a.I("MOVQ", "R9, SI")
+	a.I("MOVQ", "R10, DI")
+	a.I("MOVQ", "R11, DX")
+	a.I("MOVQ", "R14, BX")
+	a.Label(lbl + "blk")
+	a.I("PREFETCHT0", "1024(SI)")
+	smallSignedX(a, k)
+	a.I("VPXOR", "Y9, Y9, Y9")
+	a.I("VPDPBUSD", "Y8, Y16, Y9")
+	a.I("VPSUBD", "Y9, Y15, Y9")
+	for j := 0; j < M; j++ {
+		a.I("VMOVDQU", fmt.Sprintf("%d(DI), Y11", 32+32*j))
+		a.I("VMOVDQA", "Y9, Y12")
+		a.I("VPDPBUSD", "Y8, Y11, Y12")
+		a.I("VSUBPS", "Y15, Y12, Y12")
+		a.I("VFMADD231PS.BCST", fmt.Sprintf("%d(BX), Y12, Y%d", 4*j, j))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, SI", k.wts))
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
+	a.I("ADDQ", "$32, BX")
+	a.I("DECQ", "DX")
+	a.I("JNZ", lbl+"blk")
+	smallStore(a, M)
+	a.I("ADDQ", "$4, AX")
+	a.I("ADDQ", "R8, R9")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"row")
+	a.Label(lbl + "done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// smallSignedX writes the unpacking of the weight block at SI into its 32
+// values as signed bytes in Y8 (Q8_0 as stored, Q5_0 q5-16, Q4_0 q4-8).
+// Uses Y11; Y14 must hold bytes 0x0F, Y13 the bit selector (Q5_0).
+func smallSignedX(a *Asm, k smallKind) {
+	switch k.name {
+	case "Q8_0":
+		a.I("VMOVDQU", "2(SI), Y8")
+	case "Q4_0":
+		a.I("VBROADCASTI128", "2(SI), Y8")
+		a.I("VPSRLVD", "smnibshift<>(SB), Y8, Y8")
+		a.I("VPAND", "Y14, Y8, Y8")
+		a.I("VPSUBB", "smeight<>(SB), Y8, Y8")
+	case "Q5_0":
+		a.I("VBROADCASTI128", "6(SI), Y8")
+		a.I("VPSRLVD", "smnibshift<>(SB), Y8, Y8")
+		a.I("VPAND", "Y14, Y8, Y8")
+		// Y11 = 0xFF where the 5th bit is set; 16 where it is clear
+		// is subtracted: x = nibble - 16·(1 - bit).
+		a.I("VPBROADCASTD", "2(SI), Y11")
+		a.I("VPSHUFB", "smqhshuf<>(SB), Y11, Y11")
+		a.I("VPAND", "Y13, Y11, Y11")
+		a.I("VPCMPEQB", "Y13, Y11, Y11")
+		a.I("VPANDN", "smsixteen<>(SB), Y11, Y11")
+		a.I("VPSUBB", "Y11, Y8, Y8")
+	}
+}
+
+// smallStore writes hsum_float_8 of each accumulator Y0..Y(M-1) (ggml's
+// order: lanes 4..7 onto 0..3, then 2,3 onto 0,1, then 1 onto 0) and
+// stores it to its activation row's output (AX, then R13 bytes apart).
+// Uses R12, X11.
+func smallStore(a *Asm, M int) {
+	a.I("MOVQ", "AX, R12")
+	for j := 0; j < M; j++ {
+		acc, accx := fmt.Sprintf("Y%d", j), fmt.Sprintf("X%d", j)
+		a.I("VEXTRACTF128", "$1, "+acc+", X11")
+		a.I("VADDPS", "X11, "+accx+", "+accx)
+		a.I("VMOVHLPS", accx+", "+accx+", X11")
+		a.I("VADDPS", "X11, "+accx+", "+accx)
+		a.I("VMOVSHDUP", accx+", X11")
+		a.I("VADDSS", "X11, "+accx+", "+accx)
+		a.I("VMOVSS", accx+", (R12)")
+		if j < M-1 {
+			a.I("ADDQ", "R13, R12")
+		}
+	}
+}
+
+// smallProducts writes the pass that starts each weight row: per block
+// the M products d_w·d_a (d_w the f16 at the block's start, converted;
+// the activation scales the first 32 bytes of the block's records at DI)
+// as one VMULPS, stored to the table at R14 (32 bytes per block), which
+// the block loop then broadcasts from — written a whole row earlier, so
+// the loads never wait on the stores. Uses SI, DI, DX, BX, Y10, Y12.
+func smallProducts(a *Asm, lbl string, wts, bs int) {
+	a.I("MOVQ", "R9, SI")
+	a.I("MOVQ", "R10, DI")
+	a.I("MOVQ", "R11, DX")
+	a.I("MOVQ", "R14, BX")
+	a.Label(lbl + "prod")
+	a.I("VPBROADCASTW", "(SI), X10")
+	a.I("VCVTPH2PS", "X10, Y10")
+	a.I("VMULPS", "(DI), Y10, Y12")
+	a.I("VMOVUPS", "Y12, (BX)")
+	a.I("ADDQ", fmt.Sprintf("$%d, SI", wts))
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
+	a.I("ADDQ", "$32, BX")
+	a.I("DECQ", "DX")
+	a.I("JNZ", lbl+"prod")
+}
+
+// genSmallVNNIZ writes the AVX-512 VNNI kernel on ZMM registers of type k
+// for M activation rows, two activation rows per register (row 2q in the
+// low 256 bits, 2q+1 in the high; on CPUs with 512-bit vector units one
+// instruction does the work of two YMM ones):
+//
+//	func sm<T>VNNIZx<M>(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+//
+// Records as the YMM VNNI kernel's (quants biased to unsigned), but with
+// an even number of rows Mp (M+1 for odd M: a last row of zero
+// activations, 0x80 biased, scale 0, whose outputs are not stored), so a
+// row pair's 64 bytes are one load; t holds per block Mp/2 vectors of 16
+// floats, the products of rows 2q (low half) and 2q+1 (high half), made
+// per weight row before its blocks (one VMULPS for the M products, one
+// VPERMPS per pair). Per block the weight's signed values x and its
+// offset 0x4B400000 - 128·Σx (as the YMM kernel) are copied to both
+// halves; per row pair one VPDPBUSD, one float subtract and one FMA with
+// the products from t: each half the YMM kernel's arithmetic for its row.
+//
+// Registers: Z0..Z(Mp/2-1) the pair accumulators, Z8 x in both halves, Z9
+// the offsets, Z10..Z12 temporaries, Y13 the bit selector (Q5_0), Y14
+// bytes 0x0F, Z15 0x4B400000, Z16 bytes 0x80, Z17 temporary, Z20..Z23
+// the VPERMPS indexes of the pairs; the general registers as the AVX2
+// kernel's.
+func genSmallVNNIZ(a *Asm, k smallKind, M int) {
+	name := fmt.Sprintf("sm%sVNNIZx%d", k.name, M)
+	lbl := strings.ToLower(fmt.Sprintf("smz%s_%d_", strings.ReplaceAll(k.name, "_", ""), M))
+	mp := (M + 1) &^ 1
+	np := mp / 2
+	bs := 32 + 32*mp // record bytes per block
+	a.Text(name, 0, 64)
+	a.I("MOVQ", "w+0(FP), R9")
+	a.I("MOVQ", "wrb+8(FP), R8")
+	a.I("MOVQ", "p+16(FP), R10")
+	a.I("MOVQ", "nb+24(FP), R11")
+	a.I("MOVQ", "y+32(FP), AX")
+	a.I("MOVQ", "ldy+40(FP), R13")
+	a.I("SHLQ", "$2, R13")
+	a.I("MOVQ", "rows+48(FP), CX")
+	a.I("MOVQ", "t+56(FP), R14")
+	a.I("TESTQ", "CX, CX")
+	a.I("JZ", lbl+"done")
+	a.I("MOVL", "$0x0F0F0F0F, BX")
+	a.I("VMOVD", "BX, X14")
+	a.I("VPBROADCASTD", "X14, Y14")
+	a.I("MOVL", "$0x4B400000, BX")
+	a.I("VPBROADCASTD", "BX, Z15")
+	a.I("MOVL", "$0x80808080, BX")
+	a.I("VPBROADCASTD", "BX, Z16")
+	for q := 0; q < np; q++ {
+		a.I("VMOVDQU32", fmt.Sprintf("smpairidx<>+%d(SB), Z%d", 64*q, 20+q))
+	}
+	if k.name == "Q5_0" {
+		a.I("VMOVDQU", "smbitsel<>(SB), Y13")
+	}
+	a.Label(lbl + "row")
+	for q := 0; q < np; q++ {
+		a.I("VPXORD", fmt.Sprintf("Z%d, Z%d, Z%d", q, q, q))
+	}
+	// The products of the row, pair by pair.
+	a.I("MOVQ", "R9, SI")
+	a.I("MOVQ", "R10, DI")
+	a.I("MOVQ", "R11, DX")
+	a.I("MOVQ", "R14, BX")
+	a.Label(lbl + "prod")
+	a.I("VPBROADCASTW", "(SI), X10")
+	a.I("VCVTPH2PS", "X10, Y10")
+	a.I("VMULPS", "(DI), Y10, Y12")
+	for q := 0; q < np; q++ {
+		a.I("VPERMPS", fmt.Sprintf("Z12, Z%d, Z17", 20+q))
+		a.I("VMOVUPS", fmt.Sprintf("Z17, %d(BX)", 64*q))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, SI", k.wts))
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
+	a.I("ADDQ", fmt.Sprintf("$%d, BX", 64*np))
+	a.I("DECQ", "DX")
+	a.I("JNZ", lbl+"prod")
+	a.I("MOVQ", "R9, SI")
+	a.I("MOVQ", "R10, DI")
+	a.I("MOVQ", "R11, DX")
+	a.I("MOVQ", "R14, BX")
+	a.Label(lbl + "blk")
+	a.I("PREFETCHT0", "1024(SI)")
+	smallSignedX(a, k)
+	a.I("VINSERTI64X4", "$1, Y8, Z8, Z8")
+	a.I("VPXORD", "Z9, Z9, Z9")
+	a.I("VPDPBUSD", "Z8, Z16, Z9")
+	a.I("VPSUBD", "Z9, Z15, Z9")
+	for q := 0; q < np; q++ {
+		a.I("VMOVDQU64", fmt.Sprintf("%d(DI), Z11", 32+64*q))
+		a.I("VMOVDQA64", "Z9, Z12")
+		a.I("VPDPBUSD", "Z8, Z11, Z12")
+		a.I("VSUBPS", "Z15, Z12, Z12")
+		a.I("VFMADD231PS", fmt.Sprintf("%d(BX), Z12, Z%d", 64*q, q))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, SI", k.wts))
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
+	a.I("ADDQ", fmt.Sprintf("$%d, BX", 64*np))
+	a.I("DECQ", "DX")
+	a.I("JNZ", lbl+"blk")
+	// hsum_float_8 of each half, stored to its row (not the pad row).
+	a.I("MOVQ", "AX, R12")
+	hsum := func(acc, accx string) {
+		a.I("VEXTRACTF128", "$1, "+acc+", X11")
+		a.I("VADDPS", "X11, "+accx+", "+accx)
+		a.I("VMOVHLPS", accx+", "+accx+", X11")
+		a.I("VADDPS", "X11, "+accx+", "+accx)
+		a.I("VMOVSHDUP", accx+", X11")
+		a.I("VADDSS", "X11, "+accx+", "+accx)
+	}
+	for q := 0; q < np; q++ {
+		a.I("VEXTRACTF64X4", fmt.Sprintf("$1, Z%d, Y10", q))
+		hsum(fmt.Sprintf("Y%d", q), fmt.Sprintf("X%d", q))
+		a.I("VMOVSS", fmt.Sprintf("X%d, (R12)", q))
+		if 2*q+1 < M {
+			a.I("ADDQ", "R13, R12")
+			hsum("Y10", "X10")
+			a.I("VMOVSS", "X10, (R12)")
+			if 2*q+2 < M {
+				a.I("ADDQ", "R13, R12")
+			}
+		}
+	}
+	a.I("ADDQ", "$4, AX")
+	a.I("ADDQ", "R8, R9")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"row")
+	a.Label(lbl + "done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
