@@ -234,122 +234,9 @@ GLOBL kqLane4<>(SB), RODATA|NOPTR, $32
 	VPSHUFB      kqScaleW<>(SB), Y6, Y7   \
 	VMOVDQU      Y7, 0(SP)
 
-// Q4_K chunk j of both rows: the activations q8[64j..64j+63] loaded once
-// (Y12, Y13); for each row, the VPMADDUBSW word pairs of the low (L) and
-// high (H) nibbles are added in pairs without a multiply (dword k low word
-// L2k+L2k+1, high word H2k+H2k+1: shift, add, blend; |sum| ≤ 4·15·128), so
-// one VPMADDWD by the dword s_2j | s_2j+1<<16 gives lane k = s_2j·(bytes
-// 4k..4k+3 of the low-nibble dot) + s_2j+1·(same of the high), exactly the
-// oracle's lane. Row A (AX) into Y15, row B (DX) into Y9; S: row A's scale
-// dword on the stack (row B's is 16 bytes on). OPA/OPB set or add.
-#define Q4KCH1(W, WOFF, S, OP, SUM) \
-	VMOVDQU      WOFF(W), Y10            \
-	VPAND        Y14, Y10, Y11           \
-	VPSRLW       $4, Y10, Y10            \
-	VPAND        Y14, Y10, Y10           \
-	VPMADDUBSW   Y12, Y11, Y11           \
-	VPMADDUBSW   Y13, Y10, Y10           \
-	VPSRLD       $16, Y11, Y3            \
-	VPADDW       Y3, Y11, Y11            \
-	VPSLLD       $16, Y10, Y3            \
-	VPADDW       Y3, Y10, Y10            \
-	VPBLENDW     $0xAA, Y10, Y11, Y11    \
-	VPBROADCASTD S(SP), Y3               \
-	VPMADDWD     Y3, Y11, Y11            \
-	OP(Y11, SUM)
-
-#define Q4KCH2(WOFF, AOFF, S, OPA, OPB) \
-	VMOVDQU      AOFF(BX), Y12           \
-	VMOVDQU      AOFF+32(BX), Y13        \
-	Q4KCH1(AX, WOFF, S, OPA, Y15)              \
-	Q4KCH1(DX, WOFF, S+16, OPB, Y9)
-
 #define KQSET(X, SUM) VMOVDQA X, SUM
 #define KQADD(X, SUM) VPADDD X, SUM, SUM
 
-// func kqRowsQ4KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
-// Rows go two at a time (row A: Y0, row B: Y1, their mins Y2 lanes 0..3 /
-// 4..7), sharing the activation walk and the header work (Q4KHDR2); each
-// row's float steps are those of the one-row order. The next row pair is
-// prefetched linearly, KQPFDIST past its start. A last odd row goes
-// through Q4KBLOCK.
-TEXT ·kqRowsQ4KAVX2(SB), NOSPLIT, $32-48
-	MOVQ w+0(FP), SI
-	MOVQ wrb+8(FP), R8
-	MOVQ a+16(FP), DI
-	MOVQ y+24(FP), R9
-	MOVQ rows+32(FP), R10
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-
-q4kpair:
-	CMPQ R10, $2
-	JLT  q4kone
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	MOVQ SI, AX
-	LEAQ (SI)(R8*1), DX
-	LEAQ KQPFDIST(SI)(R8*2), R13
-	MOVQ DI, BX
-	MOVQ nb+40(FP), CX
-
-q4kblock2:
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	PREFETCHT0 192(R13)
-	PREFETCHT0 256(R13)
-	ADDQ $288, R13
-	Q4KHDR2
-	Q4KCH2(16, 4, 0, KQSET, KQSET)
-	Q4KCH2(48, 68, 4, KQADD, KQADD)
-	Q4KCH2(80, 132, 8, KQADD, KQADD)
-	Q4KCH2(112, 196, 12, KQADD, KQADD)
-	VCVTDQ2PS    Y15, Y15
-	VBROADCASTSS X4, Y3
-	VFMADD231PS  Y15, Y3, Y0
-	VCVTDQ2PS    Y9, Y9
-	VMOVDQU      kqLane4<>(SB), Y3
-	VPERMPS      Y4, Y3, Y3
-	VFMADD231PS  Y9, Y3, Y1
-	ADDQ $144, AX
-	ADDQ $144, DX
-	ADDQ $292, BX
-	DECQ CX
-	JNZ  q4kblock2
-
-	VEXTRACTF128 $1, Y2, X12
-	VMOVAPS      X2, X11
-	Q4KSTORE(Y0, X0, X11, 0)
-	Q4KSTORE(Y1, X1, X12, 4)
-	ADDQ $8, R9
-	LEAQ (SI)(R8*2), SI
-	SUBQ $2, R10
-	JMP  q4kpair
-
-q4kone:
-	TESTQ R10, R10
-	JZ    q4kdone
-	VMOVDQU kqNegLane1<>(SB), X15
-	VXORPS Y0, Y0, Y0
-	VXORPS X1, X1, X1
-	MOVQ SI, AX
-	MOVQ DI, BX
-	MOVQ nb+40(FP), CX
-
-q4kblock1:
-	Q4KBLOCK(AX, Y0, X1)
-	ADDQ $144, AX
-	ADDQ $292, BX
-	DECQ CX
-	JNZ  q4kblock1
-	Q4KSTORE(Y0, X0, X1, 0)
-
-q4kdone:
-	VZEROUPPER
-	RET
 
 // Q6_K chunk c (0..3) of a 128-element half: Y10 = the 6-bit values
 // (built by the caller), against q8 at AOFF, scales by split mask c
@@ -553,10 +440,16 @@ DATA kq5Bit<>+16(SB)/8, $0x1010101010101010
 DATA kq5Bit<>+24(SB)/8, $0x1010101010101010
 GLOBL kq5Bit<>(SB), RODATA|NOPTR, $32
 
-// Q5_K chunk j of one row of the pair: Q4KCH1 with the 5th bits from QH
-// (that row's 32 qh bytes, shifted right by 2 per chunk: bit 0 of each
-// byte for the low nibbles, bit 1 for the high ones); values 0..31, so
-// the VPMADDUBSW pairs (≤ 2·31·128) and their pair sums stay in int16.
+// Q5_K chunk j of one row of the pair, the activations q8[64j..64j+63]
+// loaded once for both rows (Y12, Y13): the VPMADDUBSW word pairs of the
+// low (L) and high (H) 5-bit values are added in pairs without a multiply
+// (dword k low word L2k+L2k+1, high word H2k+H2k+1: shift, add, blend), so
+// one VPMADDWD by the dword s_2j | s_2j+1<<16 (S on the stack, row B's 16
+// bytes on) gives lane k = s_2j·(bytes 4k..4k+3 of the low dot) +
+// s_2j+1·(same of the high), exactly the oracle's lane. The 5th bits come
+// from QH (that row's 32 qh bytes, shifted right by 2 per chunk: bit 0 of
+// each byte for the low nibbles, bit 1 for the high ones); values 0..31,
+// so the VPMADDUBSW pairs (≤ 2·31·128) and their pair sums stay in int16.
 #define Q5KCH1(W, WOFF, S, OP, SUM, QH) \
 	VMOVDQU      WOFF(W), Y10            \
 	VPAND        Y14, Y10, Y11           \
