@@ -65,13 +65,15 @@ GLOBL rkLane4<>(SB), RODATA|NOPTR, $32
 // the mins: 4 lanes accM = FMA(-(d_a·dmin_w), m_2k·(bsum pair) +
 // m_2k+1·(next bsum pair), accM). Result hsum_float_8(acc) +
 // ((accM0+accM2)+(accM1+accM3)).
-// Per chunk and row: AND / shift / AND for the nibbles, VPMADDUBSW against
-// the 32+32 activations (loaded once for both rows), VPMADDWD of each half
-// by its scale as 16 words (VPSHUFD of the header's scale registers),
-// VPADDD. Registers: Y0/Y1 rows A/B float accumulators, Y2 the mins (lanes
-// 0..3 A, 4..7 B), Y4 [dA·d8, dmA·d8, -, -, dB·d8, dmB·d8, -, -], Y3/Y5
-// row A's scales, Y6/Y7 row B's (q4kHeader), Y14 nibble mask, Y12/Y13 the
-// chunk's activations, Y15/Y9 rows A/B int32 sums, Y8, Y10, Y11 temporaries.
+// Rows go in pairs (a last odd row paired with itself). Per pair, the
+// headers of up to q4kSeg super-blocks are unpacked first into 128-byte
+// stack records (q4kHeader), then their chunks run. Per chunk and row: AND
+// / shift / AND for the nibbles, VPMADDUBSW against the 32+32 activations
+// (loaded once for both rows), VPMADDWD of each half by its scale broadcast
+// as 16 words from the record, VPADDD.
+// Registers: Y0/Y1 rows A/B float accumulators, Y2 the mins (lanes 0..3 A,
+// 4..7 B), Y14 nibble mask, Y12/Y13 the chunk's activations, Y15/Y9 rows
+// A/B int32 sums, Y3, Y8, Y10, Y11 temporaries; R11 the record offset.
 TEXT ·kqRowsQ4KAVX2(SB), $2072-48
 	MOVQ	w+0(FP), SI
 	MOVQ	wrb+8(FP), R8
@@ -299,5 +301,289 @@ q4kblock:
 	SUBQ	$2, R10
 	JMP	q4kpair
 q4kdone:
+	VZEROUPPER
+	RET
+
+// kqRowsQ5KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+// Q5_K weights × Q8_K activations, float order of quant.DotQ5KQ8K (ggml's
+// AVX2 ggml_vec_dot_q5_K_q8_K): kqRowsQ4KAVX2 with the 5th bits and the
+// mins as one exact integer per super-block (the 4 lanes of mins × bsum
+// pairs added with two VPHADDD), summs = FMA(-(d_a·dmin_w), summ, summs) in
+// lane 0 (row A) / 4 (row B) of Y2; result hsum_float_8(acc) + summs.
+// Per chunk j and row the 5th bits of the low (high) nibbles are bit 2j
+// (2j+1) of the 32 qh bytes: a word shift to bit 4, AND 0x10, OR into the
+// nibbles (values 0..31: the VPMADDUBSW pairs stay below 2·31·128).
+// Registers as kqRowsQ4KAVX2, plus Y5/Y6 rows A/B qh bytes, Y4 0x10 bytes.
+TEXT ·kqRowsQ5KAVX2(SB), $2072-48
+	MOVQ	w+0(FP), SI
+	MOVQ	wrb+8(FP), R8
+	MOVQ	a+16(FP), DI
+	MOVQ	y+24(FP), R9
+	MOVQ	rows+32(FP), R10
+	MOVL	$0x0f0f0f0f, AX
+	VMOVD	AX, X14
+	VPBROADCASTD	X14, Y14
+q5kpair:
+	TESTQ	R10, R10
+	JLE	q5kdone
+	MOVQ	SI, AX
+	LEAQ	(SI)(R8*1), DX
+	CMPQ	R10, $1
+	CMOVQEQ	SI, DX
+	LEAQ	4096(SI)(R8*2), R13
+	MOVQ	DI, BX
+	MOVQ	nb+40(FP), R12
+	VXORPS	Y0, Y0, Y0
+	VXORPS	Y1, Y1, Y1
+	VXORPS	Y2, Y2, Y2
+q5kseg:
+	MOVQ	$16, CX
+	CMPQ	R12, CX
+	CMOVQLT	R12, CX
+	SUBQ	CX, R12
+	MOVQ	AX, 2048(SP)
+	MOVQ	DX, 2056(SP)
+	MOVQ	BX, 2064(SP)
+	MOVQ	CX, R14
+	XORL	R11, R11
+q5khdr:
+	VMOVDQU	260(BX), X13
+	VPHADDW	276(BX), X13, X13
+	VPERMQ	$0x44, Y13, Y13
+	VMOVDQU	(AX), X3
+	VINSERTI128	$1, (DX), Y3, Y3
+	VPERMQ	$0x08, Y3, Y4
+	VCVTPH2PS	X4, Y4
+	VBROADCASTSS	(BX), Y5
+	VMULPS	Y5, Y4, Y4
+	VMOVUPS	Y4, 64(SP)(R11*1)
+	VPSHUFD	$0xED, Y3, Y6
+	VPSRLVD	rkK4Shift<>(SB), Y6, Y6
+	VPAND	rkK4MaskA<>(SB), Y6, Y6
+	VPSHUFD	$0xA5, Y3, Y7
+	VPSRLD	$2, Y7, Y7
+	VPAND	rkK4MaskB<>(SB), Y7, Y7
+	VPOR	Y7, Y6, Y6
+	VPSHUFB	rkMinsZX<>(SB), Y6, Y7
+	VPMADDWD	Y13, Y7, Y7
+	VPHADDD	Y7, Y7, Y7
+	VPHADDD	Y7, Y7, Y7
+	VCVTDQ2PS	Y7, Y7
+	VMOVUPS	Y7, 96(SP)(R11*1)
+	VPSHUFB	rkScaleLo<>(SB), Y6, Y7
+	VPSHUFB	rkScaleHi<>(SB), Y6, Y8
+	VMOVDQU	Y7, 0(SP)(R11*1)
+	VMOVDQU	Y8, 32(SP)(R11*1)
+	ADDQ	$176, AX
+	ADDQ	$176, DX
+	ADDQ	$292, BX
+	ADDQ	$128, R11
+	DECQ	R14
+	JNZ	q5khdr
+	MOVQ	2048(SP), AX
+	MOVQ	2056(SP), DX
+	MOVQ	2064(SP), BX
+	XORL	R11, R11
+	MOVL	$0x10101010, R14
+	VMOVD	R14, X4
+	VPBROADCASTD	X4, Y4
+q5kblock:
+	PREFETCHT0	0(R13)
+	PREFETCHT0	64(R13)
+	PREFETCHT0	128(R13)
+	PREFETCHT0	192(R13)
+	PREFETCHT0	256(R13)
+	PREFETCHT0	320(R13)
+	ADDQ	$352, R13
+	VPERMILPS	$0x55, 64(SP)(R11*1), Y10
+	VFNMADD231PS	96(SP)(R11*1), Y10, Y2
+	VMOVDQU	16(AX), Y5
+	VMOVDQU	16(DX), Y6
+	VMOVDQU	4(BX), Y12
+	VMOVDQU	36(BX), Y13
+	VMOVDQU	48(AX), Y10
+	VPSRLW	$4, Y10, Y11
+	VPAND	Y14, Y10, Y10
+	VPAND	Y14, Y11, Y11
+	VPSLLW	$4, Y5, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y10, Y10
+	VPSLLW	$3, Y5, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y11, Y11
+	VPMADDUBSW	Y12, Y10, Y10
+	VPMADDUBSW	Y13, Y11, Y11
+	VPBROADCASTD	0(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y10, Y10
+	VPBROADCASTD	4(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y11, Y11
+	VPADDD	Y11, Y10, Y15
+	VMOVDQU	48(DX), Y10
+	VPSRLW	$4, Y10, Y11
+	VPAND	Y14, Y10, Y10
+	VPAND	Y14, Y11, Y11
+	VPSLLW	$4, Y6, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y10, Y10
+	VPSLLW	$3, Y6, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y11, Y11
+	VPMADDUBSW	Y12, Y10, Y10
+	VPMADDUBSW	Y13, Y11, Y11
+	VPBROADCASTD	16(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y10, Y10
+	VPBROADCASTD	20(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y11, Y11
+	VPADDD	Y11, Y10, Y9
+	VMOVDQU	68(BX), Y12
+	VMOVDQU	100(BX), Y13
+	VMOVDQU	80(AX), Y10
+	VPSRLW	$4, Y10, Y11
+	VPAND	Y14, Y10, Y10
+	VPAND	Y14, Y11, Y11
+	VPSLLW	$2, Y5, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y10, Y10
+	VPSLLW	$1, Y5, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y11, Y11
+	VPMADDUBSW	Y12, Y10, Y10
+	VPMADDUBSW	Y13, Y11, Y11
+	VPBROADCASTD	8(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y10, Y10
+	VPBROADCASTD	12(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y11, Y11
+	VPADDD	Y10, Y15, Y15
+	VPADDD	Y11, Y15, Y15
+	VMOVDQU	80(DX), Y10
+	VPSRLW	$4, Y10, Y11
+	VPAND	Y14, Y10, Y10
+	VPAND	Y14, Y11, Y11
+	VPSLLW	$2, Y6, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y10, Y10
+	VPSLLW	$1, Y6, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y11, Y11
+	VPMADDUBSW	Y12, Y10, Y10
+	VPMADDUBSW	Y13, Y11, Y11
+	VPBROADCASTD	24(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y10, Y10
+	VPBROADCASTD	28(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y11, Y11
+	VPADDD	Y10, Y9, Y9
+	VPADDD	Y11, Y9, Y9
+	VMOVDQU	132(BX), Y12
+	VMOVDQU	164(BX), Y13
+	VMOVDQU	112(AX), Y10
+	VPSRLW	$4, Y10, Y11
+	VPAND	Y14, Y10, Y10
+	VPAND	Y14, Y11, Y11
+	VPAND	Y4, Y5, Y8
+	VPOR	Y8, Y10, Y10
+	VPSRLW	$1, Y5, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y11, Y11
+	VPMADDUBSW	Y12, Y10, Y10
+	VPMADDUBSW	Y13, Y11, Y11
+	VPBROADCASTD	32(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y10, Y10
+	VPBROADCASTD	36(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y11, Y11
+	VPADDD	Y10, Y15, Y15
+	VPADDD	Y11, Y15, Y15
+	VMOVDQU	112(DX), Y10
+	VPSRLW	$4, Y10, Y11
+	VPAND	Y14, Y10, Y10
+	VPAND	Y14, Y11, Y11
+	VPAND	Y4, Y6, Y8
+	VPOR	Y8, Y10, Y10
+	VPSRLW	$1, Y6, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y11, Y11
+	VPMADDUBSW	Y12, Y10, Y10
+	VPMADDUBSW	Y13, Y11, Y11
+	VPBROADCASTD	48(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y10, Y10
+	VPBROADCASTD	52(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y11, Y11
+	VPADDD	Y10, Y9, Y9
+	VPADDD	Y11, Y9, Y9
+	VMOVDQU	196(BX), Y12
+	VMOVDQU	228(BX), Y13
+	VMOVDQU	144(AX), Y10
+	VPSRLW	$4, Y10, Y11
+	VPAND	Y14, Y10, Y10
+	VPAND	Y14, Y11, Y11
+	VPSRLW	$2, Y5, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y10, Y10
+	VPSRLW	$3, Y5, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y11, Y11
+	VPMADDUBSW	Y12, Y10, Y10
+	VPMADDUBSW	Y13, Y11, Y11
+	VPBROADCASTD	40(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y10, Y10
+	VPBROADCASTD	44(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y11, Y11
+	VPADDD	Y10, Y15, Y15
+	VPADDD	Y11, Y15, Y15
+	VMOVDQU	144(DX), Y10
+	VPSRLW	$4, Y10, Y11
+	VPAND	Y14, Y10, Y10
+	VPAND	Y14, Y11, Y11
+	VPSRLW	$2, Y6, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y10, Y10
+	VPSRLW	$3, Y6, Y8
+	VPAND	Y4, Y8, Y8
+	VPOR	Y8, Y11, Y11
+	VPMADDUBSW	Y12, Y10, Y10
+	VPMADDUBSW	Y13, Y11, Y11
+	VPBROADCASTD	56(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y10, Y10
+	VPBROADCASTD	60(SP)(R11*1), Y8
+	VPMADDWD	Y8, Y11, Y11
+	VPADDD	Y10, Y9, Y9
+	VPADDD	Y11, Y9, Y9
+	VCVTDQ2PS	Y15, Y15
+	VBROADCASTSS	64(SP)(R11*1), Y3
+	VFMADD231PS	Y15, Y3, Y0
+	VCVTDQ2PS	Y9, Y9
+	VBROADCASTSS	80(SP)(R11*1), Y3
+	VFMADD231PS	Y9, Y3, Y1
+	ADDQ	$176, AX
+	ADDQ	$176, DX
+	ADDQ	$292, BX
+	ADDQ	$128, R11
+	DECQ	CX
+	JNZ	q5kblock
+	TESTQ	R12, R12
+	JNZ	q5kseg
+	VEXTRACTF128	$1, Y0, X3
+	VADDPS	X0, X3, X0
+	VMOVHLPS	X0, X0, X3
+	VADDPS	X3, X0, X0
+	VMOVSHDUP	X0, X3
+	VADDSS	X3, X0, X0
+	VADDSS	X2, X0, X0
+	VMOVSS	X0, 0(R9)
+	CMPQ	R10, $1
+	JEQ	q5kdone
+	VEXTRACTF128	$1, Y2, X2
+	VEXTRACTF128	$1, Y1, X3
+	VADDPS	X1, X3, X1
+	VMOVHLPS	X1, X1, X3
+	VADDPS	X3, X1, X1
+	VMOVSHDUP	X1, X3
+	VADDSS	X3, X1, X1
+	VADDSS	X2, X1, X1
+	VMOVSS	X1, 4(R9)
+	ADDQ	$8, R9
+	LEAQ	(SI)(R8*2), SI
+	SUBQ	$2, R10
+	JMP	q5kpair
+q5kdone:
 	VZEROUPPER
 	RET

@@ -16,6 +16,7 @@ import (
 func generatedAVX2Rows() []rowKernel {
 	return []rowKernel{
 		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
+		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
 	}
 }
 
@@ -90,7 +91,7 @@ func TestGeneratedAVX2RowsEdges(t *testing.T) {
 	for _, k := range generatedAVX2Rows() {
 		t.Run(k.typ.String(), func(t *testing.T) {
 			dot := quant.DotFor(k.typ)
-			bs, halfs := 144, []int{0, 2}
+			bs, halfs := map[quant.Type]int{quant.Q4_K: 144, quant.Q5_K: 176}[k.typ], []int{0, 2}
 			const N = 7
 			for _, nb := range []int{1, 2, 16, 17, 33} {
 				K := nb * 256

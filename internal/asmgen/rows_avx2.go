@@ -19,6 +19,7 @@ func init() {
 		a.Comment(rowsAVX2Doc)
 		rowsAVX2Consts(a)
 		rowsQ4KAVX2(a)
+		rowsQ5KAVX2(a)
 	})
 }
 
@@ -127,15 +128,42 @@ s_2j+1·(high nibbles, same bytes), then acc = FMA(cvt(sumi), d_a·d_w, acc);
 the mins: 4 lanes accM = FMA(-(d_a·dmin_w), m_2k·(bsum pair) +
 m_2k+1·(next bsum pair), accM). Result hsum_float_8(acc) +
 ((accM0+accM2)+(accM1+accM3)).
-Per chunk and row: AND / shift / AND for the nibbles, VPMADDUBSW against
-the 32+32 activations (loaded once for both rows), VPMADDWD of each half
-by its scale as 16 words (VPSHUFD of the header's scale registers),
-VPADDD. Registers: Y0/Y1 rows A/B float accumulators, Y2 the mins (lanes
-0..3 A, 4..7 B), Y4 [dA·d8, dmA·d8, -, -, dB·d8, dmB·d8, -, -], Y3/Y5
-row A's scales, Y6/Y7 row B's (q4kHeader), Y14 nibble mask, Y12/Y13 the
-chunk's activations, Y15/Y9 rows A/B int32 sums, Y8, Y10, Y11 temporaries.`)
+Rows go in pairs (a last odd row paired with itself). Per pair, the
+headers of up to q4kSeg super-blocks are unpacked first into 128-byte
+stack records (q4kHeader), then their chunks run. Per chunk and row: AND
+/ shift / AND for the nibbles, VPMADDUBSW against the 32+32 activations
+(loaded once for both rows), VPMADDWD of each half by its scale broadcast
+as 16 words from the record, VPADDD.
+Registers: Y0/Y1 rows A/B float accumulators, Y2 the mins (lanes 0..3 A,
+4..7 B), Y14 nibble mask, Y12/Y13 the chunk's activations, Y15/Y9 rows
+A/B int32 sums, Y3, Y8, Y10, Y11 temporaries; R11 the record offset.`)
+	kqPairKernel(a, false)
+}
+
+// rowsQ5KAVX2 writes kqRowsQ5KAVX2.
+func rowsQ5KAVX2(a *Asm) {
+	a.Blank()
+	a.Comment(`kqRowsQ5KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
+Q5_K weights × Q8_K activations, float order of quant.DotQ5KQ8K (ggml's
+AVX2 ggml_vec_dot_q5_K_q8_K): kqRowsQ4KAVX2 with the 5th bits and the
+mins as one exact integer per super-block (the 4 lanes of mins × bsum
+pairs added with two VPHADDD), summs = FMA(-(d_a·dmin_w), summ, summs) in
+lane 0 (row A) / 4 (row B) of Y2; result hsum_float_8(acc) + summs.
+Per chunk j and row the 5th bits of the low (high) nibbles are bit 2j
+(2j+1) of the 32 qh bytes: a word shift to bit 4, AND 0x10, OR into the
+nibbles (values 0..31: the VPMADDUBSW pairs stay below 2·31·128).
+Registers as kqRowsQ4KAVX2, plus Y5/Y6 rows A/B qh bytes, Y4 0x10 bytes.`)
+	kqPairKernel(a, true)
+}
+
+// kqPairKernel writes the Q4_K (five = false) or Q5_K row kernel.
+func kqPairKernel(a *Asm, five bool) {
+	p, name, bs, ql, pf := "q4k", "kqRowsQ4KAVX2", 144, 16, 5
+	if five {
+		p, name, bs, ql, pf = "q5k", "kqRowsQ5KAVX2", 176, 48, 6
+	}
 	frame := q4kSeg*128 + 24
-	a.Raw("TEXT ·kqRowsQ4KAVX2(SB), $%d-48", frame)
+	a.Raw("TEXT ·%s(SB), $%d-48", name, frame)
 	save := q4kSeg * 128
 	a.I("MOVQ", "w+0(FP), SI")
 	a.I("MOVQ", "wrb+8(FP), R8")
@@ -145,9 +173,9 @@ chunk's activations, Y15/Y9 rows A/B int32 sums, Y8, Y10, Y11 temporaries.`)
 	a.I("MOVL", "$0x0f0f0f0f, AX")
 	a.I("VMOVD", "AX, X14")
 	a.I("VPBROADCASTD", "X14, Y14")
-	a.Label("q4kpair")
+	a.Label(p + "pair")
 	a.I("TESTQ", "R10, R10")
-	a.I("JLE", "q4kdone")
+	a.I("JLE", p+"done")
 	a.I("MOVQ", "SI, AX")
 	a.I("LEAQ", "(SI)(R8*1), DX")
 	a.I("CMPQ", "R10, $1")
@@ -158,7 +186,7 @@ chunk's activations, Y15/Y9 rows A/B int32 sums, Y8, Y10, Y11 temporaries.`)
 	a.I("VXORPS", "Y0, Y0, Y0")
 	a.I("VXORPS", "Y1, Y1, Y1")
 	a.I("VXORPS", "Y2, Y2, Y2")
-	a.Label("q4kseg")
+	a.Label(p + "seg")
 	a.I("MOVQ", fmt.Sprintf("$%d, CX", q4kSeg))
 	a.I("CMPQ", "R12, CX")
 	a.I("CMOVQLT", "R12, CX")
@@ -168,33 +196,58 @@ chunk's activations, Y15/Y9 rows A/B int32 sums, Y8, Y10, Y11 temporaries.`)
 	a.I("MOVQ", fmt.Sprintf("BX, %d(SP)", save+16))
 	a.I("MOVQ", "CX, R14")
 	a.I("XORL", "R11, R11")
-	a.Label("q4khdr")
-	q4kHeader(a)
-	a.I("ADDQ", "$144, AX")
-	a.I("ADDQ", "$144, DX")
+	a.Label(p + "hdr")
+	q4kHeader(a, five)
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", bs))
+	a.I("ADDQ", fmt.Sprintf("$%d, DX", bs))
 	a.I("ADDQ", "$292, BX")
 	a.I("ADDQ", "$128, R11")
 	a.I("DECQ", "R14")
-	a.I("JNZ", "q4khdr")
+	a.I("JNZ", p+"hdr")
 	a.I("MOVQ", fmt.Sprintf("%d(SP), AX", save))
 	a.I("MOVQ", fmt.Sprintf("%d(SP), DX", save+8))
 	a.I("MOVQ", fmt.Sprintf("%d(SP), BX", save+16))
 	a.I("XORL", "R11, R11")
-	a.Label("q4kblock")
-	for i := 0; i < 5; i++ {
+	if five { // the header pass used Y4
+		a.I("MOVL", "$0x10101010, R14")
+		a.I("VMOVD", "R14, X4")
+		a.I("VPBROADCASTD", "X4, Y4")
+	}
+	a.Label(p + "block")
+	for i := 0; i < pf; i++ {
 		a.I("PREFETCHT0", fmt.Sprintf("%d(R13)", 64*i))
 	}
-	a.I("ADDQ", "$288, R13")
+	a.I("ADDQ", fmt.Sprintf("$%d, R13", 2*bs))
 	a.I("VPERMILPS", "$0x55, 64(SP)(R11*1), Y10")
 	a.I("VFNMADD231PS", "96(SP)(R11*1), Y10, Y2")
+	if five {
+		a.I("VMOVDQU", "16(AX), Y5")
+		a.I("VMOVDQU", "16(DX), Y6")
+	}
 	for j := 0; j < 4; j++ {
 		a.I("VMOVDQU", fmt.Sprintf("%d(BX), Y12", 4+64*j))
 		a.I("VMOVDQU", fmt.Sprintf("%d(BX), Y13", 36+64*j))
-		for r, rr := range []struct{ w, sum string }{{"AX", "Y15"}, {"DX", "Y9"}} {
-			a.I("VMOVDQU", fmt.Sprintf("%d(%s), Y10", 16+32*j, rr.w))
+		for r, rr := range []struct{ w, sum, qh string }{{"AX", "Y15", "Y5"}, {"DX", "Y9", "Y6"}} {
+			a.I("VMOVDQU", fmt.Sprintf("%d(%s), Y10", ql+32*j, rr.w))
 			a.I("VPSRLW", "$4, Y10, Y11")
 			a.I("VPAND", "Y14, Y10, Y10")
 			a.I("VPAND", "Y14, Y11, Y11")
+			if five {
+				// bit 2j (low nibbles) and 2j+1 (high) of each qh byte to bit 4
+				for h, dst := range []string{"Y10", "Y11"} {
+					switch sh := 4 - (2*j + h); {
+					case sh > 0:
+						a.I("VPSLLW", fmt.Sprintf("$%d, %s, Y8", sh, rr.qh))
+						a.I("VPAND", "Y4, Y8, Y8")
+					case sh < 0:
+						a.I("VPSRLW", fmt.Sprintf("$%d, %s, Y8", -sh, rr.qh))
+						a.I("VPAND", "Y4, Y8, Y8")
+					default:
+						a.I("VPAND", "Y4", rr.qh, "Y8")
+					}
+					a.I("VPOR", "Y8", dst, dst)
+				}
+			}
 			a.I("VPMADDUBSW", "Y12, Y10, Y10")
 			a.I("VPMADDUBSW", "Y13, Y11, Y11")
 			a.I("VPBROADCASTD", fmt.Sprintf("%d(SP)(R11*1), Y8", q4kScaleOff(2*j)+16*r))
@@ -215,24 +268,33 @@ chunk's activations, Y15/Y9 rows A/B int32 sums, Y8, Y10, Y11 temporaries.`)
 	a.I("VCVTDQ2PS", "Y9, Y9")
 	a.I("VBROADCASTSS", "80(SP)(R11*1), Y3")
 	a.I("VFMADD231PS", "Y9, Y3, Y1")
-	a.I("ADDQ", "$144, AX")
-	a.I("ADDQ", "$144, DX")
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", bs))
+	a.I("ADDQ", fmt.Sprintf("$%d, DX", bs))
 	a.I("ADDQ", "$292, BX")
 	a.I("ADDQ", "$128, R11")
 	a.I("DECQ", "CX")
-	a.I("JNZ", "q4kblock")
+	a.I("JNZ", p+"block")
 	a.I("TESTQ", "R12, R12")
-	a.I("JNZ", "q4kseg")
-	q4kStore(a, "Y0", "X0", "X2", "0")
+	a.I("JNZ", p+"seg")
+	store := func(acc, xacc, off string) {
+		if five {
+			hsum8(a, acc, xacc, "X3")
+			a.I("VADDSS", "X2", xacc, xacc)
+			a.I("VMOVSS", xacc, off+"(R9)")
+			return
+		}
+		q4kStore(a, acc, xacc, "X2", off)
+	}
+	store("Y0", "X0", "0")
 	a.I("CMPQ", "R10, $1")
-	a.I("JEQ", "q4kdone")
+	a.I("JEQ", p+"done")
 	a.I("VEXTRACTF128", "$1, Y2, X2")
-	q4kStore(a, "Y1", "X1", "X2", "4")
+	store("Y1", "X1", "4")
 	a.I("ADDQ", "$8, R9")
 	a.I("LEAQ", "(SI)(R8*2), SI")
 	a.I("SUBQ", "$2, R10")
-	a.I("JMP", "q4kpair")
-	a.Label("q4kdone")
+	a.I("JMP", p+"pair")
+	a.Label(p + "done")
 	a.I("VZEROUPPER")
 	a.I("RET")
 }
@@ -263,7 +325,7 @@ func q4kScaleOff(i int) int {
 // pass later: broadcasts from a just-written stack slot (or scales
 // shuffled out of registers) measured about 20% slower on the machine
 // this was tuned on (store-to-load forwarding, vector ALU ops).
-func q4kHeader(a *Asm) {
+func q4kHeader(a *Asm, five bool) {
 	a.I("VMOVDQU", "260(BX), X13")
 	a.I("VPHADDW", "276(BX), X13, X13")
 	a.I("VPERMQ", "$0x44, Y13, Y13")
@@ -283,6 +345,10 @@ func q4kHeader(a *Asm) {
 	a.I("VPOR", "Y7, Y6, Y6")
 	a.I("VPSHUFB", "rkMinsZX<>(SB), Y6, Y7")
 	a.I("VPMADDWD", "Y13, Y7, Y7")
+	if five {
+		a.I("VPHADDD", "Y7, Y7, Y7")
+		a.I("VPHADDD", "Y7, Y7, Y7")
+	}
 	a.I("VCVTDQ2PS", "Y7, Y7")
 	a.I("VMOVUPS", "Y7, 96(SP)(R11*1)")
 	a.I("VPSHUFB", "rkScaleLo<>(SB), Y6, Y7")
