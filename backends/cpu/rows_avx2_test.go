@@ -100,7 +100,7 @@ func TestGeneratedAVX2RowsEdges(t *testing.T) {
 					w := edgeKQWeights(r, N, nb, bs, halfs, wk)
 					for ak := 0; ak < 5; ak++ {
 						a := edgeQ8K(r, nb, ak)
-						for _, rg := range [][2]int{{0, N}, {1, 6}, {2, 3}, {N - 1, N}, {3, 3}} {
+						for _, rg := range [][2]int{{0, N}, {0, N - 1}, {1, 6}, {2, 6}, {2, 3}, {N - 1, N}, {3, 3}} {
 							y := make([]float32, N)
 							for i := range y {
 								y[i] = float32(math.NaN())

@@ -72,51 +72,6 @@ func hsum8(a *Asm, y, x, t string) {
 	a.I("VADDSS", t, x, x)
 }
 
-// pairLoop writes the row-pair skeleton shared by the kernels: args
-// (w, wrb, a, y, rows, nb); per step AX = row A, DX = row B (= row A for a
-// last odd row), BX = the activation row, CX = nb, R13 the prefetch
-// pointer; init runs before the super-block loop, block is one super-block
-// of both rows (it advances AX, DX, BX itself), store writes row A's
-// result to (R9) and row B's to 4(R9).
-func pairLoop(a *Asm, p string, bs, pfLines int, setup, init, block func(), storeA, storeB func()) {
-	a.I("MOVQ", "w+0(FP), SI")
-	a.I("MOVQ", "wrb+8(FP), R8")
-	a.I("MOVQ", "a+16(FP), DI")
-	a.I("MOVQ", "y+24(FP), R9")
-	a.I("MOVQ", "rows+32(FP), R10")
-	setup()
-	a.Label(p + "pair")
-	a.I("TESTQ", "R10, R10")
-	a.I("JLE", p+"done")
-	a.I("MOVQ", "SI, AX")
-	a.I("LEAQ", "(SI)(R8*1), DX")
-	a.I("CMPQ", "R10, $1")
-	a.I("CMOVQEQ", "SI, DX")
-	a.I("LEAQ", fmt.Sprintf("%d(SI)(R8*2), R13", rowsPF))
-	a.I("MOVQ", "DI, BX")
-	a.I("MOVQ", "nb+40(FP), CX")
-	init()
-	a.Label(p + "block")
-	for i := 0; i < pfLines; i++ {
-		a.I("PREFETCHT0", fmt.Sprintf("%d(R13)", 64*i))
-	}
-	a.I("ADDQ", fmt.Sprintf("$%d, R13", 2*bs))
-	block()
-	a.I("DECQ", "CX")
-	a.I("JNZ", p+"block")
-	storeA()
-	a.I("CMPQ", "R10, $1")
-	a.I("JEQ", p+"done")
-	storeB()
-	a.I("ADDQ", "$8, R9")
-	a.I("LEAQ", "(SI)(R8*2), SI")
-	a.I("SUBQ", "$2, R10")
-	a.I("JMP", p+"pair")
-	a.Label(p + "done")
-	a.I("VZEROUPPER")
-	a.I("RET")
-}
-
 // rowsQ4KAVX2 writes kqRowsQ4KAVX2.
 func rowsQ4KAVX2(a *Asm) {
 	a.Blank()
