@@ -50,12 +50,6 @@ DATA rkScaleHi<>+8(SB)/8, $0x8007800780068006
 DATA rkScaleHi<>+16(SB)/8, $0x8005800580048004
 DATA rkScaleHi<>+24(SB)/8, $0x8007800780068006
 GLOBL rkScaleHi<>(SB), RODATA|NOPTR, $32
-// rkLane4: VPERMPS index broadcasting lane 4.
-DATA rkLane4<>+0(SB)/8, $0x0000000400000004
-DATA rkLane4<>+8(SB)/8, $0x0000000400000004
-DATA rkLane4<>+16(SB)/8, $0x0000000400000004
-DATA rkLane4<>+24(SB)/8, $0x0000000400000004
-GLOBL rkLane4<>(SB), RODATA|NOPTR, $32
 
 // kqRowsQ4KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 // Q4_K weights × Q8_K activations, float order of quant.DotQ4KQ8K (ggml's

@@ -52,8 +52,6 @@ func rowsAVX2Consts(a *Asm) {
 	a.Comment("rkScaleLo / rkScaleHi: scale bytes 0..3 / 4..7 of each lane to dwords\ns | s<<16 (both words the scale: a VPMADDWD multiplier once broadcast).")
 	data("rkScaleLo", 0x8001800180008000, 0x8003800380028002, 0x8001800180008000, 0x8003800380028002)
 	data("rkScaleHi", 0x8005800580048004, 0x8007800780068006, 0x8005800580048004, 0x8007800780068006)
-	a.Comment("rkLane4: VPERMPS index broadcasting lane 4.")
-	data("rkLane4", 0x0000000400000004, 0x0000000400000004, 0x0000000400000004, 0x0000000400000004)
 }
 
 // rowsPF is the software prefetch distance: the next row pair's bytes are
