@@ -12,6 +12,23 @@ import "fmt"
 // per-super-block activation work, the integer part uses the fewest
 // vector ops that keep each int32 lane exact (ggml's lane grouping), and
 // the next row pair is prefetched ahead of the hardware prefetcher.
+//
+// What bounds them, measured on the machine they were tuned on (a Zen 5
+// class EPYC VM, ~3.4 GHz; throughput microbenchmarks of single
+// instructions): 4 vector ALU ops per cycle, of which at most 2 multiplies
+// (VPMADDUBSW, VPMADDWD) and 2 shifts or byte shuffles (VPSRLW, VPSHUFB;
+// VPSHUFD, VPAND, VPADDD, VPBLENDW run on all 4), and 2 vector loads per
+// cycle (a VPBROADCASTD from memory counts as one load and no ALU op). So
+// a Q4_K chunk costs 9 ALU ops per row with two VPMADDWD by broadcast
+// scale words against 12 for a pair-sum combine and one VPMADDWD; but the
+// scale broadcasts must read stack records written well before (a header
+// pass over the pair's super-blocks): broadcasting a slot just written by
+// a 32-byte store ran about 20% slower, as did shuffling the scales out of
+// registers (more ALU ops). Without the software prefetch a row pair
+// streams at a fraction of the read bandwidth (the hardware prefetcher
+// does not follow two interleaved streams here); its distance (2-16 KiB)
+// made no measurable difference. Software-pipelining the next pair's
+// header pass before this pair's chunks gained nothing.
 
 func init() {
 	register("rows_avx2_amd64.s", "amd64 && !purego", func(a *Asm) {
