@@ -21,7 +21,9 @@ import (
 // row. The Go wrappers check every bound the asm will touch. The Q4_K,
 // Q5_K and Q6_K kernels take rows in pairs sharing the activation walk
 // (and for Q4_K/Q5_K one header unpack for both rows) and prefetch the next
-// pair's bytes 4 KiB ahead; Q4_K, Q5_K (four rows per step) and Q6_K also
+// pair's bytes 4 KiB ahead; the Q4_K and Q5_K ones are generated
+// (internal/asmgen/rows_avx2.go, rows_avx2_amd64.s) and unpack the headers
+// of up to 16 super-blocks of the pair before their chunks; Q4_K, Q5_K (four rows per step) and Q6_K also
 // have AVX-512 VNNI kernels (ZMM, VPDPBUSD/VPDPWSSD) with the same bits. Measured (BenchmarkDecode) the
 // AVX2 kernels are bound by vector ALU throughput (their in-L2 speed is
 // close to their streamed speed), not by the memory read.

@@ -1,0 +1,128 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/minfer/minfer/quant"
+)
+
+// generatedAVX2Rows lists the generated AVX2 row kernels
+// (internal/asmgen/rows_avx2.go), wrapped as the dispatch wraps them.
+func generatedAVX2Rows() []rowKernel {
+	return []rowKernel{
+		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
+		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
+	}
+}
+
+// edgeQ8K returns a raw Q8_K activation row of nb super-blocks: a random
+// finite d, quants of the given kind (0 random int8 including -128,
+// 1 all 127, 2 all -128, 3 alternating 127 / -128, 4 zero) and bsums that
+// match them, as the kernels require.
+func edgeQ8K(r *rand.Rand, nb, kind int) []byte {
+	a := make([]byte, nb*kqBlockQ8K)
+	for b := 0; b < nb; b++ {
+		blk := a[b*kqBlockQ8K : (b+1)*kqBlockQ8K]
+		binary.LittleEndian.PutUint32(blk, math.Float32bits(float32(r.NormFloat64())*0.03))
+		q := blk[4:260]
+		for i := range q {
+			switch kind {
+			case 0:
+				q[i] = byte(r.IntN(256))
+			case 1:
+				q[i] = 127
+			case 2:
+				q[i] = 0x80
+			case 3:
+				q[i] = byte(127 + 129*(i%2))
+			}
+		}
+		for g := 0; g < 16; g++ {
+			var s int16
+			for _, v := range q[16*g : 16*g+16] {
+				s += int16(int8(v))
+			}
+			binary.LittleEndian.PutUint16(blk[260+2*g:], uint16(s))
+		}
+	}
+	return a
+}
+
+// edgeKQWeights returns n rows of nb super-blocks of bs bytes: random
+// bytes (kind 0), all 0xFF (1) or all 0x00 (2) quants and scales, with
+// finite f16 scales at the offsets in halfs (random, or 1.0 for kind 1).
+func edgeKQWeights(r *rand.Rand, n, nb, bs int, halfs []int, kind int) []byte {
+	w := make([]byte, n*nb*bs)
+	for i := range w {
+		switch kind {
+		case 0:
+			w[i] = byte(r.IntN(256))
+		case 1:
+			w[i] = 0xFF
+		}
+	}
+	for b := 0; b < n*nb; b++ {
+		for _, off := range halfs {
+			h := quant.FP32ToFP16(float32(r.NormFloat64()) * 0.01)
+			if kind == 1 {
+				h = quant.FP32ToFP16(1)
+			}
+			binary.LittleEndian.PutUint16(w[b*bs+off:], h)
+		}
+	}
+	return w
+}
+
+// TestGeneratedAVX2RowsEdges checks the generated AVX2 row kernels, called
+// directly, bit for bit against the pure-Go dot on edge inputs: all-max,
+// all-zero and random raw quants and scales against ±127/-128 activations,
+// an odd row count, sub-ranges and row lengths that cross the kernels'
+// 16-super-block header segments.
+func TestGeneratedAVX2RowsEdges(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 (or MINFER_NO_AVX2 set): the AVX2 kernels cannot run")
+	}
+	r := rand.New(rand.NewPCG(17, 19))
+	for _, k := range generatedAVX2Rows() {
+		t.Run(k.typ.String(), func(t *testing.T) {
+			dot := quant.DotFor(k.typ)
+			bs, halfs := map[quant.Type]int{quant.Q4_K: 144, quant.Q5_K: 176}[k.typ], []int{0, 2}
+			const N = 7
+			for _, nb := range []int{1, 2, 16, 17, 33} {
+				K := nb * 256
+				wrb := nb * bs
+				for wk := 0; wk < 3; wk++ {
+					w := edgeKQWeights(r, N, nb, bs, halfs, wk)
+					for ak := 0; ak < 5; ak++ {
+						a := edgeQ8K(r, nb, ak)
+						for _, rg := range [][2]int{{0, N}, {0, N - 1}, {1, 6}, {2, 6}, {2, 3}, {N - 1, N}, {3, 3}} {
+							y := make([]float32, N)
+							for i := range y {
+								y[i] = float32(math.NaN())
+							}
+							k.f(K, w[:rg[1]*wrb], wrb, a, y, rg[0], rg[1])
+							for n := range y {
+								if n < rg[0] || n >= rg[1] {
+									if !math.IsNaN(float64(y[n])) {
+										t.Fatalf("nb=%d rows %v: wrote y[%d]", nb, rg, n)
+									}
+									continue
+								}
+								want := dot(K, w[n*wrb:(n+1)*wrb], a)
+								if math.Float32bits(y[n]) != math.Float32bits(want) {
+									t.Fatalf("nb=%d weights %d act %d rows %v: y[%d] = %v (%#08x), oracle %v (%#08x)",
+										nb, wk, ak, rg, n, y[n], math.Float32bits(y[n]), want, math.Float32bits(want))
+								}
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
