@@ -386,6 +386,7 @@ type kqGemm struct {
 	tileBytes int  // unpacked bytes per row and super-block
 	mins      bool // Q4_K, Q5_K: the kernel reads bsum pairs (kqBsumPairs) at p
 	biased    bool // Q3_K: the kernel reads biased activations (kqBiasedActs) at p
+	paired    bool // Q4_K, Q5_K, Q6_K paired kernels: activation blocks (kqPairActs) at p
 	pack      func(dst, w []byte, wrb, nb, R int)
 }
 
@@ -477,6 +478,8 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 		var pairs []byte
 		pp, pb := (*byte)(nil), 0
 		switch {
+		case g.paired:
+			pb = kqBlockQ8K
 		case g.mins:
 			pb = 32
 		case g.biased:
@@ -487,9 +490,12 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 				sp.p = make([]byte, need)
 			}
 			pairs = sp.p[:MC*nb*pb]
-			if g.mins {
+			switch {
+			case g.paired:
+				kqPairActs(pairs, act, arb, nb, MC, C, !g.mins)
+			case g.mins:
 				kqBsumPairs(pairs, act, arb, nb, MC, C)
-			} else {
+			default:
 				kqBiasedActs(pairs, act, arb, nb, MC, C)
 			}
 		}
@@ -552,17 +558,25 @@ func newKQGemmQ6K(R, C int, kern kqGemmAsm) *kqGemm {
 }
 
 // kqGemmsAVX2 lists every generated AVX2 K-quant GEMM by type (the tests
-// check them all); the first of each type is the one registered: 2×6
-// measured fastest (BenchmarkGemmKQuantAVX2), 4×3 for Q3_K.
+// check them all); the first of each type is the one registered. Q4_K,
+// Q5_K, Q6_K: the paired 2×4 kernel (gemm_kquant_avx2p_amd64.go), ≈15%
+// faster than the plain 2×6 at M=512 (BenchmarkGemmKQuantAVX2, Zen 5);
+// Q2_K: plain 2×6; Q3_K: 4×3.
 var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 	quant.Q4_K: {
+		newKQGemmQ4KP(2, 4, gemmQ4KAVX2Px2x4),
 		newKQGemmQ4K(2, 6, gemmQ4KAVX2x2x6),
+		newKQGemmQ4KP(2, 5, gemmQ4KAVX2Px2x5),
+		newKQGemmQ4KP(4, 2, gemmQ4KAVX2Px4x2),
 		newKQGemmQ4K(4, 3, gemmQ4KAVX2x4x3),
 		newKQGemmQ4K(2, 4, gemmQ4KAVX2x2x4),
 		newKQGemmQ4K(4, 2, gemmQ4KAVX2x4x2),
 	},
 	quant.Q5_K: {
+		newKQGemmQ5KP(2, 4, gemmQ5KAVX2Px2x4),
 		newKQGemmQ5K(2, 6, gemmQ5KAVX2x2x6),
+		newKQGemmQ5KP(2, 5, gemmQ5KAVX2Px2x5),
+		newKQGemmQ5KP(4, 2, gemmQ5KAVX2Px4x2),
 		newKQGemmQ5K(4, 3, gemmQ5KAVX2x4x3),
 		newKQGemmQ5K(2, 4, gemmQ5KAVX2x2x4),
 		newKQGemmQ5K(4, 2, gemmQ5KAVX2x4x2),
@@ -580,7 +594,10 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 		newKQGemmQ3K(4, 2, gemmQ3KAVX2x4x2),
 	},
 	quant.Q6_K: {
+		newKQGemmQ6KP(2, 4, gemmQ6KAVX2Px2x4),
 		newKQGemmQ6K(2, 6, gemmQ6KAVX2x2x6),
+		newKQGemmQ6KP(2, 5, gemmQ6KAVX2Px2x5),
+		newKQGemmQ6KP(4, 2, gemmQ6KAVX2Px4x2),
 		newKQGemmQ6K(4, 3, gemmQ6KAVX2x4x3),
 		newKQGemmQ6K(2, 4, gemmQ6KAVX2x2x4),
 		newKQGemmQ6K(4, 2, gemmQ6KAVX2x4x2),

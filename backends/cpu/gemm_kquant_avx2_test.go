@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -118,6 +119,7 @@ func checkKQGemmBlocks(t *testing.T, gemms map[quant.Type][]*kqGemm, r *rand.Ran
 // BenchmarkGemmKQuantAVX2 measures the AVX2 K-quant GEMMs ("gemm RxC")
 // against the AVX2 row-kernel loop MatMul.Run uses without a GEMM ("rows")
 // at Qwen3-0.6B shapes; GMAC/s counts M·N·K multiply-adds per second.
+// "gemm2x4p" is a paired kernel (gemm_kquant_avx2p_amd64.go).
 func BenchmarkGemmKQuantAVX2(b *testing.B) {
 	needAVX2(b)
 	r := rand.New(rand.NewPCG(95, 96))
@@ -153,7 +155,7 @@ func BenchmarkGemmKQuantAVX2(b *testing.B) {
 					report(b)
 				})
 				for _, g := range kqGemmsAVX2[wt] {
-					b.Run(fmt.Sprintf("%s/M=%d,N=%d,K=%d/gemm%dx%d", wt, M, N, K, g.R, g.C), func(b *testing.B) {
+					b.Run(fmt.Sprintf("%s/M=%d,N=%d,K=%d/gemm%s", wt, M, N, K, g.name[strings.IndexByte(g.name, ' ')+1:]), func(b *testing.B) {
 						cpu0 = processCPU()
 						for b.Loop() {
 							g.gemm(K, wb, wrb, act, arb, M, y, N, 0, N)
