@@ -392,10 +392,14 @@ type kqGemm struct {
 
 // fsFloats is the size of the kernel's float scratch.
 func (g *kqGemm) fsFloats() int {
+	n := 8 * g.R * g.C
 	if g.mins {
-		return 12 * g.R * g.C
+		n += 4 * g.R * g.C
 	}
-	return 8 * g.R * g.C
+	if g.paired {
+		n += 16 // the tile's d products
+	}
+	return n
 }
 
 // gemmKQGroupRows is the number of weight rows unpacked together and swept
@@ -473,26 +477,28 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			sp.f = make([]float32, need)
 		}
 		buf, fs := sp.b[:group*tb], sp.f[:g.fsFloats()]
-		// per-activation data the kernel reads at p: bsum pairs (Q4_K,
-		// Q5_K, 32 bytes per row and super-block) or biased quants (Q3_K, 256)
+		// per-activation data the kernel reads at p, pb bytes per tile of
+		// C rows and super-block: bsum pairs (Q4_K, Q5_K, 32 bytes per
+		// row), biased quants (Q3_K, 256 per row) or the paired kernels'
+		// activation blocks (kqPairActBytes)
 		var pairs []byte
 		pp, pb := (*byte)(nil), 0
 		switch {
 		case g.paired:
-			pb = kqBlockQ8K
+			pb = kqPairActBytes(C)
 		case g.mins:
-			pb = 32
+			pb = 32 * C
 		case g.biased:
-			pb = 256
+			pb = 256 * C
 		}
 		if pb > 0 {
-			if need := MC * nb * pb; cap(sp.p) < need {
+			if need := MC / C * nb * pb; cap(sp.p) < need {
 				sp.p = make([]byte, need)
 			}
-			pairs = sp.p[:MC*nb*pb]
+			pairs = sp.p[:MC/C*nb*pb]
 			switch {
 			case g.paired:
-				kqPairActs(pairs, act, arb, nb, MC, C, !g.mins)
+				kqPairActs(pairs, act, arb, nb, MC, R, C, !g.mins)
 			case g.mins:
 				kqBsumPairs(pairs, act, arb, nb, MC, C)
 			default:
@@ -511,7 +517,7 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			for m0 := 0; m0 < MC; m0 += block {
 				mt := (min(m0+block, MC) - m0) / C
 				if pb > 0 {
-					pp = &pairs[m0*nb*pb]
+					pp = &pairs[m0/C*nb*pb]
 				}
 				for n := ng; n < ge; n += R {
 					g.kern(&buf[(n-ng)/R*tb], nb, &act[m0*arb], arb, pp, &y[m0*ldy+n], ldy, mt, &fs[0])
@@ -566,7 +572,6 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 	quant.Q4_K: {
 		newKQGemmQ4KP(2, 4, gemmQ4KAVX2Px2x4),
 		newKQGemmQ4K(2, 6, gemmQ4KAVX2x2x6),
-		newKQGemmQ4KP(2, 5, gemmQ4KAVX2Px2x5),
 		newKQGemmQ4KP(4, 2, gemmQ4KAVX2Px4x2),
 		newKQGemmQ4K(4, 3, gemmQ4KAVX2x4x3),
 		newKQGemmQ4K(2, 4, gemmQ4KAVX2x2x4),
@@ -575,7 +580,6 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 	quant.Q5_K: {
 		newKQGemmQ5KP(2, 4, gemmQ5KAVX2Px2x4),
 		newKQGemmQ5K(2, 6, gemmQ5KAVX2x2x6),
-		newKQGemmQ5KP(2, 5, gemmQ5KAVX2Px2x5),
 		newKQGemmQ5KP(4, 2, gemmQ5KAVX2Px4x2),
 		newKQGemmQ5K(4, 3, gemmQ5KAVX2x4x3),
 		newKQGemmQ5K(2, 4, gemmQ5KAVX2x2x4),
@@ -596,7 +600,6 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 	quant.Q6_K: {
 		newKQGemmQ6KP(2, 4, gemmQ6KAVX2Px2x4),
 		newKQGemmQ6K(2, 6, gemmQ6KAVX2x2x6),
-		newKQGemmQ6KP(2, 5, gemmQ6KAVX2Px2x5),
 		newKQGemmQ6KP(4, 2, gemmQ6KAVX2Px4x2),
 		newKQGemmQ6K(4, 3, gemmQ6KAVX2x4x3),
 		newKQGemmQ6K(2, 4, gemmQ6KAVX2x2x4),

@@ -37,12 +37,13 @@ var kqPairKinds = []kqPairKind{
 }
 
 // kqPairShapes lists the tile shapes (R weight rows × C activation rows)
-// generated per kind. With R·C ≤ 11 the scale words stay in a register
-// (Y11), otherwise they would be a memory operand of VPMADDWD: 2×6 and
-// 4×3 were generated so and measured slower than 2×4 (≈64 against ≈78
-// GMAC/cpu-s on L1-resident data, Zen 5, and slower than the plain 2×6
-// kernel), so only shapes of at most 11 outputs are kept.
-var kqPairShapes = [][2]int{{2, 4}, {2, 5}, {4, 2}}
+// generated per kind: 8 outputs, so that the scale words stay in a
+// register (Y11) beside the accumulators, the weight halves and two pairs
+// of product temporaries, and one VMULPS makes the tile's 8 d products.
+// 12-output shapes (2×6, 4×3) need the scale words as a memory operand of
+// VPMADDWD and measured slower than 2×4 (≈64 against ≈78 GMAC/cpu-s on
+// L1-resident data, Zen 5; slower than the plain 2×6 kernel too).
+var kqPairShapes = [][2]int{{2, 4}, {4, 2}}
 
 func init() {
 	register("gemm_kquant_avx2p_amd64.s", "amd64 && !purego", func(a *Asm) {
@@ -99,14 +100,15 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	name := fmt.Sprintf("gemm%sAVX2Px%dx%d", k.name, R, C)
 	tb := kqPairTileBytes * R
 	RC := R * C
-	if RC > 11 {
-		panic("paired kernel: more than 11 accumulators")
+	if RC != 8 || R%2 != 0 {
+		panic("paired kernel: R·C must be 8, R even")
 	}
 	acc := func(r, c int) string { return fmt.Sprintf("Y%d", c*R+r) }
-	// activation block: quants at 256c, sums at 256C+32c, d at 288C+4c
+	// activation block: quants at 256c, sums at 256C+32c, at 288C the
+	// vector DA (lane c·R+r: d of activation row c)
 	actQ := func(c, i, h int) string { return fmt.Sprintf("%d(AX)", 256*c+64*i+32*h) }
 	actSum := func(c int) string { return fmt.Sprintf("%d(AX)", 256*C+32*c) }
-	actD := func(c int) string { return fmt.Sprintf("%d(AX)", 288*C+4*c) }
+	actDA := fmt.Sprintf("%d(AX)", 288*C)
 	yaddr := func(c, r int) string {
 		base := "R9"
 		if c >= 3 {
@@ -123,16 +125,24 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	if k.mins() {
 		fsFloats += 4 * RC
 	}
+	// after the accumulators: DD (lane c·R+r: d_a·d_w of output (r, c))
+	// and, Q4_K/Q5_K, NN (d_a·(-dmin_w))
+	ddOff := 4 * fsFloats
+	dd := func(c, r int) string { return fmt.Sprintf("%d(DI)", ddOff+4*(c*R+r)) }
+	nn := func(c, r int) string { return fmt.Sprintf("%d(DI)", ddOff+32+4*(c*R+r)) }
+	zeroFloats := fsFloats // only the accumulators start at zero
+	fsFloats += 16
 	qOff := func(i, r, h int) string { return fmt.Sprintf("%d(R8)", 64*(i*R+r)+32*h) }
 	sOff := func(i, r int) string { return fmt.Sprintf("%d(R8)", 256*R+32*(i*R+r)) }
-	var dOff, mnOff, ndmOff, oOff func(int) string
+	// DP, NP: lane l holds d (-dmin) of weight row l%R
+	var mnOff, oOff func(int) string
+	var dp, np string
 	if k.six {
 		oOff = func(r int) string { return fmt.Sprintf("%d(R8)", 384*R+32*r) }
-		dOff = func(r int) string { return fmt.Sprintf("%d(R8)", 416*R+32*r) }
+		dp = fmt.Sprintf("%d(R8)", 416*R)
 	} else {
-		dOff = func(r int) string { return fmt.Sprintf("%d(R8)", 384*R+32*r) }
+		dp, np = fmt.Sprintf("%d(R8)", 384*R), fmt.Sprintf("%d(R8)", 384*R+32)
 		mnOff = func(p int) string { return fmt.Sprintf("%d(R8)", 416*R+32*p) }
-		ndmOff = func(p int) string { return fmt.Sprintf("%d(R8)", 432*R+32*p) }
 	}
 	a.Blank()
 	a.Comment(fmt.Sprintf("%s: %s weights, paired chunks, tiles of %d weight rows × %d activation rows\n"+
@@ -150,7 +160,7 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	lt, lb := "k"+name+"tile", "k"+name+"blk"
 	a.Label(lt)
 	a.I("VXORPS", "Y15", "Y15", "Y15")
-	for o := 0; o < 4*fsFloats; o += 32 {
+	for o := 0; o < 4*zeroFloats; o += 32 {
 		a.I("VMOVUPS", "Y15", fmt.Sprintf("%d(DI)", o))
 	}
 	a.I("MOVQ", "SI", "R8")
@@ -171,26 +181,54 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 			a.I("VMOVDQU", qOff(i, r, 0), WA)
 			a.I("VMOVDQU", qOff(i, r, 1), WB)
 			a.I("VMOVDQU", sOff(i, r), S)
-			sv := S
-			for c := 0; c < C; c++ {
-				a.I("VPMADDUBSW", actQ(c, i, 0), WA, T1)
-				a.I("VPMADDUBSW", actQ(c, i, 1), WB, T2)
-				a.I("VPADDW", T2, T1, T1)
+			// products of column c in temps tp[c%2]; with R·C ≤ 8 two
+			// pairs of temps let column c+1's VPMADDUBSWs be issued
+			// before column c's VPADDW, VPMADDWD, VPADDD
+			tp := [2][2]string{{T1, T2}, {T1, T2}}
+			if RC <= 8 {
+				tp[1] = [2]string{"Y8", "Y9"}
+			}
+			mul := func(c int) {
+				t := tp[c%2]
+				a.I("VPMADDUBSW", actQ(c, i, 0), WA, t[0])
+				a.I("VPMADDUBSW", actQ(c, i, 1), WB, t[1])
+			}
+			sum := func(c int) {
+				t := tp[c%2]
+				a.I("VPADDW", t[1], t[0], t[0])
 				if i == 0 && !k.six {
-					a.I("VPMADDWD", sv, T1, acc(r, c))
-					continue
+					a.I("VPMADDWD", S, t[0], acc(r, c))
+					return
 				}
-				a.I("VPMADDWD", sv, T1, T1)
-				a.I("VPADDD", T1, acc(r, c), acc(r, c))
+				a.I("VPMADDWD", S, t[0], t[0])
+				a.I("VPADDD", t[0], acc(r, c), acc(r, c))
+			}
+			for c := 0; c < C; c++ {
+				mul(c)
+				if RC > 8 {
+					sum(c)
+				} else if c > 0 {
+					sum(c - 1)
+				}
+			}
+			if RC <= 8 {
+				sum(C - 1)
 			}
 		}
 	}
-	// float phase
+	// float phase: the 8 products d_a·d_w (and d_a·(-dmin_w)) of the tile
+	// in one VMULPS each, through fs to VBROADCASTSS
 	YD, FT, PC, T3 := "Y13", "Y14", "Y15", "Y12"
+	a.I("VMOVUPS", actDA, T3)
+	a.I("VMULPS", dp, T3, FT)
+	a.I("VMOVUPS", FT, dd(0, 0))
+	if k.mins() {
+		a.I("VMULPS", np, T3, FT)
+		a.I("VMOVUPS", FT, nn(0, 0))
+	}
 	for c := 0; c < C; c++ {
-		a.I("VBROADCASTSS", actD(c), YD)
 		for r := 0; r < R; r++ {
-			a.I("VMULPS", dOff(r), YD, FT)
+			a.I("VBROADCASTSS", dd(c, r), FT)
 			a.I("VCVTDQ2PS", acc(r, c), acc(r, c))
 			a.I("VFMADD213PS", facc(c, r), FT, acc(r, c))
 			a.I("VMOVUPS", acc(r, c), facc(c, r))
@@ -205,14 +243,16 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 					a.I("VPHADDD", FT, FT, FT)
 				}
 				a.I("VCVTDQ2PS", FT, FT)
-				a.I("VMULPS", ndmOff(p), YD, T3)
+				a.I("VBROADCASTSS", nn(c, 2*p), T3)
+				a.I("VBROADCASTSS", nn(c, 2*p+1), YD)
+				a.I("VBLENDPS", "$0xf0", YD, T3, T3)
 				a.I("VFMADD213PS", accm(c, p), T3, FT)
 				a.I("VMOVUPS", FT, accm(c, p))
 			}
 		}
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d", tb), "R8")
-	a.I("ADDQ", fmt.Sprintf("$%d", 292*C), "AX")
+	a.I("ADDQ", fmt.Sprintf("$%d", 288*C+32), "AX")
 	a.I("DECQ", "CX")
 	a.I("JNZ", lb)
 	// reductions and stores
