@@ -396,9 +396,6 @@ func (g *kqGemm) fsFloats() int {
 	if g.mins {
 		n += 4 * g.R * g.C
 	}
-	if g.paired {
-		n += 16 // the tile's d products
-	}
 	return n
 }
 
@@ -470,13 +467,13 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 		group := max(1, gemmKQGroupRows/R)
 		block := max(C, gemmKQActBlock/arb/C*C)
 		sp := kqScratchPool.Get().(*kqScratch)
-		if need := group * tb; cap(sp.b) < need {
+		if need := group*tb + 31; cap(sp.b) < need {
 			sp.b = make([]byte, need)
 		}
 		if need := g.fsFloats(); cap(sp.f) < need {
 			sp.f = make([]float32, need)
 		}
-		buf, fs := sp.b[:group*tb], sp.f[:g.fsFloats()]
+		buf, fs := kqAlign32(sp.b[:cap(sp.b)], group*tb), sp.f[:g.fsFloats()]
 		// per-activation data the kernel reads at p, pb bytes per tile of
 		// C rows and super-block: bsum pairs (Q4_K, Q5_K, 32 bytes per
 		// row), biased quants (Q3_K, 256 per row) or the paired kernels'
@@ -492,13 +489,13 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			pb = 256 * C
 		}
 		if pb > 0 {
-			if need := MC / C * nb * pb; cap(sp.p) < need {
+			if need := MC/C*nb*pb + 31; cap(sp.p) < need {
 				sp.p = make([]byte, need)
 			}
-			pairs = sp.p[:MC/C*nb*pb]
+			pairs = kqAlign32(sp.p[:cap(sp.p)], MC/C*nb*pb)
 			switch {
 			case g.paired:
-				kqPairActs(pairs, act, arb, nb, MC, R, C, !g.mins)
+				kqPairActs(pairs, act, arb, nb, MC, C, !g.mins)
 			case g.mins:
 				kqBsumPairs(pairs, act, arb, nb, MC, C)
 			default:

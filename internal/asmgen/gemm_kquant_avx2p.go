@@ -39,7 +39,7 @@ var kqPairKinds = []kqPairKind{
 // kqPairShapes lists the tile shapes (R weight rows × C activation rows)
 // generated per kind: 8 outputs, so that the scale words stay in a
 // register (Y11) beside the accumulators, the weight halves and two pairs
-// of product temporaries, and one VMULPS makes the tile's 8 d products.
+// of product temporaries.
 // 12-output shapes (2×6, 4×3) need the scale words as a memory operand of
 // VPMADDWD and measured slower than 2×4 (≈64 against ≈78 GMAC/cpu-s on
 // L1-resident data, Zen 5; slower than the plain 2×6 kernel too).
@@ -80,20 +80,22 @@ products (Q5_K: their exact sum, one FMA per super-block in every lane);
 after the last super-block hsum_float_8 (+ the Q4_K mins reduction
 (m0+m2)+(m1+m3), or + Q5_K's summs).
 
-Registers: Y0..Y(R·C-1) the integer accumulators (output (r, c) in
-Y(c·R+r)); in the integer phase Y12, Y13 the weight half-vectors A, B,
-Y14, Y15 products, Y11 the scale words; in the float phase Y12..Y15 temporaries. The float
+Registers: Y0..Y7 the integer accumulators (output (r, c) in Y(c·R+r));
+in the integer phase Y12, Y13 the weight half-vectors A, B, Y11 the
+scale words, Y14, Y15 and Y8, Y9 the products of even and odd columns
+(column c+1's VPMADDUBSWs are issued before column c's sums); in the
+float phase Y12..Y15 temporaries. The float
 accumulators live in the caller's scratch fs (32 bytes per output, then
 the Q4_K/Q5_K mins accumulators, 16 bytes per output). SI the weight
 tile, R8 its current super-block, AX the current activation block (per
-activation tile and super-block: C rows of 256 rearranged quants, C ×
-32 bytes of sums (Q4_K, Q5_K: bsum pairs twice; Q6_K: the 16 bsums), C
-float32 d), CX super-blocks left, R9 output row 0 of the tile, DX output
+activation tile and super-block, 288·C+32 bytes: C rows of 256
+rearranged quants, C × 32 bytes of sums (Q4_K, Q5_K: bsum pairs twice;
+Q6_K: the 16 bsums), C float32 d, padding), CX super-blocks left, R9 output row 0 of the tile, DX output
 row 3, R10 ldy in bytes, R12 activation tiles left, DI fs.`
 
-// kqPairTileBytes is the size of one super-block of an R-row paired tile:
-// Q [4][R][64], S [4][R][32], then Q4_K/Q5_K D [R][32], MN [R/2][32],
-// NDM [R/2][32]; Q6_K O [R][32], D [R][32].
+// kqPairTileBytes is the size of one super-block of an R-row paired tile,
+// per row: Q [4][R][64], S [4][R][32], then Q4_K/Q5_K D [R][32],
+// MN [R/2][32], NDM [R/2][32]; Q6_K O [R][32], D [R][32].
 const kqPairTileBytes = 448
 
 func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
@@ -104,11 +106,11 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 		panic("paired kernel: R·C must be 8, R even")
 	}
 	acc := func(r, c int) string { return fmt.Sprintf("Y%d", c*R+r) }
-	// activation block: quants at 256c, sums at 256C+32c, at 288C the
-	// vector DA (lane c·R+r: d of activation row c)
+	// activation block (288·C+32 bytes, so every quant vector stays
+	// 32-byte aligned): quants at 256c, sums at 256C+32c, d at 288C+4c
 	actQ := func(c, i, h int) string { return fmt.Sprintf("%d(AX)", 256*c+64*i+32*h) }
 	actSum := func(c int) string { return fmt.Sprintf("%d(AX)", 256*C+32*c) }
-	actDA := fmt.Sprintf("%d(AX)", 288*C)
+	actD := func(c int) string { return fmt.Sprintf("%d(AX)", 288*C+4*c) }
 	yaddr := func(c, r int) string {
 		base := "R9"
 		if c >= 3 {
@@ -125,24 +127,16 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	if k.mins() {
 		fsFloats += 4 * RC
 	}
-	// after the accumulators: DD (lane c·R+r: d_a·d_w of output (r, c))
-	// and, Q4_K/Q5_K, NN (d_a·(-dmin_w))
-	ddOff := 4 * fsFloats
-	dd := func(c, r int) string { return fmt.Sprintf("%d(DI)", ddOff+4*(c*R+r)) }
-	nn := func(c, r int) string { return fmt.Sprintf("%d(DI)", ddOff+32+4*(c*R+r)) }
-	zeroFloats := fsFloats // only the accumulators start at zero
-	fsFloats += 16
 	qOff := func(i, r, h int) string { return fmt.Sprintf("%d(R8)", 64*(i*R+r)+32*h) }
 	sOff := func(i, r int) string { return fmt.Sprintf("%d(R8)", 256*R+32*(i*R+r)) }
-	// DP, NP: lane l holds d (-dmin) of weight row l%R
-	var mnOff, oOff func(int) string
-	var dp, np string
+	var mnOff, ndmOff, oOff, dOff func(int) string
 	if k.six {
 		oOff = func(r int) string { return fmt.Sprintf("%d(R8)", 384*R+32*r) }
-		dp = fmt.Sprintf("%d(R8)", 416*R)
+		dOff = func(r int) string { return fmt.Sprintf("%d(R8)", 416*R+32*r) }
 	} else {
-		dp, np = fmt.Sprintf("%d(R8)", 384*R), fmt.Sprintf("%d(R8)", 384*R+32)
+		dOff = func(r int) string { return fmt.Sprintf("%d(R8)", 384*R+32*r) }
 		mnOff = func(p int) string { return fmt.Sprintf("%d(R8)", 416*R+32*p) }
+		ndmOff = func(p int) string { return fmt.Sprintf("%d(R8)", 432*R+32*p) }
 	}
 	a.Blank()
 	a.Comment(fmt.Sprintf("%s: %s weights, paired chunks, tiles of %d weight rows × %d activation rows\n"+
@@ -160,7 +154,7 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	lt, lb := "k"+name+"tile", "k"+name+"blk"
 	a.Label(lt)
 	a.I("VXORPS", "Y15", "Y15", "Y15")
-	for o := 0; o < 4*zeroFloats; o += 32 {
+	for o := 0; o < 4*fsFloats; o += 32 {
 		a.I("VMOVUPS", "Y15", fmt.Sprintf("%d(DI)", o))
 	}
 	a.I("MOVQ", "SI", "R8")
@@ -181,13 +175,10 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 			a.I("VMOVDQU", qOff(i, r, 0), WA)
 			a.I("VMOVDQU", qOff(i, r, 1), WB)
 			a.I("VMOVDQU", sOff(i, r), S)
-			// products of column c in temps tp[c%2]; with R·C ≤ 8 two
-			// pairs of temps let column c+1's VPMADDUBSWs be issued
-			// before column c's VPADDW, VPMADDWD, VPADDD
-			tp := [2][2]string{{T1, T2}, {T1, T2}}
-			if RC <= 8 {
-				tp[1] = [2]string{"Y8", "Y9"}
-			}
+			// products of column c in temps tp[c%2]: column c+1's
+			// VPMADDUBSWs are issued before column c's VPADDW,
+			// VPMADDWD, VPADDD
+			tp := [2][2]string{{T1, T2}, {"Y8", "Y9"}}
 			mul := func(c int) {
 				t := tp[c%2]
 				a.I("VPMADDUBSW", actQ(c, i, 0), WA, t[0])
@@ -205,30 +196,21 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 			}
 			for c := 0; c < C; c++ {
 				mul(c)
-				if RC > 8 {
-					sum(c)
-				} else if c > 0 {
+				if c > 0 {
 					sum(c - 1)
 				}
 			}
-			if RC <= 8 {
-				sum(C - 1)
-			}
+			sum(C - 1)
 		}
 	}
-	// float phase: the 8 products d_a·d_w (and d_a·(-dmin_w)) of the tile
-	// in one VMULPS each, through fs to VBROADCASTSS
+	// float phase. (Making the tile's 8 products d_a·d_w in one VMULPS
+	// and reading them back from fs with VBROADCASTSS measured slower:
+	// the loads wait on the store.)
 	YD, FT, PC, T3 := "Y13", "Y14", "Y15", "Y12"
-	a.I("VMOVUPS", actDA, T3)
-	a.I("VMULPS", dp, T3, FT)
-	a.I("VMOVUPS", FT, dd(0, 0))
-	if k.mins() {
-		a.I("VMULPS", np, T3, FT)
-		a.I("VMOVUPS", FT, nn(0, 0))
-	}
 	for c := 0; c < C; c++ {
+		a.I("VBROADCASTSS", actD(c), YD)
 		for r := 0; r < R; r++ {
-			a.I("VBROADCASTSS", dd(c, r), FT)
+			a.I("VMULPS", dOff(r), YD, FT)
 			a.I("VCVTDQ2PS", acc(r, c), acc(r, c))
 			a.I("VFMADD213PS", facc(c, r), FT, acc(r, c))
 			a.I("VMOVUPS", acc(r, c), facc(c, r))
@@ -243,9 +225,7 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 					a.I("VPHADDD", FT, FT, FT)
 				}
 				a.I("VCVTDQ2PS", FT, FT)
-				a.I("VBROADCASTSS", nn(c, 2*p), T3)
-				a.I("VBROADCASTSS", nn(c, 2*p+1), YD)
-				a.I("VBLENDPS", "$0xf0", YD, T3, T3)
+				a.I("VMULPS", ndmOff(p), YD, T3)
 				a.I("VFMADD213PS", accm(c, p), T3, FT)
 				a.I("VMOVUPS", FT, accm(c, p))
 			}
