@@ -91,7 +91,7 @@ tile, R8 its current super-block, AX the current activation block (per
 activation tile and super-block, 288·C+32 bytes: C rows of 256
 rearranged quants, C × 32 bytes of sums (Q4_K, Q5_K: bsum pairs twice;
 Q6_K: the 16 bsums), C float32 d, padding), CX super-blocks left, R9 output row 0 of the tile, DX output
-row 3, R10 ldy in bytes, R12 activation tiles left, DI fs.`
+row 2 (in the stores), R10 ldy in bytes, R12 activation tiles left, DI fs.`
 
 // kqPairTileBytes is the size of one super-block of an R-row paired tile,
 // per row: Q [4][R][64], S [4][R][32], then Q4_K/Q5_K D [R][32],
@@ -111,16 +111,6 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	actQ := func(c, i, h int) string { return fmt.Sprintf("%d(AX)", 256*c+64*i+32*h) }
 	actSum := func(c int) string { return fmt.Sprintf("%d(AX)", 256*C+32*c) }
 	actD := func(c int) string { return fmt.Sprintf("%d(AX)", 288*C+4*c) }
-	yaddr := func(c, r int) string {
-		base := "R9"
-		if c >= 3 {
-			base, c = "DX", c-3
-		}
-		if c == 0 {
-			return fmt.Sprintf("%d(%s)", 4*r, base)
-		}
-		return fmt.Sprintf("%d(%s)(R10*%d)", 4*r, base, c)
-	}
 	facc := func(c, r int) string { return fmt.Sprintf("%d(DI)", 32*(c*R+r)) }
 	accm := func(c, p int) string { return fmt.Sprintf("%d(DI)", 32*RC+32*(c*R/2+p)) }
 	fsFloats := 8 * RC
@@ -235,36 +225,62 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	a.I("ADDQ", fmt.Sprintf("$%d", 288*C+32), "AX")
 	a.I("DECQ", "CX")
 	a.I("JNZ", lb)
-	// reductions and stores
-	if C > 3 {
-		a.I("LEAQ", "(R9)(R10*2)", "DX")
-		a.I("ADDQ", "R10", "DX")
+	// reductions and stores: the 8 hsum_float_8 at once. After the last
+	// super-block Y(o) holds the float accumulator of output o = c·R+r.
+	// Per pair (2j, 2j+1) VPERM2F128 + VADDPS give hi+lo of both (G_j:
+	// output 2j in the low half, 2j+1 in the high half); VSHUFPS of G_0,
+	// G_1 (G_2, G_3) and VADDPS give lanes 0, 1 + lanes 2, 3 of each; a last
+	// VSHUFPS pair and VADDPS give (x0+x2)+(x1+x3): the order of ggml's
+	// hsum_float_8, with outputs o0, o2, o4, o6 in the low half of Y4 and
+	// o1, o3, o5, o7 in the high half. The Q4_K mins accumulators (already
+	// 4-lane pairs laid out as G_j) go through the same two steps, (m0+m2)+
+	// (m1+m3), and are added after; Q5_K's summs (every lane of a row's 4
+	// equal) are picked from lane 0.
+	for j := 0; j < 4; j++ {
+		a.I("VPERM2F128", "$0x20", fmt.Sprintf("Y%d", 2*j+1), fmt.Sprintf("Y%d", 2*j), "Y12")
+		a.I("VPERM2F128", "$0x31", fmt.Sprintf("Y%d", 2*j+1), fmt.Sprintf("Y%d", 2*j), "Y13")
+		a.I("VADDPS", "Y13", "Y12", fmt.Sprintf("Y%d", 8+j))
 	}
-	for c := 0; c < C; c++ {
-		for r := 0; r < R; r++ {
-			a.I("VMOVUPS", facc(c, r), "Y0")
-			a.I("VEXTRACTF128", "$1", "Y0", "X1")
-			a.I("VADDPS", "X0", "X1", "X0")
-			a.I("VMOVHLPS", "X0", "X0", "X1")
-			a.I("VADDPS", "X1", "X0", "X0")
-			a.I("VMOVSHDUP", "X0", "X1")
-			a.I("VADDSS", "X1", "X0", "X0")
-			if k.mins() {
-				m := fmt.Sprintf("%d(DI)", 32*RC+32*(c*R/2+r/2)+16*(r%2))
-				if k.summs {
-					a.I("VADDSS", m, "X0", "X0")
-					a.I("VMOVSS", "X0", yaddr(c, r))
-					continue
-				}
-				a.I("VMOVUPS", m, "X2")
-				a.I("VMOVHLPS", "X2", "X2", "X3")
-				a.I("VADDPS", "X3", "X2", "X2")
-				a.I("VMOVSHDUP", "X2", "X3")
-				a.I("VADDSS", "X3", "X2", "X2")
-				a.I("VADDSS", "X2", "X0", "X0")
-			}
-			a.I("VMOVSS", "X0", yaddr(c, r))
+	// quads: Y8..Y11 → Y4 (mins: Y0..Y3 → Y5)
+	quad := func(g0, g1, g2, g3, dst string) {
+		a.I("VSHUFPS", "$0x44", g1, g0, "Y12")
+		a.I("VSHUFPS", "$0xee", g1, g0, "Y13")
+		a.I("VADDPS", "Y13", "Y12", "Y14")
+		a.I("VSHUFPS", "$0x44", g3, g2, "Y12")
+		a.I("VSHUFPS", "$0xee", g3, g2, "Y13")
+		a.I("VADDPS", "Y13", "Y12", "Y15")
+		a.I("VSHUFPS", "$0x88", "Y15", "Y14", "Y12")
+		a.I("VSHUFPS", "$0xdd", "Y15", "Y14", "Y13")
+		a.I("VADDPS", "Y13", "Y12", dst)
+	}
+	quad("Y8", "Y9", "Y10", "Y11", "Y4")
+	if k.mins() {
+		for j := 0; j < 4; j++ {
+			a.I("VMOVUPS", fmt.Sprintf("%d(DI)", 32*RC+32*j), fmt.Sprintf("Y%d", j))
 		}
+		if k.summs {
+			a.I("VSHUFPS", "$0x00", "Y1", "Y0", "Y12")
+			a.I("VSHUFPS", "$0x00", "Y3", "Y2", "Y13")
+			a.I("VSHUFPS", "$0x88", "Y13", "Y12", "Y5")
+		} else {
+			quad("Y0", "Y1", "Y2", "Y3", "Y5")
+		}
+		a.I("VADDPS", "Y5", "Y4", "Y4")
+	}
+	a.I("VEXTRACTF128", "$1", "Y4", "X5")
+	a.I("VUNPCKLPS", "X5", "X4", "X6")
+	a.I("VUNPCKHPS", "X5", "X4", "X7")
+	if R == 2 {
+		// X6: rows c0, c1 (outputs r0, r1 each); X7: rows c2, c3
+		a.I("LEAQ", "(R9)(R10*2)", "DX")
+		a.I("VMOVLPS", "X6", "(R9)")
+		a.I("VMOVHPS", "X6", "(R9)(R10*1)")
+		a.I("VMOVLPS", "X7", "(DX)")
+		a.I("VMOVHPS", "X7", "(DX)(R10*1)")
+	} else {
+		// X6: row c0 (outputs r0..r3), X7: row c1
+		a.I("VMOVUPS", "X6", "(R9)")
+		a.I("VMOVUPS", "X7", "(R9)(R10*1)")
 	}
 	for c := 0; c < C; c++ {
 		a.I("ADDQ", "R10", "R9")
