@@ -386,15 +386,17 @@ type kqGemm struct {
 	tileBytes int  // unpacked bytes per row and super-block
 	mins      bool // Q4_K, Q5_K: the kernel reads bsum pairs (kqBsumPairs) at p
 	biased    bool // Q3_K: the kernel reads biased activations (kqBiasedActs) at p
+	paired    bool // Q4_K, Q5_K, Q6_K paired kernels: activation blocks (kqPairActs) at p
 	pack      func(dst, w []byte, wrb, nb, R int)
 }
 
 // fsFloats is the size of the kernel's float scratch.
 func (g *kqGemm) fsFloats() int {
+	n := 8 * g.R * g.C
 	if g.mins {
-		return 12 * g.R * g.C
+		n += 4 * g.R * g.C
 	}
-	return 8 * g.R * g.C
+	return n
 }
 
 // gemmKQGroupRows is the number of weight rows unpacked together and swept
@@ -465,31 +467,38 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 		group := max(1, gemmKQGroupRows/R)
 		block := max(C, gemmKQActBlock/arb/C*C)
 		sp := kqScratchPool.Get().(*kqScratch)
-		if need := group * tb; cap(sp.b) < need {
+		if need := group*tb + 31; cap(sp.b) < need {
 			sp.b = make([]byte, need)
 		}
 		if need := g.fsFloats(); cap(sp.f) < need {
 			sp.f = make([]float32, need)
 		}
-		buf, fs := sp.b[:group*tb], sp.f[:g.fsFloats()]
-		// per-activation data the kernel reads at p: bsum pairs (Q4_K,
-		// Q5_K, 32 bytes per row and super-block) or biased quants (Q3_K, 256)
+		buf, fs := kqAlign32(sp.b[:cap(sp.b)], group*tb), sp.f[:g.fsFloats()]
+		// per-activation data the kernel reads at p, pb bytes per tile of
+		// C rows and super-block: bsum pairs (Q4_K, Q5_K, 32 bytes per
+		// row), biased quants (Q3_K, 256 per row) or the paired kernels'
+		// activation blocks (kqPairActBytes)
 		var pairs []byte
 		pp, pb := (*byte)(nil), 0
 		switch {
+		case g.paired:
+			pb = kqPairActBytes(C)
 		case g.mins:
-			pb = 32
+			pb = 32 * C
 		case g.biased:
-			pb = 256
+			pb = 256 * C
 		}
 		if pb > 0 {
-			if need := MC * nb * pb; cap(sp.p) < need {
+			if need := MC/C*nb*pb + 31; cap(sp.p) < need {
 				sp.p = make([]byte, need)
 			}
-			pairs = sp.p[:MC*nb*pb]
-			if g.mins {
+			pairs = kqAlign32(sp.p[:cap(sp.p)], MC/C*nb*pb)
+			switch {
+			case g.paired:
+				kqPairActs(pairs, act, arb, nb, MC, C, !g.mins)
+			case g.mins:
 				kqBsumPairs(pairs, act, arb, nb, MC, C)
-			} else {
+			default:
 				kqBiasedActs(pairs, act, arb, nb, MC, C)
 			}
 		}
@@ -505,7 +514,7 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			for m0 := 0; m0 < MC; m0 += block {
 				mt := (min(m0+block, MC) - m0) / C
 				if pb > 0 {
-					pp = &pairs[m0*nb*pb]
+					pp = &pairs[m0/C*nb*pb]
 				}
 				for n := ng; n < ge; n += R {
 					g.kern(&buf[(n-ng)/R*tb], nb, &act[m0*arb], arb, pp, &y[m0*ldy+n], ldy, mt, &fs[0])
@@ -552,17 +561,23 @@ func newKQGemmQ6K(R, C int, kern kqGemmAsm) *kqGemm {
 }
 
 // kqGemmsAVX2 lists every generated AVX2 K-quant GEMM by type (the tests
-// check them all); the first of each type is the one registered: 2×6
-// measured fastest (BenchmarkGemmKQuantAVX2), 4×3 for Q3_K.
+// check them all); the first of each type is the one registered. Q4_K,
+// Q5_K, Q6_K: the paired 2×4 kernel (gemm_kquant_avx2p_amd64.go), ≈15%
+// faster than the plain 2×6 at M=512 (BenchmarkGemmKQuantAVX2, Zen 5);
+// Q2_K: plain 2×6; Q3_K: 4×3.
 var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 	quant.Q4_K: {
+		newKQGemmQ4KP(2, 4, gemmQ4KAVX2Px2x4),
 		newKQGemmQ4K(2, 6, gemmQ4KAVX2x2x6),
+		newKQGemmQ4KP(4, 2, gemmQ4KAVX2Px4x2),
 		newKQGemmQ4K(4, 3, gemmQ4KAVX2x4x3),
 		newKQGemmQ4K(2, 4, gemmQ4KAVX2x2x4),
 		newKQGemmQ4K(4, 2, gemmQ4KAVX2x4x2),
 	},
 	quant.Q5_K: {
+		newKQGemmQ5KP(2, 4, gemmQ5KAVX2Px2x4),
 		newKQGemmQ5K(2, 6, gemmQ5KAVX2x2x6),
+		newKQGemmQ5KP(4, 2, gemmQ5KAVX2Px4x2),
 		newKQGemmQ5K(4, 3, gemmQ5KAVX2x4x3),
 		newKQGemmQ5K(2, 4, gemmQ5KAVX2x2x4),
 		newKQGemmQ5K(4, 2, gemmQ5KAVX2x4x2),
@@ -580,7 +595,9 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 		newKQGemmQ3K(4, 2, gemmQ3KAVX2x4x2),
 	},
 	quant.Q6_K: {
+		newKQGemmQ6KP(2, 4, gemmQ6KAVX2Px2x4),
 		newKQGemmQ6K(2, 6, gemmQ6KAVX2x2x6),
+		newKQGemmQ6KP(4, 2, gemmQ6KAVX2Px4x2),
 		newKQGemmQ6K(4, 3, gemmQ6KAVX2x4x3),
 		newKQGemmQ6K(2, 4, gemmQ6KAVX2x2x4),
 		newKQGemmQ6K(4, 2, gemmQ6KAVX2x4x2),

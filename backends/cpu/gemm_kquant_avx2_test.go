@@ -3,10 +3,12 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -118,6 +120,7 @@ func checkKQGemmBlocks(t *testing.T, gemms map[quant.Type][]*kqGemm, r *rand.Ran
 // BenchmarkGemmKQuantAVX2 measures the AVX2 K-quant GEMMs ("gemm RxC")
 // against the AVX2 row-kernel loop MatMul.Run uses without a GEMM ("rows")
 // at Qwen3-0.6B shapes; GMAC/s counts M·N·K multiply-adds per second.
+// "gemm2x4p" is a paired kernel (gemm_kquant_avx2p_amd64.go).
 func BenchmarkGemmKQuantAVX2(b *testing.B) {
 	needAVX2(b)
 	r := rand.New(rand.NewPCG(95, 96))
@@ -153,7 +156,7 @@ func BenchmarkGemmKQuantAVX2(b *testing.B) {
 					report(b)
 				})
 				for _, g := range kqGemmsAVX2[wt] {
-					b.Run(fmt.Sprintf("%s/M=%d,N=%d,K=%d/gemm%dx%d", wt, M, N, K, g.R, g.C), func(b *testing.B) {
+					b.Run(fmt.Sprintf("%s/M=%d,N=%d,K=%d/gemm%s", wt, M, N, K, g.name[strings.IndexByte(g.name, ' ')+1:]), func(b *testing.B) {
 						cpu0 = processCPU()
 						for b.Loop() {
 							g.gemm(K, wb, wrb, act, arb, M, y, N, 0, N)
@@ -192,6 +195,66 @@ func TestGemmKQuantAVX2Allocs(t *testing.T) {
 		g.gemm(K, wb, wrb, act, arb, M, y, N, 0, N)
 		if a := testing.AllocsPerRun(10, func() { g.gemm(K, wb, wrb, act, arb, M, y, N, 0, N) }); a != 0 {
 			t.Errorf("%s: %v allocations per call", g.name, a)
+		}
+	}
+}
+
+// TestGemmKQuantAVX2Extremes runs every AVX2 K-quant GEMM on the largest
+// weight values with the largest scales against activations of -128 and
+// of 127 only: the paired kernels add four products per chunk in int16
+// (Q6_K: 4·63·(-128) = -32256), so this is where an overflow would show.
+func TestGemmKQuantAVX2Extremes(t *testing.T) {
+	needAVX2(t)
+	const N, K, M = 8, 512, 16
+	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q2_K, quant.Q3_K} {
+		dot := quant.DotFor(wt)
+		rs, _ := wt.RowSize(K)
+		wb := make([]byte, N*rs)
+		for i := range wb {
+			wb[i] = 0xff // every value and scale at its maximum (Q6_K's int8 scales: -1)
+		}
+		if wt == quant.Q6_K {
+			for o := 0; o < len(wb); o += 210 {
+				for i := 192; i < 208; i++ {
+					wb[o+i] = 0x80 // scale -128: the largest magnitude
+				}
+			}
+		}
+		for o := 0; o < len(wb); o += wt.TypeSize() {
+			// f16 fields: 1.0 (0x3c00) instead of NaN
+			for _, f := range map[quant.Type][]int{quant.Q4_K: {0, 2}, quant.Q5_K: {0, 2}, quant.Q6_K: {208}, quant.Q2_K: {80, 82}, quant.Q3_K: {108}}[wt] {
+				wb[o+f], wb[o+f+1] = 0x00, 0x3c
+			}
+		}
+		arb, _ := quant.Q8_K.RowSize(K)
+		act := make([]byte, M*arb)
+		for m := 0; m < M; m++ {
+			q := int8(-128)
+			if m%2 == 1 {
+				q = 127
+			}
+			for b := 0; b < K/256; b++ {
+				x := act[m*arb+b*kqBlockQ8K:]
+				binary.LittleEndian.PutUint32(x, math.Float32bits(0.5))
+				for i := 0; i < 256; i++ {
+					x[4+i] = byte(q)
+				}
+				for i := 0; i < 16; i++ {
+					binary.LittleEndian.PutUint16(x[260+2*i:], uint16(int16(16*int(q))))
+				}
+			}
+		}
+		for _, g := range kqGemmsAVX2[wt] {
+			y := make([]float32, M*N)
+			g.gemm(K, wb, rs, act, arb, M, y, N, 0, N)
+			for m := 0; m < M; m++ {
+				for n := 0; n < N; n++ {
+					w := dot(K, wb[n*rs:(n+1)*rs], act[m*arb:(m+1)*arb])
+					if math.Float32bits(y[m*N+n]) != math.Float32bits(w) {
+						t.Fatalf("%s: y[%d][%d] = %v, oracle %v", g.name, m, n, y[m*N+n], w)
+					}
+				}
+			}
 		}
 	}
 }

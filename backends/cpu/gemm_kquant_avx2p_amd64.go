@@ -1,0 +1,265 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+
+	"github.com/minfer/minfer/quant"
+)
+
+// Paired AVX2 GEMM kernels for Q4_K, Q5_K and Q6_K weights
+// (gemm_kquant_avx2p_amd64.s, written by internal/asmgen from
+// gemm_kquant_avx2p.go, which explains the arithmetic): one VPMADDWD by
+// the scale words serves two 32-element chunks, three multiplies per two
+// chunks, row and column instead of four, with the same exact int32 lanes
+// as ggml's AVX2 grouping and the same float order as the plain kernels
+// (gemm_kquant_avx2_amd64.go), so the same bits as quant's pure-Go dot.
+//
+// For that, chunks 2i and 2i+1 (i = 0..3) of a super-block are stored as
+// one pair of two 32-byte halves: viewing each chunk as 16 little-endian
+// words (element pairs), half A holds in dword k word 2k of chunk 2i and
+// word 2k of chunk 2i+1, half B word 2k+1 of each. Both the weights (in
+// the tile) and the activations (in a per-call copy, kqPairActs) are laid
+// out so.
+//
+// Paired tile layout, per 256-element super-block of an R-row tile
+// (448·R bytes):
+//
+//	0      Q [4 pairs][R rows][64] halves A, B of the values (Q4_K 0..15,
+//	       Q5_K 0..31, Q6_K 0..63, one per byte)
+//	256R   S [4][R][8] int32 scale words: Q4_K, Q5_K s_2i | s_2i+1<<16
+//	       in every dword; Q6_K dword k: the int16 scales of lane k of
+//	       chunks 2i and 2i+1 (its 16-element scales 4i and 4i+2 for
+//	       k < 4, 4i+1 and 4i+3 for k ≥ 4)
+//	Q4_K, Q5_K:
+//	384R   D [R][8] float32 d ×8
+//	416R   MN [R/2][16] int16: the 8 mins of rows 2p, then of 2p+1
+//	432R   NDM [R/2][8] float32: -dmin of row 2p ×4, then of 2p+1 ×4
+//	Q6_K:
+//	384R   O [R][16] int16: -32·scale i (the offset term against bsums)
+//	416R   D [R][8] float32 d ×8
+//
+// The activation copy (kqPairActs), per tile of C activation rows and
+// super-block (kqPairActBytes: 288·C+32 bytes): the C rows' 256 quants in
+// pairs as above, then C × 32 bytes of sums (Q4_K, Q5_K: the 8 bsum pair
+// sums twice, as kqBsumPairs; Q6_K: the 16 bsums), then the C float32 d,
+// then padding to a multiple of 32 bytes, so that with a 32-byte aligned
+// buffer (kqAlign32) every quant vector the kernel reads is aligned
+// (measured: the 292·C-byte blocks of the first version, half of whose
+// vectors crossed a cache line, were ≈10% slower).
+
+const kqPairTileBytes = 448
+
+// kqPairActBytes is the size of the activations of one super-block of a
+// tile of C activation rows.
+func kqPairActBytes(C int) int { return 288*C + 32 }
+
+// kqAlign32 returns the part of b (of capacity ≥ n+31) of length n that
+// starts at a 32-byte aligned address.
+func kqAlign32(b []byte, n int) []byte {
+	o := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & 31)
+	return b[o : o+n]
+}
+
+// pairWords returns halves A and B of 8 bytes (4 words) of two chunks lo
+// and hi at the same place: A dword k = lo word 2k | hi word 2k<<16,
+// B dword k = lo word 2k+1 | hi word 2k+1<<16.
+func pairWords(lo, hi uint64) (a, b uint64) {
+	const m0, m1 = 0x0000ffff0000ffff, 0xffff0000ffff0000
+	return lo&m0 | hi<<16&m1, lo>>16&m0 | hi&m1
+}
+
+// kqPairActs fills dst, for the tiles of C activation rows among the
+// first M (a multiple of C), with the activation blocks the paired
+// kernels read (layout above); six selects Q6_K's raw bsums.
+func kqPairActs(dst, act []byte, arb, nb, M, C int, six bool) {
+	ab := kqPairActBytes(C)
+	_ = dst[M/C*nb*ab-1]
+	o := 0
+	for t := 0; t < M; t += C {
+		for b := 0; b < nb; b++ {
+			blk := dst[o : o+ab]
+			for c := 0; c < C; c++ {
+				x := act[(t+c)*arb+b*kqBlockQ8K : (t+c)*arb+b*kqBlockQ8K+kqBlockQ8K]
+				q := (*[256]byte)(x[4:260])
+				d := (*[256]byte)(blk[256*c:])
+				for i := 0; i < 4; i++ {
+					for l := 0; l < 32; l += 8 {
+						pa, pb := pairWords(binary.LittleEndian.Uint64(q[64*i+l:]), binary.LittleEndian.Uint64(q[64*i+32+l:]))
+						binary.LittleEndian.PutUint64(d[64*i+l:], pa)
+						binary.LittleEndian.PutUint64(d[64*i+32+l:], pb)
+					}
+				}
+				s := (*[32]byte)(blk[256*C+32*c:])
+				bs := (*[32]byte)(x[260:292])
+				if six {
+					*s = *bs
+				} else {
+					for i := 0; i < 8; i++ {
+						v := binary.LittleEndian.Uint16(bs[4*i:]) + binary.LittleEndian.Uint16(bs[4*i+2:])
+						binary.LittleEndian.PutUint16(s[2*i:], v)
+						binary.LittleEndian.PutUint16(s[16+2*i:], v)
+					}
+				}
+				copy(blk[288*C+4*c:288*C+4*c+4], x[0:4])
+			}
+			o += ab
+		}
+	}
+}
+
+// packQ4KTileP unpacks R Q4_K weight rows (row r at w[r*wrb:], nb
+// super-blocks; R even) into dst in the paired layout.
+func packQ4KTileP(dst, w []byte, wrb, nb, R int) { packK4TileP(dst, w, wrb, nb, R, false) }
+
+// packQ5KTileP is packQ4KTileP for Q5_K (values 0..31).
+func packQ5KTileP(dst, w []byte, wrb, nb, R int) { packK4TileP(dst, w, wrb, nb, R, true) }
+
+// packK4TileP is packQ4KTileP (five false) or packQ5KTileP (five true):
+// Q4_K's values in asm (packQ4KNibblesAVX2P), Q5_K's 8 at a time here,
+// and the twelve scale bytes as three uint32 (as packK4Tile).
+func packK4TileP(dst, w []byte, wrb, nb, R int, five bool) {
+	tb := kqPairTileBytes * R
+	bs, ql := 144, 16
+	if five {
+		bs, ql = 176, 48
+	}
+	_ = dst[nb*tb-1]
+	_ = w[(R-1)*wrb+nb*bs-1]
+	if !five {
+		packQ4KNibblesAVX2P(&dst[0], &w[0], wrb, nb, R)
+	}
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*bs : r*wrb+b*bs+bs]
+			for i := 0; i < 4 && five; i++ {
+				q := (*[128]byte)(x[ql : ql+128])
+				qh := (*[32]byte)(x[16:48])
+				p := (*[64]byte)(t[64*(i*R+r):])
+				for l := 0; l < 32; l += 8 {
+					v := binary.LittleEndian.Uint64(q[32*i+l:])
+					vl, vh := v&0x0f0f0f0f0f0f0f0f, v>>4&0x0f0f0f0f0f0f0f0f
+					h := binary.LittleEndian.Uint64(qh[l:]) >> uint(2*i)
+					vl |= (h & 0x0101010101010101) << 4
+					vh |= (h >> 1 & 0x0101010101010101) << 4
+					pa, pb := pairWords(vl, vh)
+					binary.LittleEndian.PutUint64(p[l:], pa)
+					binary.LittleEndian.PutUint64(p[32+l:], pb)
+				}
+			}
+			u0 := binary.LittleEndian.Uint32(x[4:])
+			u1 := binary.LittleEndian.Uint32(x[8:])
+			u2 := binary.LittleEndian.Uint32(x[12:])
+			s03, m03 := u0&0x3f3f3f3f, u1&0x3f3f3f3f
+			s47 := u2&0x0f0f0f0f | (u0>>6&0x03030303)<<4
+			m47 := u2>>4&0x0f0f0f0f | (u1>>6&0x03030303)<<4
+			s8 := uint64(s03) | uint64(s47)<<32 // s_j in byte j
+			for i := 0; i < 4; i++ {
+				v := s8 >> uint(16*i) & 0xff
+				v |= (s8 >> uint(16*i+8) & 0xff) << 16
+				v |= v << 32
+				sv := (*[32]byte)(t[256*R+32*(i*R+r):])
+				for l := 0; l < 32; l += 8 {
+					binary.LittleEndian.PutUint64(sv[l:], v)
+				}
+			}
+			d := math.Float32bits(quant.FP16ToFP32(binary.LittleEndian.Uint16(x[0:])))
+			nd := math.Float32bits(-quant.FP16ToFP32(binary.LittleEndian.Uint16(x[2:])))
+			dv := (*[32]byte)(t[384*R+32*r:])
+			for l := 0; l < 32; l += 8 {
+				binary.LittleEndian.PutUint64(dv[l:], uint64(d)|uint64(d)<<32)
+			}
+			p, h := r/2, 16*(r%2)
+			mn := (*[16]byte)(t[416*R+32*p+h:])
+			binary.LittleEndian.PutUint64(mn[0:], bytesToWords(m03))
+			binary.LittleEndian.PutUint64(mn[8:], bytesToWords(m47))
+			ndm := (*[16]byte)(t[432*R+32*p+h:])
+			binary.LittleEndian.PutUint64(ndm[0:], uint64(nd)|uint64(nd)<<32)
+			binary.LittleEndian.PutUint64(ndm[8:], uint64(nd)|uint64(nd)<<32)
+		}
+	}
+}
+
+// packQ6KTileP unpacks R Q6_K weight rows (row r at w[r*wrb:], nb
+// super-blocks) into dst in the paired layout: the values in asm
+// (packQ6KQuantsAVX2P), the scale words here.
+func packQ6KTileP(dst, w []byte, wrb, nb, R int) {
+	tb := kqPairTileBytes * R
+	_ = dst[nb*tb-1]
+	_ = w[(R-1)*wrb+nb*210-1]
+	packQ6KQuantsAVX2P(&dst[0], &w[0], wrb, nb, R)
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*210 : r*wrb+b*210+210]
+			sc := (*[16]byte)(x[192:208])
+			w16 := func(i int) uint64 { return uint64(uint16(int16(int8(sc[i])))) }
+			for i := 0; i < 4; i++ {
+				// lanes 0..3: scales 4i (chunk 2i) and 4i+2 (chunk 2i+1);
+				// lanes 4..7: 4i+1 and 4i+3
+				lo := w16(4*i) | w16(4*i+2)<<16
+				hi := w16(4*i+1) | w16(4*i+3)<<16
+				sv := (*[32]byte)(t[256*R+32*(i*R+r):])
+				binary.LittleEndian.PutUint64(sv[0:], lo|lo<<32)
+				binary.LittleEndian.PutUint64(sv[8:], lo|lo<<32)
+				binary.LittleEndian.PutUint64(sv[16:], hi|hi<<32)
+				binary.LittleEndian.PutUint64(sv[24:], hi|hi<<32)
+			}
+			o := (*[32]byte)(t[384*R+32*r:])
+			for i := 0; i < 16; i++ {
+				binary.LittleEndian.PutUint16(o[2*i:], uint16(int16(-32*int32(int8(sc[i])))))
+			}
+			d := math.Float32bits(quant.FP16ToFP32(binary.LittleEndian.Uint16(x[208:])))
+			dv := (*[32]byte)(t[416*R+32*r:])
+			for l := 0; l < 32; l += 8 {
+				binary.LittleEndian.PutUint64(dv[l:], uint64(d)|uint64(d)<<32)
+			}
+		}
+	}
+}
+
+//go:noescape
+func packQ4KNibblesAVX2P(dst *byte, w *byte, wrb int, nb int, R int)
+
+//go:noescape
+func packQ6KQuantsAVX2P(dst *byte, w *byte, wrb int, nb int, R int)
+
+//go:noescape
+func gemmQ4KAVX2Px2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ4KAVX2Px4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX2Px2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ5KAVX2Px4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ6KAVX2Px2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ6KAVX2Px4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+func newKQGemmQ4KP(R, C int, kern kqGemmAsm) *kqGemm {
+	g := newKQGemmQ4K(R, C, kern)
+	g.name, g.tileBytes, g.paired, g.pack = g.name+"p", kqPairTileBytes, true, packQ4KTileP
+	return g
+}
+
+func newKQGemmQ5KP(R, C int, kern kqGemmAsm) *kqGemm {
+	g := newKQGemmQ5K(R, C, kern)
+	g.name, g.tileBytes, g.paired, g.pack = g.name+"p", kqPairTileBytes, true, packQ5KTileP
+	return g
+}
+
+func newKQGemmQ6KP(R, C int, kern kqGemmAsm) *kqGemm {
+	g := newKQGemmQ6K(R, C, kern)
+	g.name, g.tileBytes, g.paired, g.pack = g.name+"p", kqPairTileBytes, true, packQ6KTileP
+	return g
+}
