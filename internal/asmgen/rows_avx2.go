@@ -107,7 +107,7 @@ as 16 words from the record, VPADDD.
 Registers: Y0/Y1 rows A/B float accumulators, Y2 the mins (lanes 0..3 A,
 4..7 B), Y14 nibble mask, Y12/Y13 the chunk's activations, Y15/Y9 rows
 A/B int32 sums, Y3, Y8, Y10, Y11 temporaries; R11 the record offset.`)
-	kqPairKernel(a, false)
+	rowsPairKernel(a, false)
 }
 
 // rowsQ5KAVX2 writes kqRowsQ5KAVX2.
@@ -123,11 +123,11 @@ Per chunk j and row the 5th bits of the low (high) nibbles are bit 2j
 (2j+1) of the 32 qh bytes: a word shift to bit 4, AND 0x10, OR into the
 nibbles (values 0..31: the VPMADDUBSW pairs stay below 2·31·128).
 Registers as kqRowsQ4KAVX2, plus Y5/Y6 rows A/B qh bytes, Y4 0x10 bytes.`)
-	kqPairKernel(a, true)
+	rowsPairKernel(a, true)
 }
 
-// kqPairKernel writes the Q4_K (five = false) or Q5_K row kernel.
-func kqPairKernel(a *Asm, five bool) {
+// rowsPairKernel writes the Q4_K (five = false) or Q5_K row kernel.
+func rowsPairKernel(a *Asm, five bool) {
 	p, name, bs, ql, pf := "q4k", "kqRowsQ4KAVX2", 144, 16, 5
 	if five {
 		p, name, bs, ql, pf = "q5k", "kqRowsQ5KAVX2", 176, 48, 6
