@@ -48,7 +48,8 @@ const FlashBlock = 256
 type flashScratch struct {
 	nb, group, hd int       // blocks of the context, query heads per KV head, head size
 	tile          int       // (KV head, token) rows the partials below hold
-	x             []float32 // FlashBlock: one block's scores, then probabilities
+	x             []float32 // tile·group·FlashBlock: one block's scores, then probabilities, per query
+	cnt           []int     // tile: rows of the block per token of a run
 	qf            []float32 // tile·group·headDim: queries rounded through f16
 	o             []float32 // tile·group·nb·headDim: the partials o_b of each (token, query head)
 	m, s          []float32 // tile·group·nb: m_b, S_b
@@ -61,7 +62,7 @@ const flashTile = 4
 
 func newFlashScratch(ctx, group, headDim int) flashScratch {
 	f := flashScratch{nb: (ctx + FlashBlock - 1) / FlashBlock, group: group, hd: headDim,
-		x: make([]float32, FlashBlock), acc: make([]float32, headDim)}
+		acc: make([]float32, headDim)}
 	f.grow(1)
 	return f
 }
@@ -72,6 +73,8 @@ func (f *flashScratch) grow(tile int) {
 		return
 	}
 	f.tile = tile
+	f.x = make([]float32, tile*f.group*FlashBlock)
+	f.cnt = make([]int, tile)
 	f.qf = make([]float32, tile*f.group*f.hd)
 	f.o = make([]float32, tile*f.group*f.nb*f.hd)
 	f.m = make([]float32, tile*f.group*f.nb)
@@ -129,6 +132,29 @@ func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, he
 		for b := 0; b < nbMax; b++ {
 			j0 := b * FlashBlock
 			for kh := kvh0; kh < kvh1; kh++ {
+				if f16 {
+					// Runs of consecutive tokens with rows in the block:
+					// their G·tokens queries are contiguous in qs and share
+					// each converted row.
+					for t := ta; t < tb; {
+						if int(pos[t])+1 <= j0 {
+							t++
+							continue
+						}
+						u := t + 1
+						for u < tb && int(pos[u])+1 > j0 {
+							u++
+						}
+						cnt := fs.cnt[:u-t]
+						for i := range cnt {
+							cnt[i] = min(FlashBlock, int(pos[t+i])+1-j0)
+						}
+						r0 := row(kh, t) * G
+						flashBlocksF16(fs, k, v, kh*hd, j0, b, qs[r0*hd:(r0+(u-t)*G)*hd], r0, cnt, G, scale, s)
+						t = u
+					}
+					continue
+				}
 				for t := ta; t < tb; t++ {
 					n := int(pos[t]) + 1
 					if j0 >= n {
@@ -176,30 +202,7 @@ func flashBlock(o, x []float32, k, v faCache, col, j0 int, q []float32, scale fl
 	default:
 		scoresF16(x, k.b[2*(j0*k.width+col):], k.width, c, q, s)
 	}
-	// Scale, max, exp.
-	if tier != nil {
-		m = tier.scaleMaxRow(x, x, scale)
-		c16 := roundUp16(c)
-		xs := x[:c16:c16]
-		if cap(x) < c16 {
-			panic("cpu: flash scratch")
-		}
-		tier.expSumRow(xs, c, m)
-	} else {
-		m = float32(math.Inf(-1))
-		for j := range x {
-			x[j] *= scale
-			if x[j] > m {
-				m = x[j]
-			}
-		}
-		for j := range x {
-			x[j] = ggmlf32.ExpF(x[j] - m)
-		}
-	}
-	for _, p := range x {
-		sum += p
-	}
+	m, sum = flashSoftmax(x, scale)
 	// Probability-weighted v rows.
 	switch {
 	case tier != nil && hd%lanes == 0 && v.f != nil:
@@ -227,6 +230,120 @@ func flashBlock(o, x []float32, k, v faCache, col, j0 int, q []float32, scale fl
 		}
 	}
 	return m, sum
+}
+
+// flashSoftmax sets x[j] = ggmlf32.ExpF(x[j]·scale - m) for the block's
+// scores x (cap(x) ≥ roundUp16(len(x))) and returns m = max x[j]·scale and
+// S = Σ x[j] (float32 adds in increasing j).
+func flashSoftmax(x []float32, scale float32) (m, sum float32) {
+	c := len(x)
+	if tier := f32k; tier != nil {
+		m = tier.scaleMaxRow(x, x, scale)
+		c16 := roundUp16(c)
+		if cap(x) < c16 {
+			panic("cpu: flash scratch")
+		}
+		tier.expSumRow(x[:c16:c16], c, m)
+	} else {
+		m = float32(math.Inf(-1))
+		for j := range x {
+			x[j] *= scale
+			if x[j] > m {
+				m = x[j]
+			}
+		}
+		for j := range x {
+			x[j] = ggmlf32.ExpF(x[j] - m)
+		}
+	}
+	for _, p := range x {
+		sum += p
+	}
+	return m, sum
+}
+
+// flashBlocksF16 computes block b's partials (at j0, the KV head's
+// columns from col) of the queries q of a run of tokens of one KV head
+// over an f16 cache: G queries per token, token i attending to the
+// block's first cnt[i] rows; the queries are the (token, head) rows r0..
+// of the scratch partials. Each converted K row gives the scores of every
+// query of the run (rows past a token's count are scored but unused), and
+// each converted V row feeds the v sums of every token with the same
+// count: every query's float order is flashBlock's.
+func flashBlocksF16(fs *flashScratch, k, v faCache, col, j0, b int, q []float32, r0 int, cnt []int, G int, scale float32, s *AttnScratch) {
+	hd, nb := fs.hd, fs.nb
+	nq := len(cnt) * G
+	cmax := 0
+	for _, c := range cnt {
+		cmax = max(cmax, c)
+	}
+	const FB = FlashBlock
+	x := fs.x[:nq*FB]
+	kb := k.b[2*(j0*k.width+col):]
+	tier := f32k
+	switch {
+	case tier != nil && hd%64 == 0:
+		tier.scoresHQ(x, FB, kb, k.width, cmax, q, nq, hd)
+	case tier != nil:
+		for r := 0; r < nq; r++ {
+			tier.scoresH(x[r*FB:], kb, k.width, cnt[r/G], q[r*hd:(r+1)*hd], hd)
+		}
+	default:
+		scoresF16Q(x, FB, kb, k.width, cmax, q, nq, hd, s.row[:hd])
+	}
+	for r := 0; r < nq; r++ {
+		i := (r0+r)*nb + b
+		fs.m[i], fs.s[i] = flashSoftmax(x[r*FB:r*FB+cnt[r/G]], scale)
+	}
+	vb := v.b[2*(j0*v.width+col):]
+	for t := 0; t < len(cnt); {
+		u := t + 1
+		for u < len(cnt) && cnt[u] == cnt[t] {
+			u++
+		}
+		o := fs.o[((r0+t*G)*nb+b)*hd:]
+		p := x[t*G*FB:]
+		if tier != nil && hd%lanes == 0 {
+			tier.vaccHQ(o, nb*hd, vb, v.width, p, FB, (u-t)*G, cnt[t], hd)
+		} else {
+			vaccF16Q(o, nb*hd, vb, v.width, p, FB, (u-t)*G, cnt[t], hd, s.row[:hd])
+		}
+		t = u
+	}
+}
+
+// scoresF16Q is the pure-Go scoresHQ (any hd): sc[r*scs+j] =
+// ggmlf32.VecDotF32(float32(k_j), q[r*hd:][:hd]) for r < nq, j < n, each
+// row converted once into row (hd floats).
+func scoresF16Q(sc []float32, scs int, k []byte, kstride, n int, q []float32, nq, hd int, row []float32) {
+	for j := 0; j < n; j++ {
+		f16Row(row, k[2*j*kstride:])
+		for r := 0; r < nq; r++ {
+			sc[r*scs+j] = ggmlf32.VecDotF32(row, q[r*hd:(r+1)*hd])
+		}
+	}
+}
+
+// vaccF16Q is the pure-Go vaccHQ (any hd): o[r*os+d] = the fused
+// multiply-add chain of p[r*ps+j]·float32(v_j[d]) over j < n in increasing
+// j from 0, each row converted once into row (hd floats).
+func vaccF16Q(o []float32, os int, v []byte, vstride int, p []float32, ps, nq, n, hd int, row []float32) {
+	for r := 0; r < nq; r++ {
+		clear(o[r*os : r*os+hd])
+	}
+	for j := 0; j < n; j++ {
+		f16Row(row, v[2*j*vstride:])
+		for r := 0; r < nq; r++ {
+			pj, or := p[r*ps+j], o[r*os:r*os+hd]
+			for d, vd := range row {
+				x, ok := ggmlf32.FMA32Fast(pj, vd, or[d])
+				if !ok {
+					x = ggmlf32.FMA32Exact(pj, vd, or[d])
+				}
+				or[d] = x
+			}
+		}
+	}
 }
 
 // flashMerge merges the partials (o_b at o[b*hd:], m[b], S[b]) into
