@@ -71,7 +71,7 @@ var flashCases = []attnCase{
 	{6, 2, 80, 5, 300, 512},
 	{2, 1, 40, 3, 520, 768}, // a head size the SIMD v sums do not take
 	{16, 8, 128, 17, 240, 512},
-	{14, 2, 64, 6, 508, 768},  // qwen2's G = 7: several passes of the multi-query kernels; a tile across a block edge
+	{14, 2, 64, 6, 508, 768},   // qwen2's G = 7: several passes of the multi-query kernels; a tile across a block edge
 	{8, 1, 128, 1, 1000, 1024}, // G = 8 decode over four blocks
 	{8, 1, 192, 3, 254, 512},   // three 64-chunks per row; tokens with 255, 256 and 257 rows
 	{12, 4, 256, 2, 300, 512},
