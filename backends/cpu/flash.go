@@ -371,3 +371,76 @@ func flashMerge(y, acc, o, m, S []float32) {
 		y[d] = x / sum
 	}
 }
+
+// FlashPartials holds the block partials (o_b, m_b, S_b of the order
+// above) of one decode token's query heads, shared by the workers of a
+// decode split by KV block: any worker computes a block's partial of a KV
+// head (FlashBlockPartial), and the merge of a head (FlashMergeHead) reads
+// them in block order, so the output has the bits of FlashHeads whoever
+// computed what.
+type FlashPartials struct {
+	nb, hd  int
+	o, m, s []float32
+}
+
+// NewFlashPartials allocates the partials of nHead query heads of headDim
+// values over a context of ctx positions.
+func NewFlashPartials(ctx, nHead, headDim int) *FlashPartials {
+	nb := (ctx + FlashBlock - 1) / FlashBlock
+	return &FlashPartials{nb: nb, hd: headDim, o: make([]float32, nHead*nb*headDim),
+		m: make([]float32, nHead*nb), s: make([]float32, nHead*nb)}
+}
+
+// FlashBlocks is the number of flash blocks a token at position pos reads.
+func FlashBlocks(pos int32) int { return (int(pos) + FlashBlock) / FlashBlock }
+
+// FlashBlockPartial computes block b (< FlashBlocks(pos)) of the query
+// heads of KV head kh for one token at position pos (q its nHead·headDim
+// query row), into p: the arithmetic of FlashHeads for that block.
+func FlashBlockPartial(p *FlashPartials, q []float32, kc, vc *KVCache, pos int32, nHead, nHeadKV, headDim int, scale float32, kh, b int, s *AttnScratch) {
+	hd, G := headDim, nHead/nHeadKV
+	kvw := nHeadKV * hd
+	k := faCache{kc.F, kc.B, kvw}
+	v := faCache{vc.F, vc.B, kvw}
+	if p.hd != hd || nHead*p.nb*hd > len(p.o) {
+		panic("cpu: flash partials shape")
+	}
+	n := int(pos) + 1
+	j0 := b * FlashBlock
+	c := min(FlashBlock, n-j0)
+	if c <= 0 {
+		panic("cpu: flash block past the token's position")
+	}
+	fs := &s.flash
+	qs := fs.qf[:G*hd]
+	qt := q[kh*G*hd : (kh+1)*G*hd]
+	if kc.F == nil {
+		for i, x := range qt {
+			qs[i] = quant.FP16ToFP32(quant.FP32ToFP16(x))
+		}
+		// A view of the shared partials as the scratch flashBlocksF16
+		// writes: query heads kh·G.. at rows 0.. of p.
+		view := flashScratch{nb: p.nb, group: G, hd: hd, x: fs.x, cnt: fs.cnt,
+			o: p.o[kh*G*p.nb*hd:], m: p.m[kh*G*p.nb:], s: p.s[kh*G*p.nb:]}
+		view.cnt[0] = c
+		flashBlocksF16(&view, k, v, kh*hd, j0, b, qs, 0, view.cnt[:1], G, scale, s)
+		return
+	}
+	copy(qs, qt)
+	for g := 0; g < G; g++ {
+		i := (kh*G+g)*p.nb + b
+		p.m[i], p.s[i] = flashBlock(p.o[i*hd:(i+1)*hd], fs.x[:c], k, v, kh*hd, j0, qs[g*hd:(g+1)*hd], scale, s)
+	}
+}
+
+// FlashMergeHead merges the FlashBlocks(pos) partials of the query heads of
+// KV head kh into y (the token's nHead·headDim output row), in block order.
+func FlashMergeHead(y []float32, p *FlashPartials, pos int32, nHead, nHeadKV, headDim int, kh int, s *AttnScratch) {
+	hd, G := headDim, nHead/nHeadKV
+	nb := FlashBlocks(pos)
+	for g := 0; g < G; g++ {
+		h := kh*G + g
+		i := h * p.nb
+		flashMerge(y[h*hd:(h+1)*hd], s.flash.acc[:hd], p.o[i*hd:], p.m[i:i+nb], p.s[i:i+nb])
+	}
+}

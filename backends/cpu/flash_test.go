@@ -294,3 +294,49 @@ func TestFlashMultiQueryKernels(t *testing.T) {
 		})
 	}
 }
+
+// TestFlashBlockSplit: a decode token's attention computed block by block
+// (FlashBlockPartial, in any order and with any worker's scratch) and
+// merged per KV head (FlashMergeHead) has FlashHeads' bits, f32 and f16
+// caches, every tier.
+func TestFlashBlockSplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(71, 72))
+	tiers := append([]*f32Tier{nil}, f32Tiers...)
+	for _, c := range []attnCase{{16, 8, 128, 1, 1000, 1024}, {14, 2, 64, 1, 767, 768}, {6, 2, 80, 1, 256, 512}, {4, 4, 64, 1, 3, 256}} {
+		q, k, v, pos := attnSetup(r, c)
+		ctx, kvw := c.ctx, c.Hkv*c.hd
+		scale := float32(1 / math.Sqrt(float64(c.hd)))
+		for _, kt := range []quant.Type{quant.F32, quant.F16} {
+			kv, _ := NewKV(kt)
+			kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+			vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+			for _, tier := range tiers {
+				name := "go"
+				if tier != nil {
+					name = tier.name
+				}
+				t.Run(fmt.Sprintf("%s/%s/H%d/Hkv%d/hd%d@%d", kt, name, c.H, c.Hkv, c.hd, c.start), func(t *testing.T) {
+					if tier != nil && !tier.ok {
+						t.Skip(tier.name + " float32 kernels unavailable: " + tier.why)
+					}
+					withF32(tier, func() {
+						want := make([]float32, len(q))
+						kv.AttendFlash(want, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, 0, 1, NewAttnScratch(ctx, c.H/c.Hkv, c.hd))
+						p := NewFlashPartials(ctx, c.H, c.hd)
+						ss := []*AttnScratch{NewAttnScratch(ctx, c.H/c.Hkv, c.hd), NewAttnScratch(ctx, c.H/c.Hkv, c.hd)}
+						nb := FlashBlocks(pos[0])
+						pieces := r.Perm(c.Hkv * nb)
+						for i, pc := range pieces {
+							FlashBlockPartial(p, q, kc, vc, pos[0], c.H, c.Hkv, c.hd, scale, pc%c.Hkv, pc/c.Hkv, ss[i%2])
+						}
+						got := make([]float32, len(q))
+						for kh := c.Hkv - 1; kh >= 0; kh-- {
+							FlashMergeHead(got, p, pos[0], c.H, c.Hkv, c.hd, kh, ss[kh%2])
+						}
+						sameBits(t, "block split", got, want)
+					})
+				})
+			}
+		}
+	}
+}
