@@ -11,7 +11,8 @@
 // func dotsF16Q1AVX2(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 // Scores of 1 queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 // Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-// DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+// DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+// queries, else 16 rows of k for the prefetch), R10 chunks,
 // AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 // the 6 registers from Y6·r (P, Q, R of 16 lanes each); the converted row
 // piece is in Y6.
@@ -30,7 +31,8 @@ TEXT ·dotsF16Q1AVX2(SB), NOSPLIT, $0-56
 	SHLQ	$2, BX
 	LEAQ	(BX)(BX*2), R13
 	LEAQ	(BX)(BX*4), R14
-	LEAQ	(R13)(BX*4), R15
+	MOVQ	R9, R15
+	SHLQ	$4, R15
 	TESTQ	CX, CX
 	JEQ	dotsF16Q1AVX2_done
 
@@ -43,8 +45,8 @@ dotsF16Q1AVX2_row:
 	MOVQ	DX, R12
 	MOVQ	R10, AX
 dotsF16Q1AVX2_h0:
-	PREFETCHT0	(R11)(R9*8)
-	PREFETCHT0	64(R11)(R9*8)
+	PREFETCHT0	(R11)(R15*1)
+	PREFETCHT0	64(R11)(R15*1)
 	VCVTPH2PS	0(R11), Y6
 	VCVTPH2PS	16(R11), Y7
 	VFMADD231PS	0(R12), Y6, Y0
@@ -104,7 +106,8 @@ dotsF16Q1AVX2_done:
 // func dotsF16Q2AVX2(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 // Scores of 2 queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 // Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-// DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+// DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+// queries, else 16 rows of k for the prefetch), R10 chunks,
 // AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 // the 6 registers from Y6·r (P, Q, R of 16 lanes each); the converted row
 // piece is in Y12.
@@ -123,7 +126,8 @@ TEXT ·dotsF16Q2AVX2(SB), NOSPLIT, $0-56
 	SHLQ	$2, BX
 	LEAQ	(BX)(BX*2), R13
 	LEAQ	(BX)(BX*4), R14
-	LEAQ	(R13)(BX*4), R15
+	MOVQ	R9, R15
+	SHLQ	$4, R15
 	TESTQ	CX, CX
 	JEQ	dotsF16Q2AVX2_done
 
@@ -140,8 +144,8 @@ dotsF16Q2AVX2_row:
 	MOVQ	DX, R12
 	MOVQ	R10, AX
 dotsF16Q2AVX2_h0:
-	PREFETCHT0	(R11)(R9*8)
-	PREFETCHT0	64(R11)(R9*8)
+	PREFETCHT0	(R11)(R15*1)
+	PREFETCHT0	64(R11)(R15*1)
 	VCVTPH2PS	0(R11), Y12
 	VCVTPH2PS	16(R11), Y13
 	VFMADD231PS	0(R12), Y12, Y0
@@ -228,7 +232,8 @@ dotsF16Q2AVX2_done:
 // func dotsF16Q1AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 // Scores of 1 queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 // Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-// DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+// DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+// queries, else 16 rows of k for the prefetch), R10 chunks,
 // AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 // the 3 registers from Z3·r (P, Q, R of 16 lanes each); the converted row
 // piece is in Z3.
@@ -247,7 +252,8 @@ TEXT ·dotsF16Q1AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$2, BX
 	LEAQ	(BX)(BX*2), R13
 	LEAQ	(BX)(BX*4), R14
-	LEAQ	(R13)(BX*4), R15
+	MOVQ	R9, R15
+	SHLQ	$4, R15
 	TESTQ	CX, CX
 	JEQ	dotsF16Q1AVX512_done
 
@@ -258,8 +264,8 @@ dotsF16Q1AVX512_row:
 	MOVQ	DX, R12
 	MOVQ	R10, AX
 dotsF16Q1AVX512_h0:
-	PREFETCHT0	(R11)(R9*8)
-	PREFETCHT0	64(R11)(R9*8)
+	PREFETCHT0	(R11)(R15*1)
+	PREFETCHT0	64(R11)(R15*1)
 	VCVTPH2PS	0(R11), Z3
 	VFMADD231PS	0(R12), Z3, Z0
 	VCVTPH2PS	64(R11), Z3
@@ -307,7 +313,8 @@ dotsF16Q1AVX512_done:
 // func dotsF16Q2AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 // Scores of 2 queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 // Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-// DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+// DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+// queries, else 16 rows of k for the prefetch), R10 chunks,
 // AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 // the 3 registers from Z3·r (P, Q, R of 16 lanes each); the converted row
 // piece is in Z6.
@@ -326,7 +333,8 @@ TEXT ·dotsF16Q2AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$2, BX
 	LEAQ	(BX)(BX*2), R13
 	LEAQ	(BX)(BX*4), R14
-	LEAQ	(R13)(BX*4), R15
+	MOVQ	R9, R15
+	SHLQ	$4, R15
 	TESTQ	CX, CX
 	JEQ	dotsF16Q2AVX512_done
 
@@ -339,8 +347,8 @@ dotsF16Q2AVX512_row:
 	MOVQ	DX, R12
 	MOVQ	R10, AX
 dotsF16Q2AVX512_h0:
-	PREFETCHT0	(R11)(R9*8)
-	PREFETCHT0	64(R11)(R9*8)
+	PREFETCHT0	(R11)(R15*1)
+	PREFETCHT0	64(R11)(R15*1)
 	VCVTPH2PS	0(R11), Z6
 	VFMADD231PS	0(R12), Z6, Z0
 	VFMADD231PS	0(R12)(BX*1), Z6, Z3
@@ -407,7 +415,8 @@ dotsF16Q2AVX512_done:
 // func dotsF16Q3AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 // Scores of 3 queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 // Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-// DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+// DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+// queries, else 16 rows of k for the prefetch), R10 chunks,
 // AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 // the 3 registers from Z3·r (P, Q, R of 16 lanes each); the converted row
 // piece is in Z9.
@@ -426,7 +435,8 @@ TEXT ·dotsF16Q3AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$2, BX
 	LEAQ	(BX)(BX*2), R13
 	LEAQ	(BX)(BX*4), R14
-	LEAQ	(R13)(BX*4), R15
+	MOVQ	R9, R15
+	SHLQ	$4, R15
 	TESTQ	CX, CX
 	JEQ	dotsF16Q3AVX512_done
 
@@ -441,8 +451,8 @@ dotsF16Q3AVX512_row:
 	MOVQ	DX, R12
 	MOVQ	R10, AX
 dotsF16Q3AVX512_h0:
-	PREFETCHT0	(R11)(R9*8)
-	PREFETCHT0	64(R11)(R9*8)
+	PREFETCHT0	(R11)(R15*1)
+	PREFETCHT0	64(R11)(R15*1)
 	VCVTPH2PS	0(R11), Z9
 	VFMADD231PS	0(R12), Z9, Z0
 	VFMADD231PS	0(R12)(BX*1), Z9, Z3
@@ -528,7 +538,8 @@ dotsF16Q3AVX512_done:
 // func dotsF16Q4AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 // Scores of 4 queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 // Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-// DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+// DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+// queries, else 16 rows of k for the prefetch), R10 chunks,
 // AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 // the 3 registers from Z3·r (P, Q, R of 16 lanes each); the converted row
 // piece is in Z12.
@@ -547,7 +558,8 @@ TEXT ·dotsF16Q4AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$2, BX
 	LEAQ	(BX)(BX*2), R13
 	LEAQ	(BX)(BX*4), R14
-	LEAQ	(R13)(BX*4), R15
+	MOVQ	R9, R15
+	SHLQ	$4, R15
 	TESTQ	CX, CX
 	JEQ	dotsF16Q4AVX512_done
 
@@ -564,8 +576,8 @@ dotsF16Q4AVX512_row:
 	MOVQ	DX, R12
 	MOVQ	R10, AX
 dotsF16Q4AVX512_h0:
-	PREFETCHT0	(R11)(R9*8)
-	PREFETCHT0	64(R11)(R9*8)
+	PREFETCHT0	(R11)(R15*1)
+	PREFETCHT0	64(R11)(R15*1)
 	VCVTPH2PS	0(R11), Z12
 	VFMADD231PS	0(R12), Z12, Z0
 	VFMADD231PS	0(R12)(BX*1), Z12, Z3
@@ -670,7 +682,8 @@ dotsF16Q4AVX512_done:
 // func dotsF16Q5AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 // Scores of 5 queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 // Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-// DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+// DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+// queries, else 16 rows of k for the prefetch), R10 chunks,
 // AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 // the 3 registers from Z3·r (P, Q, R of 16 lanes each); the converted row
 // piece is in Z15.
@@ -689,7 +702,8 @@ TEXT ·dotsF16Q5AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$2, BX
 	LEAQ	(BX)(BX*2), R13
 	LEAQ	(BX)(BX*4), R14
-	LEAQ	(R13)(BX*4), R15
+	MOVQ	R9, R15
+	SHLQ	$4, R15
 	TESTQ	CX, CX
 	JEQ	dotsF16Q5AVX512_done
 
@@ -708,8 +722,8 @@ dotsF16Q5AVX512_row:
 	MOVQ	DX, R12
 	MOVQ	R10, AX
 dotsF16Q5AVX512_h0:
-	PREFETCHT0	(R11)(R9*8)
-	PREFETCHT0	64(R11)(R9*8)
+	PREFETCHT0	(R11)(R15*1)
+	PREFETCHT0	64(R11)(R15*1)
 	VCVTPH2PS	0(R11), Z15
 	VFMADD231PS	0(R12), Z15, Z0
 	VFMADD231PS	0(R12)(BX*1), Z15, Z3
@@ -833,7 +847,8 @@ dotsF16Q5AVX512_done:
 // func dotsF16Q6AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 // Scores of 6 queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 // Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-// DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+// DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+// queries, else 16 rows of k for the prefetch), R10 chunks,
 // AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 // the 3 registers from Z3·r (P, Q, R of 16 lanes each); the converted row
 // piece is in Z18.
@@ -852,7 +867,8 @@ TEXT ·dotsF16Q6AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$2, BX
 	LEAQ	(BX)(BX*2), R13
 	LEAQ	(BX)(BX*4), R14
-	LEAQ	(R13)(BX*4), R15
+	MOVQ	R9, R15
+	SHLQ	$4, R15
 	TESTQ	CX, CX
 	JEQ	dotsF16Q6AVX512_done
 
@@ -873,8 +889,8 @@ dotsF16Q6AVX512_row:
 	MOVQ	DX, R12
 	MOVQ	R10, AX
 dotsF16Q6AVX512_h0:
-	PREFETCHT0	(R11)(R9*8)
-	PREFETCHT0	64(R11)(R9*8)
+	PREFETCHT0	(R11)(R15*1)
+	PREFETCHT0	64(R11)(R15*1)
 	VCVTPH2PS	0(R11), Z18
 	VFMADD231PS	0(R12), Z18, Z0
 	VFMADD231PS	0(R12)(BX*1), Z18, Z3
@@ -1017,7 +1033,8 @@ dotsF16Q6AVX512_done:
 // func dotsF16Q7AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 // Scores of 7 queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 // Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-// DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+// DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+// queries, else 16 rows of k for the prefetch), R10 chunks,
 // AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 // the 3 registers from Z3·r (P, Q, R of 16 lanes each); the converted row
 // piece is in Z21.
@@ -1036,7 +1053,8 @@ TEXT ·dotsF16Q7AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$2, BX
 	LEAQ	(BX)(BX*2), R13
 	LEAQ	(BX)(BX*4), R14
-	LEAQ	(R13)(BX*4), R15
+	MOVQ	R9, R15
+	SHLQ	$4, R15
 	TESTQ	CX, CX
 	JEQ	dotsF16Q7AVX512_done
 
@@ -1059,8 +1077,8 @@ dotsF16Q7AVX512_row:
 	MOVQ	DX, R12
 	MOVQ	R10, AX
 dotsF16Q7AVX512_h0:
-	PREFETCHT0	(R11)(R9*8)
-	PREFETCHT0	64(R11)(R9*8)
+	PREFETCHT0	(R11)(R15*1)
+	PREFETCHT0	64(R11)(R15*1)
 	VCVTPH2PS	0(R11), Z21
 	VFMADD231PS	0(R12), Z21, Z0
 	VFMADD231PS	0(R12)(BX*1), Z21, Z3
@@ -1222,7 +1240,8 @@ dotsF16Q7AVX512_done:
 // func dotsF16Q8AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 // Scores of 8 queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 // Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-// DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+// DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+// queries, else 16 rows of k for the prefetch), R10 chunks,
 // AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 // the 3 registers from Z3·r (P, Q, R of 16 lanes each); the converted row
 // piece is in Z24.
@@ -1448,7 +1467,7 @@ dotsF16Q8AVX512_done:
 // func vaccF16Q1AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
 // The v sums of 1 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
-// bytes (R15 = 16 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
+// bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
 // R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 32 d in
 // Y0..Y3 (four registers each), its p_r[j] broadcast in Y4.., the
 // converted row piece in Y5.
@@ -1466,7 +1485,7 @@ TEXT ·vaccF16Q1AVX2(SB), NOSPLIT, $0-64
 	MOVQ	hd+56(FP), R10
 	LEAQ	(BX)(BX*2), R13
 	MOVQ	R9, R15
-	SHLQ	$4, R15
+	SHLQ	$6, R15
 	XORQ	AX, AX
 
 vaccF16Q1AVX2_big:
@@ -1535,7 +1554,7 @@ vaccF16Q1AVX2_done:
 // func vaccF16Q2AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
 // The v sums of 2 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
-// bytes (R15 = 16 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
+// bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
 // R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 32 d in
 // Y0..Y7 (four registers each), its p_r[j] broadcast in Y8.., the
 // converted row piece in Y10.
@@ -1553,7 +1572,7 @@ TEXT ·vaccF16Q2AVX2(SB), NOSPLIT, $0-64
 	MOVQ	hd+56(FP), R10
 	LEAQ	(BX)(BX*2), R13
 	MOVQ	R9, R15
-	SHLQ	$4, R15
+	SHLQ	$6, R15
 	XORQ	AX, AX
 
 vaccF16Q2AVX2_big:
@@ -1644,7 +1663,7 @@ vaccF16Q2AVX2_done:
 // func vaccF16Q3AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
 // The v sums of 3 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
-// bytes (R15 = 16 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
+// bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
 // R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 32 d in
 // Y0..Y11 (four registers each), its p_r[j] broadcast in Y12.., the
 // converted row piece in Y15.
@@ -1662,7 +1681,7 @@ TEXT ·vaccF16Q3AVX2(SB), NOSPLIT, $0-64
 	MOVQ	hd+56(FP), R10
 	LEAQ	(BX)(BX*2), R13
 	MOVQ	R9, R15
-	SHLQ	$4, R15
+	SHLQ	$6, R15
 	XORQ	AX, AX
 
 vaccF16Q3AVX2_big:
@@ -1775,7 +1794,7 @@ vaccF16Q3AVX2_done:
 // func vaccF16Q1AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
 // The v sums of 1 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
-// bytes (R15 = 16 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
+// bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
 // R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 64 d in
 // Z0..Z3 (four registers each), its p_r[j] broadcast in Z4.., the
 // converted row piece in Z5.
@@ -1793,7 +1812,7 @@ TEXT ·vaccF16Q1AVX512(SB), NOSPLIT, $0-64
 	MOVQ	hd+56(FP), R10
 	LEAQ	(BX)(BX*2), R13
 	MOVQ	R9, R15
-	SHLQ	$4, R15
+	SHLQ	$6, R15
 	XORQ	AX, AX
 
 vaccF16Q1AVX512_big:
@@ -1859,7 +1878,7 @@ vaccF16Q1AVX512_done:
 // func vaccF16Q2AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
 // The v sums of 2 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
-// bytes (R15 = 16 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
+// bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
 // R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 64 d in
 // Z0..Z7 (four registers each), its p_r[j] broadcast in Z8.., the
 // converted row piece in Z10.
@@ -1877,7 +1896,7 @@ TEXT ·vaccF16Q2AVX512(SB), NOSPLIT, $0-64
 	MOVQ	hd+56(FP), R10
 	LEAQ	(BX)(BX*2), R13
 	MOVQ	R9, R15
-	SHLQ	$4, R15
+	SHLQ	$6, R15
 	XORQ	AX, AX
 
 vaccF16Q2AVX512_big:
@@ -1962,7 +1981,7 @@ vaccF16Q2AVX512_done:
 // func vaccF16Q3AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
 // The v sums of 3 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
-// bytes (R15 = 16 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
+// bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
 // R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 64 d in
 // Z0..Z11 (four registers each), its p_r[j] broadcast in Z12.., the
 // converted row piece in Z15.
@@ -1980,7 +1999,7 @@ TEXT ·vaccF16Q3AVX512(SB), NOSPLIT, $0-64
 	MOVQ	hd+56(FP), R10
 	LEAQ	(BX)(BX*2), R13
 	MOVQ	R9, R15
-	SHLQ	$4, R15
+	SHLQ	$6, R15
 	XORQ	AX, AX
 
 vaccF16Q3AVX512_big:
@@ -2084,7 +2103,7 @@ vaccF16Q3AVX512_done:
 // func vaccF16Q4AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
 // The v sums of 4 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
-// bytes (R15 = 16 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
+// bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
 // R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 64 d in
 // Z0..Z15 (four registers each), its p_r[j] broadcast in Z16.., the
 // converted row piece in Z20.
@@ -2102,7 +2121,7 @@ TEXT ·vaccF16Q4AVX512(SB), NOSPLIT, $0-64
 	MOVQ	hd+56(FP), R10
 	LEAQ	(BX)(BX*2), R13
 	MOVQ	R9, R15
-	SHLQ	$4, R15
+	SHLQ	$6, R15
 	XORQ	AX, AX
 
 vaccF16Q4AVX512_big:

@@ -98,7 +98,8 @@ func dotsQ(a *Asm, z bool, qp int) {
 	a.Comment(fmt.Sprintf(`func %s(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 Scores of %d queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
 Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-DX q, BX hd·4 (query stride; R13, R14, R15 = 3, 5, 7 times it), R10 chunks,
+DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
+queries, else 16 rows of k for the prefetch), R10 chunks,
 AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
 the %d registers from %s%d·r (P, Q, R of 16 lanes each); the converted row
 piece is in %s.`, name, qp, per, regs, per, tmp(0)))
@@ -117,7 +118,14 @@ piece is in %s.`, name, qp, per, regs, per, tmp(0)))
 	a.I("SHLQ", "$2, BX")
 	a.I("LEAQ", "(BX)(BX*2), R13")
 	a.I("LEAQ", "(BX)(BX*4), R14")
-	a.I("LEAQ", "(R13)(BX*4), R15")
+	pf := "(R11)(R9*8)" // prefetch row j+8 (qp = 8: R15 holds 7·BX)
+	if qp < 8 {
+		a.I("MOVQ", "R9, R15")
+		a.I("SHLQ", "$4, R15")
+		pf = "(R11)(R15*1)" // row j+16
+	} else {
+		a.I("LEAQ", "(R13)(BX*4), R15")
+	}
 	a.I("TESTQ", "CX, CX")
 	a.I("JEQ", name+"_done")
 	a.Blank()
@@ -136,9 +144,9 @@ piece is in %s.`, name, qp, per, regs, per, tmp(0)))
 		lbl := fmt.Sprintf("%s_h%d", name, h)
 		a.Label(lbl)
 		if h == 0 {
-			// Row j+8, ahead of the hardware's stride detection.
-			a.I("PREFETCHT0", "(R11)(R9*8)")
-			a.I("PREFETCHT0", "64(R11)(R9*8)")
+			// A row ahead, for the hardware's stride detection.
+			a.I("PREFETCHT0", pf)
+			a.I("PREFETCHT0", "64"+pf)
 		}
 		for i, ai := range as {
 			for p := 0; p < pieces; p++ {
@@ -230,7 +238,7 @@ func vaccQ(a *Asm, z bool, qp int) {
 	a.Comment(fmt.Sprintf(`func %s(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
 The v sums of %d queries over n ≥ 1 f16 rows (see vaccQ in
 internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
-bytes (R15 = 16 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
+bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
 R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of %d d in
 %s..%s (four registers each), its p_r[j] broadcast in %s.., the
 converted row piece in %s.`, name, qp, W, acc(0, 0), acc(qp-1, 3), bc(0), tmp))
@@ -248,7 +256,7 @@ converted row piece in %s.`, name, qp, W, acc(0, 0), acc(qp-1, 3), bc(0), tmp))
 	a.I("MOVQ", "hd+56(FP), R10")
 	a.I("LEAQ", "(BX)(BX*2), R13")
 	a.I("MOVQ", "R9, R15")
-	a.I("SHLQ", "$4, R15")
+	a.I("SHLQ", "$6, R15")
 	a.I("XORQ", "AX, AX")
 	block := func(lbl string, np, width int, next string) {
 		a.Blank()
@@ -270,7 +278,7 @@ converted row piece in %s.`, name, qp, W, acc(0, 0), acc(qp-1, 3), bc(0), tmp))
 		a.I("MOVQ", "DX, R14")
 		a.I("MOVQ", "CX, R12")
 		a.Label(lbl + "_rows")
-		// This pass's part of row j+16.
+		// This pass's part of row j+64.
 		a.I("PREFETCHT0", "(R11)(R15*1)")
 		if width*2 > 64 {
 			a.I("PREFETCHT0", "64(R11)(R15*1)")
