@@ -53,6 +53,25 @@ func (m *Model) bind(s *ir.Schedule, plan *alloc.Plan, weights map[*ir.Value][]b
 			bs.split = st.Split
 			grp.steps = append(grp.steps, bs)
 		}
+		// A step may leave its work for after the group only if no later
+		// step of the group reads its output (the values the group reads
+		// stay live until the next group: alloc's liveness is per group).
+		for si, st := range grp.steps {
+			if st.blocks == nil || st.split != ir.SplitCols || grp.blocks != nil {
+				continue
+			}
+			out := m.g.Nodes[g.Steps[si].Node].Outputs[0]
+			read := false
+			for _, later := range g.Steps[si+1:] {
+				for _, in := range m.g.Nodes[later.Node].Inputs {
+					read = read || in == out
+				}
+			}
+			if !read {
+				grp.blocks = st.blocks
+				grp.blocks.attached = true
+			}
+		}
 		grp.phases, grp.dynamic = planPhases(&grp)
 		p.groups = append(p.groups, grp)
 	}
@@ -508,7 +527,24 @@ func (b *binder) attention(s *site) (step, error) {
 		return st, fmt.Errorf("attention over %d KV heads cannot split into %d units", hkv, units)
 	}
 	qw := a.NHead * a.HeadDim
+	var ba *blockAttn
+	if family == "attention_fa" && split == ir.SplitCols && !q.private && !y.private {
+		ba = b.blockAttn(a.NHead, a.NHeadKV, a.HeadDim)
+		part := ba.part
+		ba.piece = func(wk *worker, kh, blk int) {
+			sq := m.seqs[0]
+			cpu.FlashBlockPartial(part, q.get(wk)[sq.r0*qw:], kc[sq.slot], vc[sq.slot], m.pos[sq.r0], a.NHead, a.NHeadKV, a.HeadDim, a.Scale, kh, blk, wk.attn)
+		}
+		ba.merge = func(wk *worker, kh int) {
+			sq := m.seqs[0]
+			cpu.FlashMergeHead(y.get(wk)[sq.r0*qw:], part, m.pos[sq.r0], a.NHead, a.NHeadKV, a.HeadDim, kh, wk.attn)
+		}
+		st.blocks = ba
+	}
 	st.run = func(wk *worker, lo, hi int) {
+		if ba != nil && ba.active {
+			return // split by KV block after the group (runBlocks)
+		}
 		h0, h1 := 0, hkv
 		r0, r1 := 0, m.T
 		if split == ir.SplitCols {

@@ -86,6 +86,8 @@ type Model struct {
 	decTokens, decOut   int      // decode plan: the same
 
 	multi multiState // EvalSeqs' buffers
+
+	fparts map[[2]int]*cpu.FlashPartials // decode attention split by block: partials per (heads, head size)
 }
 
 // seqRun is one sequence's rows r0..r1 of the current batch and its slot.
@@ -116,6 +118,9 @@ type program struct {
 type group struct {
 	units int
 	steps []step
+	// blocks, when set, is the group's last step, flash attention, which a
+	// decode call may run split by KV block after the group (blocks.go).
+	blocks *blockAttn
 	// phases, when dynamic, hand the group's split work out in chunks
 	// (chunks.go); otherwise every worker takes its fixed share.
 	phases  []phase
@@ -123,7 +128,8 @@ type group struct {
 }
 
 type step struct {
-	split ir.Split
+	split  ir.Split
+	blocks *blockAttn // a flash attention step's split by KV block
 	// rows returns the number of rows a SplitRows/Single step ranges over.
 	rows func() int
 	run  func(wk *worker, lo, hi int)
@@ -414,6 +420,7 @@ func (m *Model) pass(tokens, positions, outIDs []int32) ([]float32, error) {
 		m.nw = m.tuner.pick()
 	}
 	prog.resetChunks(m.nw)
+	m.planBlocks(prog)
 	m.pool.RunN(m.nw, m.job)
 	if e := m.fault.Load(); e != nil {
 		err := *e
@@ -459,6 +466,12 @@ func (m *Model) runWorker(p *program, wk *worker) {
 	for gi := range p.groups {
 		if m.fault.Load() == nil {
 			m.runGroup(p, gi, wk)
+		}
+		if ba := p.groups[gi].blocks; ba != nil && ba.active {
+			m.pool.Barrier()
+			if m.fault.Load() == nil {
+				m.runBlocks(ba, gi, wk)
+			}
 		}
 		if gi < len(p.groups)-1 {
 			m.pool.Barrier()

@@ -24,6 +24,13 @@ type f32Tier struct {
 	silu     func(y, x *float32, n int)
 	swiglu   func(y, gate, u *float32, n int)
 	exp      func(y, x *float32, n int)
+
+	// The multi-query f16 kernels of flash attention (flashq_amd64.s),
+	// indexed by the number of queries per pass minus one, and the f32→f16
+	// conversion of the KV store.
+	dotsHQ []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+	vaccBQ []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+	toF16  func(dst *byte, src *float32, n int) int
 }
 
 // f32k is the float32 kernel tier in use, the best one f32Tiers has
@@ -145,6 +152,55 @@ func (t *f32Tier) vaccH(o []float32, v []byte, vstride int, p []float32, hd int)
 	_ = o[:hd]
 	_ = v[:2*((n-1)*vstride+hd)]
 	t.vaccB(&o[0], &v[0], vstride, &p[0], n, hd)
+}
+
+// scoresHQ is scoresH for nq queries at once: sc[r*scs+j] =
+// ggmlf32.VecDotF32(float32(k_j), q[r*hd:][:hd]) for r < nq, j < n, hd a
+// positive multiple of 64. Each key row is converted once for a pass of as
+// many queries as the tier's registers hold.
+func (t *f32Tier) scoresHQ(sc []float32, scs int, k []byte, kstride, n int, q []float32, nq, hd int) {
+	if n <= 0 || nq <= 0 {
+		return
+	}
+	if hd <= 0 || hd%64 != 0 {
+		panic("cpu: scoresHQ shape")
+	}
+	_ = sc[(nq-1)*scs+n-1]
+	_ = q[:nq*hd]
+	_ = k[:2*((n-1)*kstride+hd)]
+	for r := 0; r < nq; {
+		m := min(len(t.dotsHQ), nq-r)
+		t.dotsHQ[m-1](&sc[r*scs], scs, &k[0], kstride, n, &q[r*hd], hd)
+		r += m
+	}
+}
+
+// vaccHQ is vaccH for nq queries at once: o[r*os+d] (d < hd, hd a multiple
+// of 16) is the fused multiply-add chain Σ p[r*ps+j]·float32(v_j[d]) over
+// j < n in increasing j from 0, v_j the hd halves at v[2*j*vstride:]. Each
+// value row is converted once for a pass of as many queries as the tier's
+// registers hold.
+func (t *f32Tier) vaccHQ(o []float32, os int, v []byte, vstride int, p []float32, ps, nq, n, hd int) {
+	if hd%lanes != 0 {
+		panic("cpu: vaccHQ shape")
+	}
+	if nq <= 0 || hd == 0 {
+		return
+	}
+	_ = o[(nq-1)*os+hd-1]
+	if n == 0 {
+		for r := 0; r < nq; r++ {
+			clear(o[r*os : r*os+hd])
+		}
+		return
+	}
+	_ = p[(nq-1)*ps+n-1]
+	_ = v[:2*((n-1)*vstride+hd)]
+	for r := 0; r < nq; {
+		m := min(len(t.vaccBQ), nq-r)
+		t.vaccBQ[m-1](&o[r*os], os, &v[0], vstride, &p[r*ps], ps, n, hd)
+		r += m
+	}
 }
 
 // vecDot is ggmlf32.VecDotF32.

@@ -71,6 +71,10 @@ var flashCases = []attnCase{
 	{6, 2, 80, 5, 300, 512},
 	{2, 1, 40, 3, 520, 768}, // a head size the SIMD v sums do not take
 	{16, 8, 128, 17, 240, 512},
+	{14, 2, 64, 6, 508, 768},   // qwen2's G = 7: several passes of the multi-query kernels; a tile across a block edge
+	{8, 1, 128, 1, 1000, 1024}, // G = 8 decode over four blocks
+	{8, 1, 192, 3, 254, 512},   // three 64-chunks per row; tokens with 255, 256 and 257 rows
+	{12, 4, 256, 2, 300, 512},
 }
 
 // TestFlashAttention: the flash kernels compute refFlash's bits (f32
@@ -206,6 +210,130 @@ func BenchmarkPrefillDepth(b *testing.B) {
 						for b.Loop() {
 							attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.0884, 0, c.Hkv, 0, c.T, s)
 						}
+					})
+				})
+			}
+		}
+	}
+}
+
+// TestFlashMultiQueryKernels: the multi-query f16 kernels of each tier give
+// the bits of the pure-Go twins (scoresF16Q, vaccF16Q, which are the
+// one-query VecDotF32 and FMA chains), for every query count up to past a
+// pass, head sizes, row counts and values with zeros of both signs,
+// subnormals, huge and tiny magnitudes.
+func TestFlashMultiQueryKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	val := func() float32 {
+		switch r.IntN(12) {
+		case 0:
+			return 0
+		case 1:
+			return float32(math.Copysign(0, -1))
+		case 2:
+			return float32(r.NormFloat64() * 1e-6) // f16 subnormal range
+		case 3:
+			return float32(r.NormFloat64() * 3e4)
+		}
+		return float32(r.NormFloat64())
+	}
+	f16s := func(n int) []byte {
+		b := make([]byte, 2*n)
+		for i := 0; i < n; i++ {
+			h := quant.FP32ToFP16(val())
+			b[2*i], b[2*i+1] = byte(h), byte(h>>8)
+		}
+		return b
+	}
+	f32s := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = quant.FP16ToFP32(quant.FP32ToFP16(val()))
+		}
+		return x
+	}
+	for _, tier := range f32Tiers {
+		t.Run(tier.name, func(t *testing.T) {
+			if !tier.ok {
+				t.Skip(tier.name + " float32 kernels unavailable: " + tier.why)
+			}
+			for _, hd := range []int{64, 128, 192, 256} {
+				for _, nq := range []int{1, 2, 3, 7, 8, 9, 17} {
+					for _, n := range []int{1, 2, 5, 33} {
+						kstride := 3*hd + 16
+						k := f16s((n-1)*kstride + hd)
+						q := f32s(nq * hd)
+						scs := n + 3
+						want := make([]float32, nq*scs)
+						got := make([]float32, nq*scs)
+						scoresF16Q(want, scs, k, kstride, n, q, nq, hd, make([]float32, hd))
+						tier.scoresHQ(got, scs, k, kstride, n, q, nq, hd)
+						sameBits(t, fmt.Sprintf("scores hd %d nq %d n %d", hd, nq, n), got, want)
+					}
+				}
+			}
+			for _, hd := range []int{16, 32, 48, 64, 80, 128, 208, 256} {
+				for _, nq := range []int{1, 2, 3, 4, 5, 7, 8, 14} {
+					for _, n := range []int{1, 2, 7, 40} {
+						vstride := 2*hd + 32
+						v := f16s((n-1)*vstride + hd)
+						ps := n + 5
+						p := make([]float32, nq*ps)
+						for i := range p {
+							p[i] = val()
+						}
+						os := hd + 16
+						want := make([]float32, nq*os)
+						got := make([]float32, nq*os)
+						vaccF16Q(want, os, v, vstride, p, ps, nq, n, hd, make([]float32, hd))
+						tier.vaccHQ(got, os, v, vstride, p, ps, nq, n, hd)
+						sameBits(t, fmt.Sprintf("v sums hd %d nq %d n %d", hd, nq, n), got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFlashBlockSplit: a decode token's attention computed block by block
+// (FlashBlockPartial, in any order and with any worker's scratch) and
+// merged per KV head (FlashMergeHead) has FlashHeads' bits, f32 and f16
+// caches, every tier.
+func TestFlashBlockSplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(71, 72))
+	tiers := append([]*f32Tier{nil}, f32Tiers...)
+	for _, c := range []attnCase{{16, 8, 128, 1, 1000, 1024}, {14, 2, 64, 1, 767, 768}, {6, 2, 80, 1, 256, 512}, {4, 4, 64, 1, 3, 256}} {
+		q, k, v, pos := attnSetup(r, c)
+		ctx, kvw := c.ctx, c.Hkv*c.hd
+		scale := float32(1 / math.Sqrt(float64(c.hd)))
+		for _, kt := range []quant.Type{quant.F32, quant.F16} {
+			kv, _ := NewKV(kt)
+			kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+			vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+			for _, tier := range tiers {
+				name := "go"
+				if tier != nil {
+					name = tier.name
+				}
+				t.Run(fmt.Sprintf("%s/%s/H%d/Hkv%d/hd%d@%d", kt, name, c.H, c.Hkv, c.hd, c.start), func(t *testing.T) {
+					if tier != nil && !tier.ok {
+						t.Skip(tier.name + " float32 kernels unavailable: " + tier.why)
+					}
+					withF32(tier, func() {
+						want := make([]float32, len(q))
+						kv.AttendFlash(want, q, kc, vc, pos, c.H, c.Hkv, c.hd, scale, 0, c.Hkv, 0, 1, NewAttnScratch(ctx, c.H/c.Hkv, c.hd))
+						p := NewFlashPartials(ctx, c.H, c.hd)
+						ss := []*AttnScratch{NewAttnScratch(ctx, c.H/c.Hkv, c.hd), NewAttnScratch(ctx, c.H/c.Hkv, c.hd)}
+						nb := FlashBlocks(pos[0])
+						pieces := r.Perm(c.Hkv * nb)
+						for i, pc := range pieces {
+							FlashBlockPartial(p, q, kc, vc, pos[0], c.H, c.Hkv, c.hd, scale, pc%c.Hkv, pc/c.Hkv, ss[i%2])
+						}
+						got := make([]float32, len(q))
+						for kh := c.Hkv - 1; kh >= 0; kh-- {
+							FlashMergeHead(got, p, pos[0], c.H, c.Hkv, c.hd, kh, ss[kh%2])
+						}
+						sameBits(t, "block split", got, want)
 					})
 				})
 			}

@@ -389,3 +389,75 @@ func TestGetRows(t *testing.T) {
 		t.Error("GetRowsQuant(type 99) succeeded")
 	}
 }
+
+// TestToF16Row: the KV store's f32→f16 conversion gives quant.FP32ToFP16's
+// bits on every tier for every exponent, sign and the rounding-relevant
+// low mantissa bits (ties, just above and below them, sticky bits), NaNs
+// of every kind among them, and for random patterns, at every offset of a
+// SIMD chunk.
+func TestToF16Row(t *testing.T) {
+	var src []float32
+	lows := []uint32{0, 1, 0xfff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x3000, 0x7fffff, 0x400000, 0x400001, 0x3fffff}
+	for hi := uint32(0); hi < 1<<9; hi++ { // sign and exponent
+		for m := uint32(0); m < 1<<10; m += 37 { // upper mantissa bits
+			for _, lo := range lows {
+				src = append(src, math.Float32frombits(hi<<23|(m<<13|lo)&0x7fffff))
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(61, 62))
+	for range 1 << 16 {
+		src = append(src, math.Float32frombits(r.Uint32()))
+	}
+	want := make([]byte, 2*len(src))
+	quant.QuantizeF16(src, want)
+	tiers := append([]*f32Tier{nil}, f32Tiers...)
+	for _, tier := range tiers {
+		name := "go"
+		if tier != nil {
+			name = tier.name
+		}
+		t.Run(name, func(t *testing.T) {
+			if tier != nil && !tier.ok {
+				t.Skip(tier.name + " float32 kernels unavailable: " + tier.why)
+			}
+			withF32(tier, func() {
+				for _, off := range []int{0, 1, 7, 15} {
+					got := make([]byte, 2*len(src))
+					toF16Row(got[2*off:], src[off:])
+					quant.QuantizeF16(src[:off], got[:2*off])
+					for i := range src {
+						g, w := uint16(got[2*i])|uint16(got[2*i+1])<<8, uint16(want[2*i])|uint16(want[2*i+1])<<8
+						if g != w {
+							t.Fatalf("offset %d: %#08x (%g) → %#04x, want %#04x", off, math.Float32bits(src[i]), src[i], g, w)
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkToF16Row converts one Qwen3-0.6B K row (1024 floats) to f16,
+// per tier ("go": quant.QuantizeF16).
+func BenchmarkToF16Row(b *testing.B) {
+	r := rand.New(rand.NewPCG(63, 64))
+	src := randVec(r, 1024, 1)
+	dst := make([]byte, 2*len(src))
+	for _, tier := range append([]*f32Tier{nil}, f32Tiers...) {
+		name := "go"
+		if tier != nil {
+			name = tier.name
+		}
+		b.Run(name, func(b *testing.B) {
+			if tier != nil && !tier.ok {
+				b.Skip(tier.why)
+			}
+			withF32(tier, func() {
+				for b.Loop() {
+					toF16Row(dst, src)
+				}
+			})
+		})
+	}
+}

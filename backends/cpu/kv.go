@@ -26,11 +26,34 @@ func KVStoreF32(cache []float32, width int, x []float32, pos []int32, c0, c1 int
 }
 
 // KVStoreF16 stores x converted to f16 (round to nearest even, as ggml's
-// GGML_FP32_TO_FP16).
+// GGML_FP32_TO_FP16: quant.QuantizeF16's bits).
 func KVStoreF16(cache []byte, width int, x []float32, pos []int32, c0, c1 int) {
 	for t, p := range pos {
 		o := int(p) * width
-		quant.QuantizeF16(x[t*width+c0:t*width+c1], cache[2*(o+c0):2*(o+c1)])
+		toF16Row(cache[2*(o+c0):2*(o+c1)], x[t*width+c0:t*width+c1])
+	}
+}
+
+// toF16Row is quant.QuantizeF16(src, dst): with a float32 SIMD tier the
+// chunks without a NaN go through VCVTPS2PH (round to nearest even gives
+// the IEEE conversion, which is FP32ToFP16's for infinities, overflow,
+// subnormal results and zeros alike), and the NaN chunks and the tail through
+// Go (FP32ToFP16 makes every NaN the quiet 0x7e00 with its sign, where
+// VCVTPS2PH would keep part of the payload).
+func toF16Row(dst []byte, src []float32) {
+	dst = dst[:2*len(src)]
+	t := f32k
+	if t == nil || t.toF16 == nil {
+		quant.QuantizeF16(src, dst)
+		return
+	}
+	for i := 0; i < len(src); {
+		if len(src)-i >= lanes {
+			i += t.toF16(&dst[2*i], &src[i], len(src)-i)
+		}
+		e := min(len(src), i+lanes)
+		quant.QuantizeF16(src[i:e], dst[2*i:2*e])
+		i = e
 	}
 }
 
