@@ -74,7 +74,8 @@ func TestDecodeBlockSplitKeepsBits(t *testing.T) {
 				}
 				defer func() { stallHook = nil }()
 			}
-			m, err := New(g, mem, f, Config{Threads: tc.threads})
+			// every pass on all workers: the test counts the split's barriers
+			m, err := New(g, mem, f, Config{Threads: tc.threads, FixedThreads: true})
 			if err != nil {
 				t.Fatal(err)
 			}
