@@ -149,9 +149,11 @@ func (p *program) resetChunks(W int) {
 	for gi := range p.groups {
 		for pi := range p.groups[gi].phases {
 			ph := &p.groups[gi].phases[pi]
-			if len(ph.next) != W {
+			if cap(ph.next) < W {
 				ph.next = make([]paddedCounter, W)
 			}
+			// a pass on fewer workers (the thread tuner) reuses the counters
+			ph.next = ph.next[:W]
 			for i := range ph.next {
 				ph.next[i].Store(0)
 			}
