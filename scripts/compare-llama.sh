@@ -78,6 +78,9 @@ if [ "$nd" -gt 0 ] && [[ " $cargs " != *" -c "* && " $cargs " != *" --n-ctx"* ]]
   cflags+=(-c $((nd + (np > ng ? np : ng) + 256)))
 fi
 "$out/minferc" compile "$model" -o "$out/model.plan" -q "${cflags[@]}"
+dflag=()
+# -d only when asked: llama-bench builds without it (ik_llama.cpp's) refuse the flag
+[ "$nd" -gt 0 ] && dflag=(-d "$nd")
 tflags=()
 for t in "${threads[@]}"; do tflags+=(-t "$t"); done
 tl=$(IFS=,; echo "${threads[*]}")
@@ -91,7 +94,7 @@ for r in $(seq 1 "$rounds"); do
     name=${entry%%=*}
     cmd=${entry#*=}
     # shellcheck disable=SC2086 # cmd holds the path and its extra arguments
-    $cmd -m "$model" -p "$np" -n "$ng" -d "$nd" -t "$tl" -r "$reps" -o json > "$out/llama$i.$r.json" 2> "$out/llama$i.$r.err" ||
+    $cmd -m "$model" -p "$np" -n "$ng" "${dflag[@]}" -t "$tl" -r "$reps" -o json > "$out/llama$i.$r.json" 2> "$out/llama$i.$r.err" ||
       { echo "compare-llama: $name failed, see $out/llama$i.$r.err" >&2; exit 1; }
     i=$((i+1))
   done
