@@ -101,12 +101,7 @@ func (k *MatMul) Run(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n
 			rows(K, w, wrb, act[:arb], y, n0, n1)
 			return
 		}
-		for nb := n0; nb < n1; nb += matMulTile {
-			ne := min(nb+matMulTile, n1)
-			for m := 0; m < M; m++ {
-				rows(K, w, wrb, act[m*arb:(m+1)*arb], y[m*ldy:], nb, ne)
-			}
-		}
+		rowTiles(rows, K, w, wrb, act, arb, M, y, ldy, n0, n1)
 		return
 	}
 	dot := k.dot
@@ -125,6 +120,17 @@ func (k *MatMul) Run(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n
 			for n := nb; n < ne; n++ {
 				ym[n] = dot(K, w[n*wrb:(n+1)*wrb], a)
 			}
+		}
+	}
+}
+
+// rowTiles runs a row kernel once per activation row over tiles of
+// matMulTile weight rows, which stay in cache across the M rows.
+func rowTiles(rows RowsFunc, K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+	for nb := n0; nb < n1; nb += matMulTile {
+		ne := min(nb+matMulTile, n1)
+		for m := 0; m < M; m++ {
+			rows(K, w, wrb, act[m*arb:(m+1)*arb], y[m*ldy:], nb, ne)
 		}
 	}
 }

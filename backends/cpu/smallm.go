@@ -52,12 +52,7 @@ func smallFor(t quant.Type, rows RowsFunc) smallKernel {
 // over tiles of matMulTile weight rows.
 func rowsLoop(rows RowsFunc) GemmFunc {
 	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
-		for nb := n0; nb < n1; nb += matMulTile {
-			ne := min(nb+matMulTile, n1)
-			for m := 0; m < M; m++ {
-				rows(K, w, wrb, act[m*arb:(m+1)*arb], y[m*ldy:], nb, ne)
-			}
-		}
+		rowTiles(rows, K, w, wrb, act, arb, M, y, ldy, n0, n1)
 	}
 }
 
