@@ -11,6 +11,7 @@ import (
 // AVX-512 VNNI GEMM kernels for the prefill mat-muls (several activation
 // rows): Q8_0, Q5_0 and Q4_0 weights against Q8_0 activations (Q4_K and
 // Q6_K: the generated kernels of gemm_kquant_avx512_amd64.go). The asm
+// (gemm_legacy_vnni_amd64.s, written by internal/asmgen/gemm_legacy_vnni.go)
 // computes tiles of 4 weight rows × 4 activation rows with 16 accumulators, loading (and unpacking) each
 // weight block once per call and each activation block once per tile
 // instead of once per output. Every output keeps the row kernels'
