@@ -382,11 +382,12 @@ type kqGemm struct {
 	R, C      int
 	kern      kqGemmAsm
 	rows      kqRowsAsm
-	wts       int  // weight bytes per super-block
-	tileBytes int  // unpacked bytes per row and super-block
-	mins      bool // Q4_K, Q5_K: the kernel reads bsum pairs (kqBsumPairs) at p
-	biased    bool // Q3_K: the kernel reads biased activations (kqBiasedActs) at p
-	paired    bool // Q4_K, Q5_K, Q6_K paired kernels: activation blocks (kqPairActs) at p
+	wts       int        // weight bytes per super-block
+	tileBytes int        // unpacked bytes per row and super-block
+	mins      bool       // Q4_K, Q5_K: the kernel reads bsum pairs (kqBsumPairs) at p
+	biased    bool       // Q3_K: the kernel reads biased activations (kqBiasedActs) at p
+	paired    bool       // Q4_K, Q5_K, Q6_K paired kernels: activation blocks (kqPairActs) at p
+	sums      kqPairSums // paired: the layout of the sums in the activation blocks
 	pack      func(dst, w []byte, wrb, nb, R int)
 }
 
@@ -395,6 +396,9 @@ func (g *kqGemm) fsFloats() int {
 	n := 8 * g.R * g.C
 	if g.mins {
 		n += 4 * g.R * g.C
+	}
+	if g.paired {
+		n += 16 // the super-block's products d_a·d_w, d_a·(-dmin_w)
 	}
 	return n
 }
@@ -495,7 +499,7 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			pairs = kqAlign32(sp.p[:cap(sp.p)], MC/C*nb*pb)
 			switch {
 			case g.paired:
-				kqPairActs(pairs, act, arb, nb, MC, C, !g.mins)
+				kqPairActs(pairs, act, arb, nb, MC, C, R, g.sums)
 			case g.mins:
 				kqBsumPairs(pairs, act, arb, nb, MC, C)
 			default:
