@@ -95,21 +95,20 @@ const (
 func kqPairActs(dst, act []byte, arb, nb, M, C, R int, sums kqPairSums) {
 	ab := kqPairActBytes(C)
 	_ = dst[M/C*nb*ab-1]
+	if nb == 0 {
+		return
+	}
+	_ = act[(M-1)*arb+nb*kqBlockQ8K-1]
+	// the quants in asm (the halves as pairWords makes them), row by row
+	for m := 0; m < M; m++ {
+		pairActQuantsAVX2(&dst[m/C*nb*ab+256*(m%C)], &act[m*arb], nb, ab)
+	}
 	o := 0
 	for t := 0; t < M; t += C {
 		for b := 0; b < nb; b++ {
 			blk := dst[o : o+ab]
 			for c := 0; c < C; c++ {
 				x := act[(t+c)*arb+b*kqBlockQ8K : (t+c)*arb+b*kqBlockQ8K+kqBlockQ8K]
-				q := (*[256]byte)(x[4:260])
-				d := (*[256]byte)(blk[256*c:])
-				for i := 0; i < 4; i++ {
-					for l := 0; l < 32; l += 8 {
-						pa, pb := pairWords(binary.LittleEndian.Uint64(q[64*i+l:]), binary.LittleEndian.Uint64(q[64*i+32+l:]))
-						binary.LittleEndian.PutUint64(d[64*i+l:], pa)
-						binary.LittleEndian.PutUint64(d[64*i+32+l:], pb)
-					}
-				}
 				s := (*[32]byte)(blk[256*C+32*c:])
 				bs := (*[32]byte)(x[260:292])
 				switch sums {
@@ -253,6 +252,9 @@ func packQ6KTileP(dst, w []byte, wrb, nb, R int) {
 		}
 	}
 }
+
+//go:noescape
+func pairActQuantsAVX2(dst *byte, src *byte, nb int, ab int)
 
 //go:noescape
 func packQ4KNibblesAVX2P(dst *byte, w *byte, wrb int, nb int, R int)

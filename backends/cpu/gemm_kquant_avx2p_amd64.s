@@ -2191,3 +2191,58 @@ pp6row:
 pp6done:
 	VZEROUPPER
 	RET
+
+// pairActQuantsAVX2 writes the paired quants of one activation row for nb
+// super-blocks: from the Q8_K blocks at src (292 bytes apart, quants at +4),
+// chunk pair i (chunks 2i, 2i+1 as L, H) as halves A, B (see
+// packQ4KNibblesAVX2P) to 64·i and 64·i+32 of dst, the blocks ab bytes
+// apart. Registers: DI dst, SI src, DX ab, CX super-blocks left.
+
+// func pairActQuantsAVX2(dst *byte, src *byte, nb int, ab int)
+TEXT ·pairActQuantsAVX2(SB), NOSPLIT, $0-32
+	MOVQ	dst+0(FP), DI
+	MOVQ	src+8(FP), SI
+	MOVQ	nb+16(FP), CX
+	MOVQ	ab+24(FP), DX
+	TESTQ	CX, CX
+	JZ	paqdone
+paqblk:
+	VMOVDQU	4(SI), Y0
+	VMOVDQU	36(SI), Y1
+	VPSLLD	$16, Y1, Y2
+	VPBLENDW	$0xaa, Y2, Y0, Y2
+	VPSRLD	$16, Y0, Y3
+	VPBLENDW	$0xaa, Y1, Y3, Y3
+	VMOVDQU	Y2, 0(DI)
+	VMOVDQU	Y3, 32(DI)
+	VMOVDQU	68(SI), Y0
+	VMOVDQU	100(SI), Y1
+	VPSLLD	$16, Y1, Y2
+	VPBLENDW	$0xaa, Y2, Y0, Y2
+	VPSRLD	$16, Y0, Y3
+	VPBLENDW	$0xaa, Y1, Y3, Y3
+	VMOVDQU	Y2, 64(DI)
+	VMOVDQU	Y3, 96(DI)
+	VMOVDQU	132(SI), Y0
+	VMOVDQU	164(SI), Y1
+	VPSLLD	$16, Y1, Y2
+	VPBLENDW	$0xaa, Y2, Y0, Y2
+	VPSRLD	$16, Y0, Y3
+	VPBLENDW	$0xaa, Y1, Y3, Y3
+	VMOVDQU	Y2, 128(DI)
+	VMOVDQU	Y3, 160(DI)
+	VMOVDQU	196(SI), Y0
+	VMOVDQU	228(SI), Y1
+	VPSLLD	$16, Y1, Y2
+	VPBLENDW	$0xaa, Y2, Y0, Y2
+	VPSRLD	$16, Y0, Y3
+	VPBLENDW	$0xaa, Y1, Y3, Y3
+	VMOVDQU	Y2, 192(DI)
+	VMOVDQU	Y3, 224(DI)
+	ADDQ	$292, SI
+	ADDQ	DX, DI
+	DECQ	CX
+	JNZ	paqblk
+paqdone:
+	VZEROUPPER
+	RET

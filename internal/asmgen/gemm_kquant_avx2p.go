@@ -56,6 +56,7 @@ func init() {
 		}
 		packQ4KPairs(a)
 		packQ6KPairs(a)
+		pairActQuants(a)
 	})
 }
 
@@ -512,6 +513,40 @@ tile's rows, prefetched); Y14 0x0f bytes, Y15 0x30.`)
 	a.I("DECQ", "CX")
 	a.I("JNZ", "pp6blk")
 	a.Label("pp6done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// pairActQuants writes pairActQuantsAVX2: the quants part of kqPairActs.
+func pairActQuants(a *Asm) {
+	a.Blank()
+	a.Comment(`pairActQuantsAVX2 writes the paired quants of one activation row for nb
+super-blocks: from the Q8_K blocks at src (292 bytes apart, quants at +4),
+chunk pair i (chunks 2i, 2i+1 as L, H) as halves A, B (see
+packQ4KNibblesAVX2P) to 64·i and 64·i+32 of dst, the blocks ab bytes
+apart. Registers: DI dst, SI src, DX ab, CX super-blocks left.`)
+	a.Raw("")
+	a.Raw("// func pairActQuantsAVX2(dst *byte, src *byte, nb int, ab int)")
+	a.Raw("TEXT ·pairActQuantsAVX2(SB), NOSPLIT, $0-32")
+	a.I("MOVQ", "dst+0(FP)", "DI")
+	a.I("MOVQ", "src+8(FP)", "SI")
+	a.I("MOVQ", "nb+16(FP)", "CX")
+	a.I("MOVQ", "ab+24(FP)", "DX")
+	a.I("TESTQ", "CX", "CX")
+	a.I("JZ", "paqdone")
+	a.Label("paqblk")
+	for i := 0; i < 4; i++ {
+		a.I("VMOVDQU", fmt.Sprintf("%d(SI)", 4+64*i), "Y0")
+		a.I("VMOVDQU", fmt.Sprintf("%d(SI)", 4+64*i+32), "Y1")
+		pairHalves(a, "Y0", "Y1", "Y2", "Y3")
+		a.I("VMOVDQU", "Y2", fmt.Sprintf("%d(DI)", 64*i))
+		a.I("VMOVDQU", "Y3", fmt.Sprintf("%d(DI)", 64*i+32))
+	}
+	a.I("ADDQ", "$292", "SI")
+	a.I("ADDQ", "DX", "DI")
+	a.I("DECQ", "CX")
+	a.I("JNZ", "paqblk")
+	a.Label("paqdone")
 	a.I("VZEROUPPER")
 	a.I("RET")
 }
