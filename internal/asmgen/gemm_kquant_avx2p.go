@@ -83,20 +83,27 @@ after the last super-block hsum_float_8 (+ the Q4_K mins reduction
 
 Registers: Y0..Y7 the integer accumulators (output (r, c) in Y(c·R+r));
 in the integer phase Y12, Y13 the weight half-vectors A, B, Y11 the
-scale words, Y14, Y15 and Y8, Y9 the products of even and odd columns
-(column c+1's VPMADDUBSWs are issued before column c's sums); in the
-float phase Y12..Y15 temporaries. The float
-accumulators live in the caller's scratch fs (32 bytes per output, then
-the Q4_K/Q5_K mins accumulators, 16 bytes per output). SI the weight
-tile, R8 its current super-block, AX the current activation block (per
-activation tile and super-block, 288·C+32 bytes: C rows of 256
-rearranged quants, C × 32 bytes of sums (Q4_K, Q5_K: bsum pairs twice;
-Q6_K: the 16 bsums), C float32 d, padding), CX super-blocks left, R9 output row 0 of the tile, DX output
-row 2 (in the stores), R10 ldy in bytes, R12 activation tiles left, DI fs.`
+scale words (Q4_K, Q5_K: a broadcast dword), Y14, Y15 and Y8, Y9 the
+products of even and odd columns (column c+1's VPMADDUBSWs are issued
+before column c's sums); in the float phase Y12..Y15 temporaries, Y8, Y9
+the Q4_K interleaved mins of row pairs 0, 1. The float accumulators live
+in the caller's scratch fs (32 bytes per output, then the Q4_K/Q5_K mins
+accumulators, 16 bytes per output), then the super-block's 8 products
+d_a·d_w (lane c·R+r) and, Q4_K, the 8 d_a·(-dmin_w), made by one VMULPS
+each at the start of the super-block (DW of the tile by DA of the
+activations) and read back by VBROADCASTSS (VBROADCASTSD: a row pair's
+two) after the integer phase. SI the weight tile, R8 its current
+super-block, AX the current activation block (per activation tile and
+super-block, 288·C+32 bytes: C rows of 256 rearranged quants, C × 32
+bytes of sums (Q4_K: bsum pairs interleaved for two rows; Q5_K: bsum
+pairs twice; Q6_K: the 16 bsums), DA: 8 float32, lane l the d of row
+l/R), CX super-blocks left, R9 output row 0 of the tile, DX output row 2
+(in the stores), R10 ldy in bytes, R12 activation tiles left, DI fs.`
 
 // kqPairTileBytes is the size of one super-block of an R-row paired tile,
-// per row: Q [4][R][64], S [4][R][32], then Q4_K/Q5_K D [R][32],
-// MN [R/2][32], NDM [R/2][32]; Q6_K O [R][32], D [R][32].
+// per row: Q [4][R][64], S (Q4_K/Q5_K [R][4] dwords in a [4][R][32]
+// space; Q6_K [4][R][32]), then Q4_K/Q5_K DW, NDW in a [R][32] space,
+// MN [R/2][32], NDM [R/2][32]; Q6_K O [R][32], DW in a [R][32] space.
 const kqPairTileBytes = 448
 
 func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
