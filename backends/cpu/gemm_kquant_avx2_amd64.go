@@ -316,30 +316,6 @@ func prefetchL2(p *byte, n int)
 type kqGemmAsm func(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
-func gemmQ4KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ4KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ4KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ4KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ5KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ5KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ5KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ5KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
 func gemmQ2KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
@@ -363,18 +339,6 @@ func gemmQ3KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy
 //go:noescape
 func gemmQ3KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
-//go:noescape
-func gemmQ6KAVX2x4x3(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ6KAVX2x2x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ6KAVX2x2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ6KAVX2x4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
 // kqGemm describes one AVX2 K-quant GEMM: tile shape, asm kernel, the
 // row kernel for remainders, and the weight type's tile layout.
 type kqGemm struct {
@@ -382,11 +346,12 @@ type kqGemm struct {
 	R, C      int
 	kern      kqGemmAsm
 	rows      kqRowsAsm
-	wts       int  // weight bytes per super-block
-	tileBytes int  // unpacked bytes per row and super-block
-	mins      bool // Q4_K, Q5_K: the kernel reads bsum pairs (kqBsumPairs) at p
-	biased    bool // Q3_K: the kernel reads biased activations (kqBiasedActs) at p
-	paired    bool // Q4_K, Q5_K, Q6_K paired kernels: activation blocks (kqPairActs) at p
+	wts       int        // weight bytes per super-block
+	tileBytes int        // unpacked bytes per row and super-block
+	mins      bool       // Q4_K, Q5_K: the kernel reads bsum pairs (kqBsumPairs) at p
+	biased    bool       // Q3_K: the kernel reads biased activations (kqBiasedActs) at p
+	paired    bool       // Q4_K, Q5_K, Q6_K paired kernels: activation blocks (kqPairActs) at p
+	sums      kqPairSums // paired: the layout of the sums in the activation blocks
 	pack      func(dst, w []byte, wrb, nb, R int)
 }
 
@@ -395,6 +360,9 @@ func (g *kqGemm) fsFloats() int {
 	n := 8 * g.R * g.C
 	if g.mins {
 		n += 4 * g.R * g.C
+	}
+	if g.paired {
+		n += 16 // the super-block's products d_a·d_w, d_a·(-dmin_w)
 	}
 	return n
 }
@@ -495,7 +463,7 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			pairs = kqAlign32(sp.p[:cap(sp.p)], MC/C*nb*pb)
 			switch {
 			case g.paired:
-				kqPairActs(pairs, act, arb, nb, MC, C, !g.mins)
+				kqPairActs(pairs, act, arb, nb, MC, C, R, g.sums)
 			case g.mins:
 				kqBsumPairs(pairs, act, arb, nb, MC, C)
 			default:
@@ -563,24 +531,17 @@ func newKQGemmQ6K(R, C int, kern kqGemmAsm) *kqGemm {
 // kqGemmsAVX2 lists every generated AVX2 K-quant GEMM by type (the tests
 // check them all); the first of each type is the one registered. Q4_K,
 // Q5_K, Q6_K: the paired 2×4 kernel (gemm_kquant_avx2p_amd64.go), ≈15%
-// faster than the plain 2×6 at M=512 (BenchmarkGemmKQuantAVX2, Zen 5);
+// faster than the plain 2×6 it replaced at M=512 (BenchmarkGemmKQuantAVX2,
+// Zen 5; the plain Q4_K, Q5_K, Q6_K kernels are no longer generated);
 // Q2_K: plain 2×6; Q3_K: 4×3.
 var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 	quant.Q4_K: {
 		newKQGemmQ4KP(2, 4, gemmQ4KAVX2Px2x4),
-		newKQGemmQ4K(2, 6, gemmQ4KAVX2x2x6),
 		newKQGemmQ4KP(4, 2, gemmQ4KAVX2Px4x2),
-		newKQGemmQ4K(4, 3, gemmQ4KAVX2x4x3),
-		newKQGemmQ4K(2, 4, gemmQ4KAVX2x2x4),
-		newKQGemmQ4K(4, 2, gemmQ4KAVX2x4x2),
 	},
 	quant.Q5_K: {
 		newKQGemmQ5KP(2, 4, gemmQ5KAVX2Px2x4),
-		newKQGemmQ5K(2, 6, gemmQ5KAVX2x2x6),
 		newKQGemmQ5KP(4, 2, gemmQ5KAVX2Px4x2),
-		newKQGemmQ5K(4, 3, gemmQ5KAVX2x4x3),
-		newKQGemmQ5K(2, 4, gemmQ5KAVX2x2x4),
-		newKQGemmQ5K(4, 2, gemmQ5KAVX2x4x2),
 	},
 	quant.Q2_K: {
 		newKQGemmQ2K(2, 6, gemmQ2KAVX2x2x6),
@@ -596,11 +557,7 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 	},
 	quant.Q6_K: {
 		newKQGemmQ6KP(2, 4, gemmQ6KAVX2Px2x4),
-		newKQGemmQ6K(2, 6, gemmQ6KAVX2x2x6),
 		newKQGemmQ6KP(4, 2, gemmQ6KAVX2Px4x2),
-		newKQGemmQ6K(4, 3, gemmQ6KAVX2x4x3),
-		newKQGemmQ6K(2, 4, gemmQ6KAVX2x2x4),
-		newKQGemmQ6K(4, 2, gemmQ6KAVX2x4x2),
 	},
 }
 

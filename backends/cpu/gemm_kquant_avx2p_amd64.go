@@ -30,23 +30,31 @@ import (
 //
 //	0      Q [4 pairs][R rows][64] halves A, B of the values (Q4_K 0..15,
 //	       Q5_K 0..31, Q6_K 0..63, one per byte)
-//	256R   S [4][R][8] int32 scale words: Q4_K, Q5_K s_2i | s_2i+1<<16
-//	       in every dword; Q6_K dword k: the int16 scales of lane k of
+//	256R   S Q4_K, Q5_K: [R][4] int32 scale words s_2i | s_2i+1<<16
+//	       (broadcast by the kernel's load; the rest of the 128R bytes
+//	       unused); Q6_K: [4][R][8] int32, dword k the int16 scales of lane k of
 //	       chunks 2i and 2i+1 (its 16-element scales 4i and 4i+2 for
 //	       k < 4, 4i+1 and 4i+3 for k ≥ 4)
 //	Q4_K, Q5_K:
-//	384R   D [R][8] float32 d ×8
-//	416R   MN [R/2][16] int16: the 8 mins of rows 2p, then of 2p+1
-//	432R   NDM [R/2][8] float32: -dmin of row 2p ×4, then of 2p+1 ×4
+//	384R   DW [8] float32: lane l the d of row l mod R (one VMULPS by the
+//	       activations' DA makes the 8 outputs' d_a·d_w, lane c·R+r)
+//	384R+32 NDW [8] float32: lane l -dmin of row l mod R (Q4_K)
+//	416R   MN [R/2][16] int16, Q4_K: rows 2p, 2p+1 interleaved, dword
+//	       2t+h the mins 2t, 2t+1 of row 2p+h (against the activations'
+//	       interleaved bsum pairs, VPMADDWD lane 2t+h is ggml's mins lane
+//	       t of row 2p+h); Q5_K: the 8 mins of rows 2p, then of 2p+1
+//	432R   NDM [R/2][8] float32: -dmin of row 2p ×4, then of 2p+1 ×4 (Q5_K)
 //	Q6_K:
 //	384R   O [R][16] int16: -32·scale i (the offset term against bsums)
-//	416R   D [R][8] float32 d ×8
+//	416R   DW [8] float32: lane l the d of row l mod R
 //
 // The activation copy (kqPairActs), per tile of C activation rows and
 // super-block (kqPairActBytes: 288·C+32 bytes): the C rows' 256 quants in
-// pairs as above, then C × 32 bytes of sums (Q4_K, Q5_K: the 8 bsum pair
-// sums twice, as kqBsumPairs; Q6_K: the 16 bsums), then the C float32 d,
-// then padding to a multiple of 32 bytes, so that with a 32-byte aligned
+// pairs as above, then C × 32 bytes of sums (Q4_K: the 8 bsum pair sums
+// bp_i interleaved as bp0, bp1, bp0, bp1, bp2, bp3, bp2, bp3, …; Q5_K: the
+// 8 twice, as kqBsumPairs; Q6_K: the 16 bsums), then DA, 8 float32 (R·C =
+// 8): lane l the d of activation row l/R of the tile (R the weight rows
+// of the kernel's tile), so that with a 32-byte aligned
 // buffer (kqAlign32) every quant vector the kernel reads is aligned
 // (measured: the 292·C-byte blocks of the first version, half of whose
 // vectors crossed a cache line, were ≈10% slower).
@@ -72,39 +80,58 @@ func pairWords(lo, hi uint64) (a, b uint64) {
 	return lo&m0 | hi<<16&m1, lo>>16&m0 | hi&m1
 }
 
+// kqPairSums is the layout of the sums in a paired activation block.
+type kqPairSums int
+
+const (
+	kqSumsQ4K kqPairSums = iota // bsum pairs interleaved for two rows' mins
+	kqSumsQ5K                   // bsum pairs twice
+	kqSumsQ6K                   // the 16 raw bsums
+)
+
 // kqPairActs fills dst, for the tiles of C activation rows among the
 // first M (a multiple of C), with the activation blocks the paired
-// kernels read (layout above); six selects Q6_K's raw bsums.
-func kqPairActs(dst, act []byte, arb, nb, M, C int, six bool) {
+// kernels of tiles of R weight rows (R·C = 8) read (layout above).
+func kqPairActs(dst, act []byte, arb, nb, M, C, R int, sums kqPairSums) {
 	ab := kqPairActBytes(C)
 	_ = dst[M/C*nb*ab-1]
+	if nb == 0 {
+		return
+	}
+	_ = act[(M-1)*arb+nb*kqBlockQ8K-1]
+	// the quants in asm (the halves as pairWords makes them), row by row
+	for m := 0; m < M; m++ {
+		pairActQuantsAVX2(&dst[m/C*nb*ab+256*(m%C)], &act[m*arb], nb, ab)
+	}
 	o := 0
 	for t := 0; t < M; t += C {
 		for b := 0; b < nb; b++ {
 			blk := dst[o : o+ab]
 			for c := 0; c < C; c++ {
 				x := act[(t+c)*arb+b*kqBlockQ8K : (t+c)*arb+b*kqBlockQ8K+kqBlockQ8K]
-				q := (*[256]byte)(x[4:260])
-				d := (*[256]byte)(blk[256*c:])
-				for i := 0; i < 4; i++ {
-					for l := 0; l < 32; l += 8 {
-						pa, pb := pairWords(binary.LittleEndian.Uint64(q[64*i+l:]), binary.LittleEndian.Uint64(q[64*i+32+l:]))
-						binary.LittleEndian.PutUint64(d[64*i+l:], pa)
-						binary.LittleEndian.PutUint64(d[64*i+32+l:], pb)
-					}
-				}
 				s := (*[32]byte)(blk[256*C+32*c:])
 				bs := (*[32]byte)(x[260:292])
-				if six {
+				switch sums {
+				case kqSumsQ6K:
 					*s = *bs
-				} else {
+				case kqSumsQ5K:
 					for i := 0; i < 8; i++ {
 						v := binary.LittleEndian.Uint16(bs[4*i:]) + binary.LittleEndian.Uint16(bs[4*i+2:])
 						binary.LittleEndian.PutUint16(s[2*i:], v)
 						binary.LittleEndian.PutUint16(s[16+2*i:], v)
 					}
+				default:
+					// pair sums bp_2t, bp_2t+1 as dwords 2t and 2t+1
+					for t := 0; t < 4; t++ {
+						v := uint32(binary.LittleEndian.Uint16(bs[8*t:])+binary.LittleEndian.Uint16(bs[8*t+2:])) |
+							uint32(binary.LittleEndian.Uint16(bs[8*t+4:])+binary.LittleEndian.Uint16(bs[8*t+6:]))<<16
+						binary.LittleEndian.PutUint32(s[8*t:], v)
+						binary.LittleEndian.PutUint32(s[8*t+4:], v)
+					}
 				}
-				copy(blk[288*C+4*c:288*C+4*c+4], x[0:4])
+				for r := 0; r < R; r++ {
+					copy(blk[288*C+4*(c*R+r):288*C+4*(c*R+r)+4], x[0:4])
+				}
 			}
 			o += ab
 		}
@@ -157,29 +184,34 @@ func packK4TileP(dst, w []byte, wrb, nb, R int, five bool) {
 			s03, m03 := u0&0x3f3f3f3f, u1&0x3f3f3f3f
 			s47 := u2&0x0f0f0f0f | (u0>>6&0x03030303)<<4
 			m47 := u2>>4&0x0f0f0f0f | (u1>>6&0x03030303)<<4
-			s8 := uint64(s03) | uint64(s47)<<32 // s_j in byte j
-			for i := 0; i < 4; i++ {
-				v := s8 >> uint(16*i) & 0xff
-				v |= (s8 >> uint(16*i+8) & 0xff) << 16
-				v |= v << 32
-				sv := (*[32]byte)(t[256*R+32*(i*R+r):])
-				for l := 0; l < 32; l += 8 {
-					binary.LittleEndian.PutUint64(sv[l:], v)
-				}
-			}
+			// dword i: s_2i | s_2i+1<<16
+			sv := (*[16]byte)(t[256*R+16*r:])
+			binary.LittleEndian.PutUint64(sv[0:], bytesToWords(s03))
+			binary.LittleEndian.PutUint64(sv[8:], bytesToWords(s47))
 			d := math.Float32bits(quant.FP16ToFP32(binary.LittleEndian.Uint16(x[0:])))
 			nd := math.Float32bits(-quant.FP16ToFP32(binary.LittleEndian.Uint16(x[2:])))
-			dv := (*[32]byte)(t[384*R+32*r:])
-			for l := 0; l < 32; l += 8 {
-				binary.LittleEndian.PutUint64(dv[l:], uint64(d)|uint64(d)<<32)
+			dv := (*[64]byte)(t[384*R:])
+			for l := r; l < 8; l += R {
+				binary.LittleEndian.PutUint32(dv[4*(l&7):], d)
+				binary.LittleEndian.PutUint32(dv[32+4*(l&7):], nd)
 			}
 			p, h := r/2, 16*(r%2)
-			mn := (*[16]byte)(t[416*R+32*p+h:])
-			binary.LittleEndian.PutUint64(mn[0:], bytesToWords(m03))
-			binary.LittleEndian.PutUint64(mn[8:], bytesToWords(m47))
-			ndm := (*[16]byte)(t[432*R+32*p+h:])
-			binary.LittleEndian.PutUint64(ndm[0:], uint64(nd)|uint64(nd)<<32)
-			binary.LittleEndian.PutUint64(ndm[8:], uint64(nd)|uint64(nd)<<32)
+			if five {
+				mn := (*[16]byte)(t[416*R+32*p+h:])
+				binary.LittleEndian.PutUint64(mn[0:], bytesToWords(m03))
+				binary.LittleEndian.PutUint64(mn[8:], bytesToWords(m47))
+				ndm := (*[16]byte)(t[432*R+32*p+h:])
+				binary.LittleEndian.PutUint64(ndm[0:], uint64(nd)|uint64(nd)<<32)
+				binary.LittleEndian.PutUint64(ndm[8:], uint64(nd)|uint64(nd)<<32)
+			} else {
+				// dword 2t+r%2: mins 2t, 2t+1
+				mn := (*[32]byte)(t[416*R+32*p+4*(r&1):])[:28]
+				m03w, m47w := bytesToWords(m03), bytesToWords(m47)
+				binary.LittleEndian.PutUint32(mn[0:], uint32(m03w))
+				binary.LittleEndian.PutUint32(mn[8:], uint32(m03w>>32))
+				binary.LittleEndian.PutUint32(mn[16:], uint32(m47w))
+				binary.LittleEndian.PutUint32(mn[24:], uint32(m47w>>32))
+			}
 		}
 	}
 }
@@ -214,13 +246,15 @@ func packQ6KTileP(dst, w []byte, wrb, nb, R int) {
 				binary.LittleEndian.PutUint16(o[2*i:], uint16(int16(-32*int32(int8(sc[i])))))
 			}
 			d := math.Float32bits(quant.FP16ToFP32(binary.LittleEndian.Uint16(x[208:])))
-			dv := (*[32]byte)(t[416*R+32*r:])
-			for l := 0; l < 32; l += 8 {
-				binary.LittleEndian.PutUint64(dv[l:], uint64(d)|uint64(d)<<32)
+			for l := r; l < 8; l += R {
+				binary.LittleEndian.PutUint32(t[416*R+4*l:], d)
 			}
 		}
 	}
 }
+
+//go:noescape
+func pairActQuantsAVX2(dst *byte, src *byte, nb int, ab int)
 
 //go:noescape
 func packQ4KNibblesAVX2P(dst *byte, w *byte, wrb int, nb int, R int)
@@ -249,17 +283,20 @@ func gemmQ6KAVX2Px4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ld
 func newKQGemmQ4KP(R, C int, kern kqGemmAsm) *kqGemm {
 	g := newKQGemmQ4K(R, C, kern)
 	g.name, g.tileBytes, g.paired, g.pack = g.name+"p", kqPairTileBytes, true, packQ4KTileP
+	g.sums = kqSumsQ4K
 	return g
 }
 
 func newKQGemmQ5KP(R, C int, kern kqGemmAsm) *kqGemm {
 	g := newKQGemmQ5K(R, C, kern)
 	g.name, g.tileBytes, g.paired, g.pack = g.name+"p", kqPairTileBytes, true, packQ5KTileP
+	g.sums = kqSumsQ5K
 	return g
 }
 
 func newKQGemmQ6KP(R, C int, kern kqGemmAsm) *kqGemm {
 	g := newKQGemmQ6K(R, C, kern)
 	g.name, g.tileBytes, g.paired, g.pack = g.name+"p", kqPairTileBytes, true, packQ6KTileP
+	g.sums = kqSumsQ6K
 	return g
 }

@@ -2,20 +2,22 @@ package main
 
 import "fmt"
 
-// AVX2 GEMM kernels for K-quant weights against Q8_K activations: one
-// kernel per weight kind × tile shape (R weight rows × C activation rows),
-// all printed from the one description below into
+// AVX2 GEMM kernels for Q2_K and Q3_K weights against Q8_K activations:
+// one kernel per weight kind × tile shape (R weight rows × C activation
+// rows), all printed from the one description below into
 // backends/cpu/gemm_kquant_avx2_amd64.s. The Go side
 // (backends/cpu/gemm_kquant_avx2_amd64.go) documents the unpacked weight
-// tile the kernels read (packQ4KTile, packQ6KTile) and wraps them.
+// tile the kernels read (packQ2KTile, packQ3KTile) and wraps them. Q4_K,
+// Q5_K and Q6_K have the paired kernels (gemm_kquant_avx2p.go) instead.
 
 // kqGemmKind is one family of weight types sharing a kernel shape.
+// (The AVX-512 kernels, gemm_kquant_avx512.go, use it for Q4_K, Q5_K and
+// Q6_K.)
 type kqGemmKind struct {
 	name string // Go name fragment: Q4K, Q6K
 	// six: 16 scales of 16 elements per super-block (a 32-byte scale
-	// vector per chunk and row, loaded with VMOVDQU) and the -32 offset
-	// term through the bsums; otherwise 8 scales of 32 (a dword per chunk
-	// and row, broadcast) and a 4-lane mins accumulator.
+	// vector per chunk and row) and the -32 offset term through the
+	// bsums; otherwise 8 scales of 32 and a 4-lane mins accumulator.
 	six bool
 	// summs: Q5_K's mins term, one exact integer per super-block (the 4
 	// lanes of mins × bsum pairs added up) in a scalar FMA, added after
@@ -40,9 +42,6 @@ func (k kqGemmKind) mins() bool { return !k.six && !k.two && !k.three }
 var kqGemmShapes = [][2]int{{2, 6}, {4, 3}, {2, 4}, {4, 2}}
 
 var kqGemmKinds = []kqGemmKind{
-	{name: "Q4K", typ: "Q4_K"},
-	{name: "Q5K", summs: true, typ: "Q5_K"},
-	{name: "Q6K", six: true, typ: "Q6_K"},
 	{name: "Q2K", two: true, typ: "Q2_K"},
 	{name: "Q3K", three: true, typ: "Q3_K"},
 }
@@ -59,9 +58,8 @@ func init() {
 	})
 }
 
-const kqGemmDoc = `See gemm_kquant_avx2_amd64.go. AVX2 GEMM kernels for K-quant weights
-(unpacked into tiles of R rows by packQ4KTile, packQ5KTile, packQ6KTile,
-packQ2KTile, packQ3KTile) against Q8_K
+const kqGemmDoc = `See gemm_kquant_avx2_amd64.go. AVX2 GEMM kernels for Q2_K and Q3_K weights
+(unpacked into tiles of R rows by packQ2KTile, packQ3KTile) against Q8_K
 activation rows: one call computes the R×C outputs of mt tiles of C
 activation rows (C rows arb bytes apart, tile after tile) against one
 weight tile, super-block by super-block.
@@ -72,27 +70,23 @@ sums whose lane k holds the elements 4k..4k+3 of every 32-element chunk
 chunk's scale words, VPADDD) — the grouping of ggml's AVX2 kernels, so
 the integers equal quant's pure-Go dot lane for lane. Then, as there:
 float32 d = d_a·d_w, one FMA per lane into the output's 8-lane float
-accumulator; Q4_K also one 4-lane FMA of -(d_a·dmin_w) with the mins ×
-bsum-pair products (Q5_K: their exact sum, one FMA per super-block in
-every lane); Q3_K: VPMADDUBSW of the activations biased to unsigned
+accumulator; Q3_K: VPMADDUBSW of the activations biased to unsigned
 with the signed weights, -128·Σ s·v per lane (from the tile) added back;
 Q2_K first an 8-lane FMA of -(d_a·dmin_w) with mins ×
-bsums into the same accumulator; after the last super-block hsum_float_8 (+ the Q4_K mins
-reduction (m0+m2)+(m1+m3), or + Q5_K's summs).
+bsums into the same accumulator; after the last super-block hsum_float_8.
 
 Registers: Y0..Y(R·C-1) the integer accumulators of the tile (output
 (r, c) in Y(c·R+r)); in the integer phase Y13 the weight chunk (Q3_K:
 the biased activation chunk), Y14 the scale words, Y15 a product; in the float phase Y12..Y15 temporaries.
 The float accumulators live in the caller's scratch fs (32 bytes per
-output, then the Q4_K mins accumulators, 16 bytes per output).
+output).
 SI the weight tile, R8 its current super-block, R13 activation tile row
 0, AX its current super-block, DX that of row 3 (in the stores: output
 row 3), BX arb, CX super-blocks left, R9 output row 0 of the tile, R10
-ldy in bytes, R11 the current bsum pairs (Q4_K, Q5_K: p holds for every
-activation tile, super-block and tile row c, at 32c, the 8 int16 sums of
-adjacent bsums twice: made once per call by the wrapper, not once per
-weight tile; Q3_K: the biased activation quants, 256 bytes per row),
-R12 activation tiles left, DI fs.`
+ldy in bytes, R11 (Q3_K) the current biased activation quants (p holds
+them for every activation tile, super-block and tile row c, at 256c:
+made once per call by the wrapper, not once per weight tile), R12
+activation tiles left, DI fs.`
 
 // kqTileBytes is the size of one super-block of an R-row unpacked tile.
 func kqTileBytes(k kqGemmKind, R int) int {
@@ -130,34 +124,21 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 		}
 		return fmt.Sprintf("%d(%s)(R10*%d)", 4*r, base, c)
 	}
-	// scratch: float accumulators [c][r] 32 bytes, then (Q4_K) the mins
-	// accumulators [c][r/2] 32 bytes (rows 2p and 2p+1 in lanes 0..3 and 4..7).
+	// scratch: float accumulators [c][r] 32 bytes
 	facc := func(c, r int) string { return fmt.Sprintf("%d(DI)", 32*(c*R+r)) }
-	accm := func(c, p int) string { return fmt.Sprintf("%d(DI)", 32*RC+32*(c*R/2+p)) }
 	fsFloats := 8 * RC
-	if k.mins() {
-		fsFloats += 4 * RC
-	}
 	// tile offsets within a super-block
 	qOff := func(j, r int) int { return 32 * (j*R + r) }
 	var sOff func(j, r int) int
 	var dOff func(r int) int
-	var mnOff, ndmOff, oOff, ndOff func(int) int
-	switch {
-	case k.two:
-		sOff = func(j, r int) int { return 256*R + 32*(j*R+r) }
+	var mnOff, oOff, ndOff func(int) int
+	sOff = func(j, r int) int { return 256*R + 32*(j*R+r) }
+	dOff = func(r int) int { return 544*R + 4*r }
+	if k.two {
 		mnOff = func(r int) int { return 512*R + 32*r }
-		dOff = func(r int) int { return 544*R + 4*r }
 		ndOff = func(r int) int { return 548*R + 4*r }
-	case k.six, k.three:
-		sOff = func(j, r int) int { return 256*R + 32*(j*R+r) }
+	} else {
 		oOff = func(r int) int { return 512*R + 32*r }
-		dOff = func(r int) int { return 544*R + 4*r }
-	default:
-		sOff = func(j, r int) int { return 256*R + 4*(j*R+r) }
-		dOff = func(r int) int { return 288*R + 4*r }
-		mnOff = func(p int) int { return 292*R + 32*p }
-		ndmOff = func(p int) int { return 308*R + 32*p }
 	}
 	a.Blank()
 	a.Comment(fmt.Sprintf("%s: %s weights, tiles of %d weight rows × %d activation rows\n"+
@@ -190,14 +171,6 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	a.Label(lb)
 	// integer phase
 	W, S, T := "Y13", "Y14", "Y15"
-	if k.six {
-		for r := 0; r < R; r++ {
-			a.I("VMOVDQU", fmt.Sprintf("%d(R8)", oOff(r)), S)
-			for c := 0; c < C; c++ {
-				a.I("VPMADDWD", act(c, 260), S, acc(r, c))
-			}
-		}
-	}
 	for j := 0; j < 8 && k.three; j++ {
 		// A (Y13) the biased activation chunk of row c; the signed
 		// weights and the scale words are memory operands
@@ -220,13 +193,9 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 	for j := 0; j < 8 && !k.three; j++ {
 		for r := 0; r < R; r++ {
 			a.I("VMOVDQU", fmt.Sprintf("%d(R8)", qOff(j, r)), W)
-			if !k.mins() {
-				a.I("VMOVDQU", fmt.Sprintf("%d(R8)", sOff(j, r)), S)
-			} else {
-				a.I("VPBROADCASTD", fmt.Sprintf("%d(R8)", sOff(j, r)), S)
-			}
+			a.I("VMOVDQU", fmt.Sprintf("%d(R8)", sOff(j, r)), S)
 			for c := 0; c < C; c++ {
-				if j == 0 && !k.six {
+				if j == 0 {
 					a.I("VPMADDUBSW", act(c, 4+32*j), W, acc(r, c))
 					a.I("VPMADDWD", S, acc(r, c), acc(r, c))
 					continue
@@ -238,7 +207,7 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 		}
 	}
 	// float phase
-	YD, FT, PC, T2 := "Y13", "Y14", "Y15", "Y12"
+	YD, FT, T2 := "Y13", "Y14", "Y12"
 	for c := 0; c < C; c++ {
 		a.I("VBROADCASTSS", act(c, 0), YD)
 		for r := 0; r < R && k.two; r++ {
@@ -262,26 +231,8 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 			a.I("VFMADD213PS", facc(c, r), FT, acc(r, c))
 			a.I("VMOVUPS", acc(r, c), facc(c, r))
 		}
-		if k.mins() {
-			a.I("VMOVDQU", fmt.Sprintf("%d(R11)", 32*c), PC)
-			for p := 0; p < R/2; p++ {
-				a.I("VPMADDWD", fmt.Sprintf("%d(R8)", mnOff(p)), PC, FT)
-				if k.summs {
-					// the 4 lanes of each row added up (exact), in every lane
-					a.I("VPHADDD", FT, FT, FT)
-					a.I("VPHADDD", FT, FT, FT)
-				}
-				a.I("VCVTDQ2PS", FT, FT)
-				a.I("VMULPS", fmt.Sprintf("%d(R8)", ndmOff(p)), YD, T2)
-				a.I("VFMADD213PS", accm(c, p), T2, FT)
-				a.I("VMOVUPS", FT, accm(c, p))
-			}
-		}
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d", tb), "R8")
-	if k.mins() {
-		a.I("ADDQ", fmt.Sprintf("$%d", 32*C), "R11")
-	}
 	if k.three {
 		a.I("ADDQ", fmt.Sprintf("$%d", 256*C), "R11")
 	}
@@ -305,20 +256,6 @@ func kqGemmKernel(a *Asm, k kqGemmKind, R, C int) {
 			a.I("VADDPS", "X1", "X0", "X0")
 			a.I("VMOVSHDUP", "X0", "X1")
 			a.I("VADDSS", "X1", "X0", "X0")
-			if k.mins() {
-				m := fmt.Sprintf("%d(DI)", 32*RC+32*(c*R/2+r/2)+16*(r%2))
-				if k.summs {
-					a.I("VADDSS", m, "X0", "X0")
-					a.I("VMOVSS", "X0", yaddr(c, r))
-					continue
-				}
-				a.I("VMOVUPS", m, "X2")
-				a.I("VMOVHLPS", "X2", "X2", "X3")
-				a.I("VADDPS", "X3", "X2", "X2")
-				a.I("VMOVSHDUP", "X2", "X3")
-				a.I("VADDSS", "X3", "X2", "X2")
-				a.I("VADDSS", "X2", "X0", "X0")
-			}
 			a.I("VMOVSS", "X0", yaddr(c, r))
 		}
 	}

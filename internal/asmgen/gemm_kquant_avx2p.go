@@ -56,6 +56,7 @@ func init() {
 		}
 		packQ4KPairs(a)
 		packQ6KPairs(a)
+		pairActQuants(a)
 	})
 }
 
@@ -82,20 +83,27 @@ after the last super-block hsum_float_8 (+ the Q4_K mins reduction
 
 Registers: Y0..Y7 the integer accumulators (output (r, c) in Y(c·R+r));
 in the integer phase Y12, Y13 the weight half-vectors A, B, Y11 the
-scale words, Y14, Y15 and Y8, Y9 the products of even and odd columns
-(column c+1's VPMADDUBSWs are issued before column c's sums); in the
-float phase Y12..Y15 temporaries. The float
-accumulators live in the caller's scratch fs (32 bytes per output, then
-the Q4_K/Q5_K mins accumulators, 16 bytes per output). SI the weight
-tile, R8 its current super-block, AX the current activation block (per
-activation tile and super-block, 288·C+32 bytes: C rows of 256
-rearranged quants, C × 32 bytes of sums (Q4_K, Q5_K: bsum pairs twice;
-Q6_K: the 16 bsums), C float32 d, padding), CX super-blocks left, R9 output row 0 of the tile, DX output
-row 2 (in the stores), R10 ldy in bytes, R12 activation tiles left, DI fs.`
+scale words (Q4_K, Q5_K: a broadcast dword), Y14, Y15 and Y8, Y9 the
+products of even and odd columns (column c+1's VPMADDUBSWs are issued
+before column c's sums); in the float phase Y12..Y15 temporaries, Y8, Y9
+the Q4_K interleaved mins of row pairs 0, 1. The float accumulators live
+in the caller's scratch fs (32 bytes per output, then the Q4_K/Q5_K mins
+accumulators, 16 bytes per output), then the super-block's 8 products
+d_a·d_w (lane c·R+r) and, Q4_K, the 8 d_a·(-dmin_w), made by one VMULPS
+each at the start of the super-block (DW of the tile by DA of the
+activations) and read back by VBROADCASTSS (VBROADCASTSD: a row pair's
+two) after the integer phase. SI the weight tile, R8 its current
+super-block, AX the current activation block (per activation tile and
+super-block, 288·C+32 bytes: C rows of 256 rearranged quants, C × 32
+bytes of sums (Q4_K: bsum pairs interleaved for two rows; Q5_K: bsum
+pairs twice; Q6_K: the 16 bsums), DA: 8 float32, lane l the d of row
+l/R), CX super-blocks left, R9 output row 0 of the tile, DX output row 2
+(in the stores), R10 ldy in bytes, R12 activation tiles left, DI fs.`
 
 // kqPairTileBytes is the size of one super-block of an R-row paired tile,
-// per row: Q [4][R][64], S [4][R][32], then Q4_K/Q5_K D [R][32],
-// MN [R/2][32], NDM [R/2][32]; Q6_K O [R][32], D [R][32].
+// per row: Q [4][R][64], S (Q4_K/Q5_K [R][4] dwords in a [4][R][32]
+// space; Q6_K [4][R][32]), then Q4_K/Q5_K DW, NDW in a [R][32] space,
+// MN [R/2][32], NDM [R/2][32]; Q6_K O [R][32], DW in a [R][32] space.
 const kqPairTileBytes = 448
 
 func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
@@ -107,30 +115,42 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	}
 	acc := func(r, c int) string { return fmt.Sprintf("Y%d", c*R+r) }
 	// activation block (288·C+32 bytes, so every quant vector stays
-	// 32-byte aligned): quants at 256c, sums at 256C+32c, d at 288C+4c
+	// 32-byte aligned): quants at 256c, sums at 256C+32c, at 288C the 8
+	// floats d_a of column l/R in lane l (column c's d at 288C+4cR)
 	actQ := func(c, i, h int) string { return fmt.Sprintf("%d(AX)", 256*c+64*i+32*h) }
 	actSum := func(c int) string { return fmt.Sprintf("%d(AX)", 256*C+32*c) }
-	actD := func(c int) string { return fmt.Sprintf("%d(AX)", 288*C+4*c) }
+	actDv := fmt.Sprintf("%d(AX)", 288*C)
+	actD := func(c int) string { return fmt.Sprintf("%d(AX)", 288*C+4*c*R) }
 	facc := func(c, r int) string { return fmt.Sprintf("%d(DI)", 32*(c*R+r)) }
 	accm := func(c, p int) string { return fmt.Sprintf("%d(DI)", 32*RC+32*(c*R/2+p)) }
 	fsFloats := 8 * RC
 	if k.mins() {
 		fsFloats += 4 * RC
 	}
+	// after the accumulators, the super-block's 8 products d_a·d_w (lane
+	// o = c·R+r: output o) and, Q4_K, the 8 products d_a·(-dmin_w)
+	pOff := func(o int) string { return fmt.Sprintf("%d(DI)", 4*fsFloats+4*o) }
+	pmOff := func(o int) string { return fmt.Sprintf("%d(DI)", 4*fsFloats+32+4*o) }
 	qOff := func(i, r, h int) string { return fmt.Sprintf("%d(R8)", 64*(i*R+r)+32*h) }
 	sOff := func(i, r int) string { return fmt.Sprintf("%d(R8)", 256*R+32*(i*R+r)) }
-	var mnOff, ndmOff, oOff, dOff func(int) string
+	if !k.six {
+		// Q4_K, Q5_K: one dword per pair and row, broadcast by the load
+		sOff = func(i, r int) string { return fmt.Sprintf("%d(R8)", 256*R+16*r+4*i) }
+	}
+	var mnOff, ndmOff, oOff func(int) string
+	var dwOff, ndwOff string
 	if k.six {
 		oOff = func(r int) string { return fmt.Sprintf("%d(R8)", 384*R+32*r) }
-		dOff = func(r int) string { return fmt.Sprintf("%d(R8)", 416*R+32*r) }
+		dwOff = fmt.Sprintf("%d(R8)", 416*R)
 	} else {
-		dOff = func(r int) string { return fmt.Sprintf("%d(R8)", 384*R+32*r) }
+		dwOff = fmt.Sprintf("%d(R8)", 384*R)
+		ndwOff = fmt.Sprintf("%d(R8)", 384*R+32)
 		mnOff = func(p int) string { return fmt.Sprintf("%d(R8)", 416*R+32*p) }
 		ndmOff = func(p int) string { return fmt.Sprintf("%d(R8)", 432*R+32*p) }
 	}
 	a.Blank()
 	a.Comment(fmt.Sprintf("%s: %s weights, paired chunks, tiles of %d weight rows × %d activation rows\n"+
-		"(%d-byte tile super-blocks; fs holds %d floats).", name, k.typ, R, C, tb, fsFloats))
+		"(%d-byte tile super-blocks; fs holds %d floats).", name, k.typ, R, C, tb, fsFloats+16))
 	a.Raw("")
 	a.Raw("// func %s(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)", name)
 	a.Raw("TEXT ·%s(SB), NOSPLIT, $0-72", name)
@@ -150,6 +170,19 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	a.I("MOVQ", "SI", "R8")
 	a.I("MOVQ", "nb+8(FP)", "CX")
 	a.Label(lb)
+	// the super-block's scale products, one VMULPS for all 8 outputs (and
+	// one for the Q4_K mins), stored to fs and read back by VBROADCASTSS
+	// (VBROADCASTSD) in the float phase, after the integer phase: a
+	// float32 product is commutative, so d_w·d_a has the bits of ggml's
+	// y.d·x.d, and d_a·(-dmin_w) those of ggml's -y.d·dmin
+	a.I("VMOVUPS", dwOff, "Y12")
+	a.I("VMULPS", actDv, "Y12", "Y12")
+	a.I("VMOVUPS", "Y12", pOff(0))
+	if k.mins() && !k.summs {
+		a.I("VMOVUPS", ndwOff, "Y13")
+		a.I("VMULPS", actDv, "Y13", "Y13")
+		a.I("VMOVUPS", "Y13", pmOff(0))
+	}
 	WA, WB, T1, T2 := "Y12", "Y13", "Y14", "Y15"
 	S := "Y11"
 	if k.six {
@@ -164,7 +197,11 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 		for r := 0; r < R; r++ {
 			a.I("VMOVDQU", qOff(i, r, 0), WA)
 			a.I("VMOVDQU", qOff(i, r, 1), WB)
-			a.I("VMOVDQU", sOff(i, r), S)
+			if k.six {
+				a.I("VMOVDQU", sOff(i, r), S)
+			} else {
+				a.I("VPBROADCASTD", sOff(i, r), S)
+			}
 			// products of column c in temps tp[c%2]: column c+1's
 			// VPMADDUBSWs are issued before column c's VPADDW,
 			// VPMADDWD, VPADDD
@@ -193,29 +230,45 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 			sum(C - 1)
 		}
 	}
-	// float phase. (Making the tile's 8 products d_a·d_w in one VMULPS
-	// and reading them back from fs with VBROADCASTSS measured slower:
-	// the loads wait on the store.)
-	YD, FT, PC, T3 := "Y13", "Y14", "Y15", "Y12"
+	// float phase: per output VCVTDQ2PS, VBROADCASTSS of its product,
+	// VFMADD into the float accumulator in fs. Q4_K mins: the tile's
+	// interleaved mins (lane 2t+h: ggml's mins lane t of row 2p+h) by the
+	// column's interleaved bsum pairs, one VPMADDWD per row pair and
+	// column, then VFMADD by the pair's two products (VBROADCASTSD).
+	FT, T3, YD, PC := "Y14", "Y12", "Y13", "Y15"
+	mnReg := func(p int) string { return fmt.Sprintf("Y%d", 8+p) }
+	if k.mins() && !k.summs {
+		for p := 0; p < R/2; p++ {
+			a.I("VMOVDQU", mnOff(p), mnReg(p))
+		}
+	}
 	for c := 0; c < C; c++ {
-		a.I("VBROADCASTSS", actD(c), YD)
 		for r := 0; r < R; r++ {
-			a.I("VMULPS", dOff(r), YD, FT)
 			a.I("VCVTDQ2PS", acc(r, c), acc(r, c))
+			a.I("VBROADCASTSS", pOff(c*R+r), FT)
 			a.I("VFMADD213PS", facc(c, r), FT, acc(r, c))
 			a.I("VMOVUPS", acc(r, c), facc(c, r))
 		}
-		if k.mins() {
+		switch {
+		case k.summs:
+			// Q5_K: rows 2p, 2p+1 in the low and high halves; the 4
+			// lanes of each row added up (exact), in every lane
+			a.I("VBROADCASTSS", actD(c), YD)
 			a.I("VMOVDQU", actSum(c), PC)
 			for p := 0; p < R/2; p++ {
 				a.I("VPMADDWD", mnOff(p), PC, FT)
-				if k.summs {
-					// the 4 lanes of each row added up (exact), in every lane
-					a.I("VPHADDD", FT, FT, FT)
-					a.I("VPHADDD", FT, FT, FT)
-				}
+				a.I("VPHADDD", FT, FT, FT)
+				a.I("VPHADDD", FT, FT, FT)
 				a.I("VCVTDQ2PS", FT, FT)
 				a.I("VMULPS", ndmOff(p), YD, T3)
+				a.I("VFMADD213PS", accm(c, p), T3, FT)
+				a.I("VMOVUPS", FT, accm(c, p))
+			}
+		case k.mins():
+			for p := 0; p < R/2; p++ {
+				a.I("VPMADDWD", actSum(c), mnReg(p), FT)
+				a.I("VCVTDQ2PS", FT, FT)
+				a.I("VBROADCASTSD", pmOff(c*R+2*p), T3)
 				a.I("VFMADD213PS", accm(c, p), T3, FT)
 				a.I("VMOVUPS", FT, accm(c, p))
 			}
@@ -232,16 +285,21 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	// G_1 (G_2, G_3) and VADDPS give lanes 0, 1 + lanes 2, 3 of each; a last
 	// VSHUFPS pair and VADDPS give (x0+x2)+(x1+x3): the order of ggml's
 	// hsum_float_8, with outputs o0, o2, o4, o6 in the low half of Y4 and
-	// o1, o3, o5, o7 in the high half. The Q4_K mins accumulators (already
-	// 4-lane pairs laid out as G_j) go through the same two steps, (m0+m2)+
-	// (m1+m3), and are added after; Q5_K's summs (every lane of a row's 4
-	// equal) are picked from lane 0.
+	// o1, o3, o5, o7 in the high half; VUNPCKLPS, VUNPCKHPS of its halves
+	// give o0..o3 (X6) and o4..o7 (X7). The Q4_K mins accumulators M_q (q
+	// = c·R/2+p, lane 2t+h: ggml's lane t of row 2p+h): VPERM2F128 +
+	// VADDPS of (M_0, M_2) and of (M_1, M_3) give lo+hi, lanes (m0+m2),
+	// (m1+m3) of each row; VSHUFPS picks the (m0+m2) of both into one
+	// vector and the (m1+m3) into another, VADDPS: (m0+m2)+(m1+m3), ggml's
+	// order, with o0..o3 in the low half and o4..o7 in the high half, added
+	// to X6, X7. Q5_K's summs (every lane of a row's 4 equal, rows in
+	// halves) are picked from lane 0 into Y4's layout and added before.
 	for j := 0; j < 4; j++ {
 		a.I("VPERM2F128", "$0x20", fmt.Sprintf("Y%d", 2*j+1), fmt.Sprintf("Y%d", 2*j), "Y12")
 		a.I("VPERM2F128", "$0x31", fmt.Sprintf("Y%d", 2*j+1), fmt.Sprintf("Y%d", 2*j), "Y13")
 		a.I("VADDPS", "Y13", "Y12", fmt.Sprintf("Y%d", 8+j))
 	}
-	// quads: Y8..Y11 → Y4 (mins: Y0..Y3 → Y5)
+	// quads: Y8..Y11 → Y4
 	quad := func(g0, g1, g2, g3, dst string) {
 		a.I("VSHUFPS", "$0x44", g1, g0, "Y12")
 		a.I("VSHUFPS", "$0xee", g1, g0, "Y13")
@@ -258,18 +316,29 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 		for j := 0; j < 4; j++ {
 			a.I("VMOVUPS", fmt.Sprintf("%d(DI)", 32*RC+32*j), fmt.Sprintf("Y%d", j))
 		}
-		if k.summs {
-			a.I("VSHUFPS", "$0x00", "Y1", "Y0", "Y12")
-			a.I("VSHUFPS", "$0x00", "Y3", "Y2", "Y13")
-			a.I("VSHUFPS", "$0x88", "Y13", "Y12", "Y5")
-		} else {
-			quad("Y0", "Y1", "Y2", "Y3", "Y5")
-		}
+	}
+	if k.summs {
+		a.I("VSHUFPS", "$0x00", "Y1", "Y0", "Y12")
+		a.I("VSHUFPS", "$0x00", "Y3", "Y2", "Y13")
+		a.I("VSHUFPS", "$0x88", "Y13", "Y12", "Y5")
 		a.I("VADDPS", "Y5", "Y4", "Y4")
 	}
 	a.I("VEXTRACTF128", "$1", "Y4", "X5")
 	a.I("VUNPCKLPS", "X5", "X4", "X6")
 	a.I("VUNPCKHPS", "X5", "X4", "X7")
+	if k.mins() && !k.summs {
+		for j := 0; j < 2; j++ {
+			a.I("VPERM2F128", "$0x20", fmt.Sprintf("Y%d", j+2), fmt.Sprintf("Y%d", j), "Y12")
+			a.I("VPERM2F128", "$0x31", fmt.Sprintf("Y%d", j+2), fmt.Sprintf("Y%d", j), "Y13")
+			a.I("VADDPS", "Y13", "Y12", fmt.Sprintf("Y%d", 8+j))
+		}
+		a.I("VSHUFPS", "$0x44", "Y9", "Y8", "Y12")
+		a.I("VSHUFPS", "$0xee", "Y9", "Y8", "Y13")
+		a.I("VADDPS", "Y13", "Y12", "Y5")
+		a.I("VADDPS", "X5", "X6", "X6")
+		a.I("VEXTRACTF128", "$1", "Y5", "X5")
+		a.I("VADDPS", "X5", "X7", "X7")
+	}
 	if R == 2 {
 		// X6: rows c0, c1 (outputs r0, r1 each); X7: rows c2, c3
 		a.I("LEAQ", "(R9)(R10*2)", "DX")
@@ -451,6 +520,40 @@ tile's rows, prefetched); Y14 0x0f bytes, Y15 0x30.`)
 	a.I("DECQ", "CX")
 	a.I("JNZ", "pp6blk")
 	a.Label("pp6done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// pairActQuants writes pairActQuantsAVX2: the quants part of kqPairActs.
+func pairActQuants(a *Asm) {
+	a.Blank()
+	a.Comment(`pairActQuantsAVX2 writes the paired quants of one activation row for nb
+super-blocks: from the Q8_K blocks at src (292 bytes apart, quants at +4),
+chunk pair i (chunks 2i, 2i+1 as L, H) as halves A, B (see
+packQ4KNibblesAVX2P) to 64·i and 64·i+32 of dst, the blocks ab bytes
+apart. Registers: DI dst, SI src, DX ab, CX super-blocks left.`)
+	a.Raw("")
+	a.Raw("// func pairActQuantsAVX2(dst *byte, src *byte, nb int, ab int)")
+	a.Raw("TEXT ·pairActQuantsAVX2(SB), NOSPLIT, $0-32")
+	a.I("MOVQ", "dst+0(FP)", "DI")
+	a.I("MOVQ", "src+8(FP)", "SI")
+	a.I("MOVQ", "nb+16(FP)", "CX")
+	a.I("MOVQ", "ab+24(FP)", "DX")
+	a.I("TESTQ", "CX", "CX")
+	a.I("JZ", "paqdone")
+	a.Label("paqblk")
+	for i := 0; i < 4; i++ {
+		a.I("VMOVDQU", fmt.Sprintf("%d(SI)", 4+64*i), "Y0")
+		a.I("VMOVDQU", fmt.Sprintf("%d(SI)", 4+64*i+32), "Y1")
+		pairHalves(a, "Y0", "Y1", "Y2", "Y3")
+		a.I("VMOVDQU", "Y2", fmt.Sprintf("%d(DI)", 64*i))
+		a.I("VMOVDQU", "Y3", fmt.Sprintf("%d(DI)", 64*i+32))
+	}
+	a.I("ADDQ", "$292", "SI")
+	a.I("ADDQ", "DX", "DI")
+	a.I("DECQ", "CX")
+	a.I("JNZ", "paqblk")
+	a.Label("paqdone")
 	a.I("VZEROUPPER")
 	a.I("RET")
 }
