@@ -2,7 +2,11 @@
 
 package cpu
 
-import "github.com/minfer/minfer/quant"
+import (
+	"sync"
+
+	"github.com/minfer/minfer/quant"
+)
 
 // AVX2 row kernels for the 32-element formats (Q8_0, Q5_0, Q4_0 against
 // Q8_0 activations; Q4_1, Q5_1 against Q8_1). Each asm call sweeps a whole
@@ -33,16 +37,49 @@ import "github.com/minfer/minfer/quant"
 func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
-func rowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-
-//go:noescape
-func rowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-
-//go:noescape
 func rowsQ4_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
 func rowsQ5_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+// lgRowsQ4_0AVX2, lgRowsQ5_0AVX2 and lgRowsQ8_0AVX2 are the generated
+// AVX2 row kernels (internal/asmgen/rows_legacy_avx2.go).
+//
+//go:noescape
+func lgRowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
+
+//go:noescape
+func lgRowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
+
+//go:noescape
+func lgRowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
+
+// lgRec is the scratch the generated kernels take per activation block
+// (internal/asmgen/rows_legacy_avx2.go: lgRec).
+const lgRec = 80
+
+// lgScratch pools the generated kernels' per-call scratch.
+var lgScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// lgScr adapts a generated kernel to the rowsAsm form, handing it pooled
+// scratch of nb·lgRec bytes.
+func lgScr(f func(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)) rowsAsm {
+	return func(w *byte, wrb int, a *byte, nb int, y *float32, rows int) {
+		bp := lgScratch.Get().(*[]byte)
+		if len(*bp) < nb*lgRec {
+			*bp = make([]byte, nb*lgRec)
+		}
+		f(w, wrb, a, nb, y, rows, &(*bp)[0])
+		lgScratch.Put(bp)
+	}
+}
+
+// The AVX2 Q4_0 and Q5_0 row kernels in the rowsAsm form (also the GEMMs'
+// remainder kernels).
+var (
+	rowsQ4_0AVX2 = lgScr(lgRowsQ4_0AVX2)
+	rowsQ5_0AVX2 = lgScr(lgRowsQ5_0AVX2)
+)
 
 //go:noescape
 func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
@@ -57,13 +94,15 @@ func init() {
 	if !hasAVX2 {
 		return
 	}
-	q80, q50, q40, tier := rowsQ8_0AVX2, rowsQ5_0AVX2, rowsQ4_0AVX2, "avx2"
 	if hasVNNI {
-		q80, q50, q40, tier = rowsQ8_0VNNI, rowsQ5_0VNNI, rowsQ4_0VNNI, "avx512vnni"
+		registerRows(quant.Q8_0, "avx512vnni", legacyRows(rowsQ8_0VNNI, 34, 34))
+		registerRows(quant.Q5_0, "avx512vnni", legacyRows(rowsQ5_0VNNI, 22, 34))
+		registerRows(quant.Q4_0, "avx512vnni", legacyRows(rowsQ4_0VNNI, 18, 34))
+	} else {
+		registerRows(quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34))
+		registerRows(quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34))
+		registerRows(quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34))
 	}
-	registerRows(quant.Q8_0, tier, legacyRows(q80, 34, 34))
-	registerRows(quant.Q5_0, tier, legacyRows(q50, 22, 34))
-	registerRows(quant.Q4_0, tier, legacyRows(q40, 18, 34))
 	registerRows(quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36))
 	registerRows(quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36))
 }
