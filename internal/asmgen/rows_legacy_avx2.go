@@ -57,10 +57,12 @@ func lgConsts(a *Asm) {
 	a.Blank()
 	a.Comment("lgNibShift: dword shifts 0 (low lane) and 4 (high lane): the 16 quant\nbytes broadcast to both lanes become low nibbles | high nibbles.")
 	data("lgNibShift", 0, 0, 0x0000000400000004, 0x0000000400000004)
-	a.Comment("lgQhShuf: byte i of the 32 takes qh byte i/8 (the Q5_0 5th bits).")
-	data("lgQhShuf", 0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303)
-	a.Comment("lgBitSel: bit i%8 in byte i.")
-	data("lgBitSel", 0x8040201008040201, 0x8040201008040201, 0x8040201008040201, 0x8040201008040201)
+	a.Comment(`lgQhShuf / lgBitSel, the Q5_0 5th bits: from a qword q = qh | (qh<<4)<<32
+broadcast to every lane, byte i (of 32: element i) takes qh byte i/8
+from the copy where its bit i%8 sits at bit 4..7 (the lower dword for
+i%8 ≥ 4, the upper for i%8 < 4), and lgBitSel keeps that bit.`)
+	data("lgQhShuf", 0x0000000004040404, 0x0101010105050505, 0x0202020206060606, 0x0303030307070707)
+	data("lgBitSel", 0x8040201080402010, 0x8040201080402010, 0x8040201080402010, 0x8040201080402010)
 }
 
 // lgRec is the size of one activation block's record in the kernels'
@@ -86,11 +88,17 @@ func lgRow(a *Asm, t lgType, reg string, off int, acc string) {
 		a.I("VBROADCASTI128", at(6), "Y7")
 		a.I("VPSRLVD", "Y10, Y7, Y7")
 		a.I("VPAND", "Y14, Y7, Y7")
-		a.I("VPBROADCASTD", at(2), "Y8")
+		// The 5th bits: qh | (qh<<4 in the upper dword) (scalar, through
+		// the stack), each byte picking the copy that holds its bit at
+		// bit 4..7 (lgQhShuf), that bit (lgBitSel), then min(·, 0x10).
+		a.I("MOVL", at(2), "R14")
+		a.I("RORXQ", "$28, R14, R13")
+		a.I("ORQ", "R13, R14")
+		a.I("MOVQ", fmt.Sprintf("R14, %d(SP)", 16+2*off))
+		a.I("VPBROADCASTQ", fmt.Sprintf("%d(SP)", 16+2*off), "Y8")
 		a.I("VPSHUFB", "Y5, Y8, Y8")
 		a.I("VPAND", "Y11, Y8, Y8")
-		a.I("VPCMPEQB", "Y11, Y8, Y8")
-		a.I("VPAND", "Y12, Y8, Y8")
+		a.I("VPMINUB", "Y12, Y8, Y8")
 		a.I("VPOR", "Y8, Y7, Y7")
 		a.I("VPMADDUBSW", "Y4, Y7, Y7")
 		a.I("VPSUBW", "Y13, Y7, Y7")
@@ -111,10 +119,11 @@ func lgRow(a *Asm, t lgType, reg string, off int, acc string) {
 //	func name(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
 //
 // scr holds nb·lgRec bytes of scratch. Registers: AX, BX, CX, DX the
-// group's four row bases, SI the group's first row, R8 the row stride,
-// R9 the outputs, R10 rows left, R12 the block offset in the rows, DI the
-// activation record, R11 blocks left, R13 the next group's first row
-// (prefetch), R14 scratch. Y0..Y3 the rows' accumulators, Y6 a row's
+// group's four row bases, SI the next group's first row (prefetched from
+// it as the group's rows are read), R8 the row stride, R9 the outputs,
+// R10 rows left, R12 the block offset in the rows, DI the activation
+// record, R11 blocks left, R13 and R14 scratch. Stack: 0..15 the four
+// rows' d_w·d_a of the block, 16..47 the Q5_0 rows' 5th-bit qwords. Y0..Y3 the rows' accumulators, Y6 a row's
 // scale, Y7/Y8 temporaries, Y14 bytes 0x0F, Y15 int16 ones, Y10
 // lgNibShift, Y12 bytes 8 (Q4_0) or 0x10 (Q5_0), Y5 lgQhShuf, Y11
 // lgBitSel.
@@ -122,7 +131,7 @@ func lgKernel(a *Asm, t lgType) {
 	p := t.p
 	a.Blank()
 	a.Raw("// func %s(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)", t.name)
-	a.Raw("TEXT ·%s(SB), NOSPLIT, $16-56", t.name)
+	a.Raw("TEXT ·%s(SB), NOSPLIT, $48-56", t.name)
 	a.I("MOVQ", "w+0(FP), SI")
 	a.I("MOVQ", "wrb+8(FP), R8")
 	a.I("MOVQ", "y+32(FP), R9")
@@ -176,7 +185,7 @@ func lgKernel(a *Asm, t lgType) {
 	a.I("LEAQ", "(SI)(R14*1), DX")
 	a.I("CMPQ", "R10, $4")
 	a.I("CMOVQLT", "CX, DX")
-	a.I("LEAQ", "(SI)(R8*4), R13")
+	a.I("LEAQ", "(SI)(R8*4), SI")
 	a.I("MOVQ", "scr+48(FP), DI")
 	a.I("MOVQ", "nb+24(FP), R11")
 	a.I("XORL", "R12, R12")
@@ -187,7 +196,7 @@ func lgKernel(a *Asm, t lgType) {
 	// The next group's bytes, linearly, as this group's are read: R12
 	// advances by a block of each of 4 rows.
 	for i := 0; i < (4*t.bs+63)/64; i++ {
-		a.I("PREFETCHT0", fmt.Sprintf("%d(R13)(R12*4)", rowsPF+64*i))
+		a.I("PREFETCHT0", fmt.Sprintf("%d(SI)(R12*4)", rowsPF+64*i))
 	}
 	// The four rows' f16 d gathered into R14, converted, times d_a.
 	a.I("MOVWQZX", "(DX)(R12*1), R14")
@@ -220,7 +229,6 @@ func lgKernel(a *Asm, t lgType) {
 		a.I("VMOVSS", fmt.Sprintf("X%d, %d(R9)", r, 4*r))
 	}
 	a.I("ADDQ", "$16, R9")
-	a.I("MOVQ", "R13, SI")
 	a.I("SUBQ", "$4, R10")
 	a.I("JMP", p+"group")
 	a.Label(p + "done")
