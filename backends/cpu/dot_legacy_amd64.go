@@ -42,17 +42,14 @@ func rowsQ4_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 //go:noescape
 func rowsQ5_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
-// lgRowsQ4_0AVX2, lgRowsQ5_0AVX2 and lgRowsQ8_0AVX2 are the generated
-// AVX2 row kernels (internal/asmgen/rows_legacy_avx2.go).
+// lgRowsQ4_0AVX2 and lgRowsQ5_0AVX2 are the generated AVX2 row kernels
+// (internal/asmgen/rows_legacy_avx2.go).
 //
 //go:noescape
 func lgRowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
 
 //go:noescape
 func lgRowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
-
-//go:noescape
-func lgRowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
 
 // lgRec is the scratch the generated kernels take per activation block
 // (internal/asmgen/rows_legacy_avx2.go: lgRec).

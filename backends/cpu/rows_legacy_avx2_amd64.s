@@ -4,10 +4,10 @@
 
 #include "textflag.h"
 
-// AVX2 decode row kernels of Q4_0, Q5_0 and Q8_0 weights against one Q8_0
+// AVX2 decode row kernels of Q4_0 and Q5_0 weights against one Q8_0
 // activation row (see internal/asmgen/rows_legacy_avx2.go).
 //
-// Float order of quant.DotQ4_0Q8_0 / DotQ5_0Q8_0 / DotQ8_0Q8_0 (ggml's AVX2
+// Float order of quant.DotQ4_0Q8_0 / DotQ5_0Q8_0 (ggml's AVX2
 // kernels): per 32-element block, 8 int32 lanes (lane k the integer dot of
 // elements 4k..4k+3), converted to float32, acc = FMA(cvt, d_w·d_a, acc)
 // in block order, then hsum_float_8(acc). The integer lanes are exact for
@@ -373,141 +373,5 @@ lq50block:
 	SUBQ	$4, R10
 	JMP	lq50group
 lq50done:
-	VZEROUPPER
-	RET
-
-// func lgRowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
-TEXT ·lgRowsQ8_0AVX2(SB), NOSPLIT, $48-56
-	MOVQ	w+0(FP), SI
-	MOVQ	wrb+8(FP), R8
-	MOVQ	y+32(FP), R9
-	MOVQ	rows+40(FP), R10
-	VPCMPEQW	Y15, Y15, Y15
-	VPSRLW	$15, Y15, Y15
-	MOVQ	a+16(FP), AX
-	MOVQ	scr+48(FP), DI
-	MOVQ	nb+24(FP), R11
-lq80prep:
-	VMOVDQU	2(AX), Y4
-	VMOVDQU	Y4, (DI)
-	VPBROADCASTW	(AX), X4
-	VCVTPH2PS	X4, X4
-	VMOVUPS	X4, 64(DI)
-	ADDQ	$34, AX
-	ADDQ	$80, DI
-	DECQ	R11
-	JNZ	lq80prep
-lq80group:
-	TESTQ	R10, R10
-	JLE	lq80done
-	MOVQ	SI, AX
-	LEAQ	(SI)(R8*1), BX
-	CMPQ	R10, $2
-	CMOVQLT	AX, BX
-	LEAQ	(SI)(R8*2), CX
-	CMPQ	R10, $3
-	CMOVQLT	BX, CX
-	LEAQ	(R8)(R8*2), R14
-	LEAQ	(SI)(R14*1), DX
-	CMPQ	R10, $4
-	CMOVQLT	CX, DX
-	LEAQ	(SI)(R8*4), SI
-	MOVQ	scr+48(FP), DI
-	MOVQ	nb+24(FP), R11
-	XORL	R12, R12
-	VXORPS	Y0, Y0, Y0
-	VXORPS	Y1, Y1, Y1
-	VXORPS	Y2, Y2, Y2
-	VXORPS	Y3, Y3, Y3
-lq80block:
-	PREFETCHT0	4096(SI)(R12*4)
-	PREFETCHT0	4160(SI)(R12*4)
-	PREFETCHT0	4224(SI)(R12*4)
-	MOVWQZX	(DX)(R12*1), R14
-	SHLQ	$16, R14
-	MOVW	(CX)(R12*1), R14
-	SHLQ	$16, R14
-	MOVW	(BX)(R12*1), R14
-	SHLQ	$16, R14
-	MOVW	(AX)(R12*1), R14
-	VMOVQ	R14, X6
-	VCVTPH2PS	X6, X6
-	VMULPS	64(DI), X6, X6
-	VMOVUPS	X6, (SP)
-	VMOVDQU	(DI), Y4
-	VMOVDQU	2(AX)(R12*1), Y7
-	VPSIGNB	Y7, Y4, Y8
-	VPABSB	Y7, Y7
-	VPMADDUBSW	Y8, Y7, Y7
-	VPMADDWD	Y15, Y7, Y7
-	VCVTDQ2PS	Y7, Y7
-	VBROADCASTSS	0(SP), Y6
-	VFMADD231PS	Y7, Y6, Y0
-	VMOVDQU	2(BX)(R12*1), Y7
-	VPSIGNB	Y7, Y4, Y8
-	VPABSB	Y7, Y7
-	VPMADDUBSW	Y8, Y7, Y7
-	VPMADDWD	Y15, Y7, Y7
-	VCVTDQ2PS	Y7, Y7
-	VBROADCASTSS	4(SP), Y6
-	VFMADD231PS	Y7, Y6, Y1
-	VMOVDQU	2(CX)(R12*1), Y7
-	VPSIGNB	Y7, Y4, Y8
-	VPABSB	Y7, Y7
-	VPMADDUBSW	Y8, Y7, Y7
-	VPMADDWD	Y15, Y7, Y7
-	VCVTDQ2PS	Y7, Y7
-	VBROADCASTSS	8(SP), Y6
-	VFMADD231PS	Y7, Y6, Y2
-	VMOVDQU	2(DX)(R12*1), Y7
-	VPSIGNB	Y7, Y4, Y8
-	VPABSB	Y7, Y7
-	VPMADDUBSW	Y8, Y7, Y7
-	VPMADDWD	Y15, Y7, Y7
-	VCVTDQ2PS	Y7, Y7
-	VBROADCASTSS	12(SP), Y6
-	VFMADD231PS	Y7, Y6, Y3
-	ADDQ	$34, R12
-	ADDQ	$80, DI
-	DECQ	R11
-	JNZ	lq80block
-	VEXTRACTF128	$1, Y0, X6
-	VADDPS	X0, X6, X0
-	VMOVHLPS	X0, X0, X6
-	VADDPS	X6, X0, X0
-	VMOVSHDUP	X0, X6
-	VADDSS	X6, X0, X0
-	VEXTRACTF128	$1, Y1, X6
-	VADDPS	X1, X6, X1
-	VMOVHLPS	X1, X1, X6
-	VADDPS	X6, X1, X1
-	VMOVSHDUP	X1, X6
-	VADDSS	X6, X1, X1
-	VEXTRACTF128	$1, Y2, X6
-	VADDPS	X2, X6, X2
-	VMOVHLPS	X2, X2, X6
-	VADDPS	X6, X2, X2
-	VMOVSHDUP	X2, X6
-	VADDSS	X6, X2, X2
-	VEXTRACTF128	$1, Y3, X6
-	VADDPS	X3, X6, X3
-	VMOVHLPS	X3, X3, X6
-	VADDPS	X6, X3, X3
-	VMOVSHDUP	X3, X6
-	VADDSS	X6, X3, X3
-	VMOVSS	X0, (R9)
-	CMPQ	R10, $2
-	JLT	lq80done
-	VMOVSS	X1, 4(R9)
-	CMPQ	R10, $3
-	JLT	lq80done
-	VMOVSS	X2, 8(R9)
-	CMPQ	R10, $4
-	JLT	lq80done
-	VMOVSS	X3, 12(R9)
-	ADDQ	$16, R9
-	SUBQ	$4, R10
-	JMP	lq80group
-lq80done:
 	VZEROUPPER
 	RET

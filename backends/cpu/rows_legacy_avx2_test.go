@@ -12,14 +12,14 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// generatedLegacyAVX2Rows lists the generated AVX2 row kernels of the
-// Q8_0-activation formats (internal/asmgen/rows_legacy_avx2.go), wrapped
-// as the dispatch wraps them.
-func generatedLegacyAVX2Rows() []rowKernel {
+// legacyAVX2Q8Rows lists the AVX2 row kernels against Q8_0 activations,
+// wrapped as the dispatch wraps them: the generated Q4_0 and Q5_0 ones
+// (internal/asmgen/rows_legacy_avx2.go) and the hand-written Q8_0 one.
+func legacyAVX2Q8Rows() []rowKernel {
 	return []rowKernel{
-		{quant.Q4_0, "avx2", legacyRows(lgScr(lgRowsQ4_0AVX2), 18, 34)},
-		{quant.Q5_0, "avx2", legacyRows(lgScr(lgRowsQ5_0AVX2), 22, 34)},
-		{quant.Q8_0, "avx2", legacyRows(lgScr(lgRowsQ8_0AVX2), 34, 34)},
+		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
+		{quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34)},
+		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},
 	}
 }
 
@@ -98,8 +98,8 @@ func sameFloat(got, want float32) bool {
 	return math.Float32bits(got) == math.Float32bits(want)
 }
 
-// TestGeneratedLegacyAVX2RowsEdges checks the generated AVX2 Q4_0 / Q5_0 /
-// Q8_0 row kernels, called directly (so on an AVX-512 machine too), bit
+// TestGeneratedLegacyAVX2RowsEdges checks the AVX2 Q4_0 / Q5_0 (generated)
+// and Q8_0 row kernels, called directly (so on an AVX-512 machine too), bit
 // for bit against the pure-Go dot: random, all-max, all-min and (Q8_0)
 // -128 quants; zero, subnormal, maximal, infinite and NaN scales; extreme
 // activations; every row count of the 4-row groups' tails and sub-ranges.
@@ -108,7 +108,7 @@ func TestGeneratedLegacyAVX2RowsEdges(t *testing.T) {
 		t.Skip("no AVX2 (or MINFER_NO_AVX2 set): the AVX2 kernels cannot run")
 	}
 	r := rand.New(rand.NewPCG(23, 29))
-	for _, k := range generatedLegacyAVX2Rows() {
+	for _, k := range legacyAVX2Q8Rows() {
 		t.Run(k.typ.String(), func(t *testing.T) {
 			dot := quant.DotFor(k.typ)
 			bs := k.typ.TypeSize()
@@ -152,7 +152,7 @@ func TestGeneratedLegacyAVX2RowsEdges(t *testing.T) {
 	}
 }
 
-// TestGeneratedLegacyAVX2RowsRandom checks the generated kernels on
+// TestGeneratedLegacyAVX2RowsRandom checks the same kernels on
 // quantized model-like rows (legacyWeights) of qwen-sized K against
 // quantized activations, whole ranges and ragged ones, and a row stride
 // wider than the row.
@@ -161,7 +161,7 @@ func TestGeneratedLegacyAVX2RowsRandom(t *testing.T) {
 		t.Skip("no AVX2 (or MINFER_NO_AVX2 set): the AVX2 kernels cannot run")
 	}
 	r := rand.New(rand.NewPCG(31, 37))
-	for _, k := range generatedLegacyAVX2Rows() {
+	for _, k := range legacyAVX2Q8Rows() {
 		for _, K := range []int{32, 896, 4864} {
 			for _, raw := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/K%d/raw=%v", k.typ, K, raw), func(t *testing.T) {

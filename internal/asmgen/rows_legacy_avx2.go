@@ -2,8 +2,8 @@ package main
 
 import "fmt"
 
-// AVX2 decode row kernels of the 32-element formats whose activations are
-// Q8_0 (Q4_0, Q5_0, Q8_0 weights), printed into
+// AVX2 decode row kernels of Q4_0 and Q5_0 weights against Q8_0
+// activations, printed into
 // backends/cpu/rows_legacy_avx2_amd64.s; the Go side declares them in
 // dot_legacy_amd64.go and wraps them with legacyRows (rows_asm.go), which
 // checks every bound they rely on.
@@ -13,16 +13,16 @@ func init() {
 		a.Blank()
 		a.Comment(lgDoc)
 		lgConsts(a)
-		for _, t := range []lgType{lgQ4_0, lgQ5_0, lgQ8_0} {
+		for _, t := range []lgType{lgQ4_0, lgQ5_0} {
 			lgKernel(a, t)
 		}
 	})
 }
 
-const lgDoc = `AVX2 decode row kernels of Q4_0, Q5_0 and Q8_0 weights against one Q8_0
+const lgDoc = `AVX2 decode row kernels of Q4_0 and Q5_0 weights against one Q8_0
 activation row (see internal/asmgen/rows_legacy_avx2.go).
 
-Float order of quant.DotQ4_0Q8_0 / DotQ5_0Q8_0 / DotQ8_0Q8_0 (ggml's AVX2
+Float order of quant.DotQ4_0Q8_0 / DotQ5_0Q8_0 (ggml's AVX2
 kernels): per 32-element block, 8 int32 lanes (lane k the integer dot of
 elements 4k..4k+3), converted to float32, acc = FMA(cvt, d_w·d_a, acc)
 in block order, then hsum_float_8(acc). The integer lanes are exact for
@@ -43,7 +43,6 @@ type lgType struct {
 var (
 	lgQ4_0 = lgType{"lgRowsQ4_0AVX2", "lq40", 18}
 	lgQ5_0 = lgType{"lgRowsQ5_0AVX2", "lq50", 22}
-	lgQ8_0 = lgType{"lgRowsQ8_0AVX2", "lq80", 34}
 )
 
 // lgConsts writes the constant tables.
@@ -102,11 +101,6 @@ func lgRow(a *Asm, t lgType, reg string, off int, acc string) {
 		a.I("VPOR", "Y8, Y7, Y7")
 		a.I("VPMADDUBSW", "Y4, Y7, Y7")
 		a.I("VPSUBW", "Y13, Y7, Y7")
-	case lgQ8_0:
-		a.I("VMOVDQU", at(2), "Y7")
-		a.I("VPSIGNB", "Y7, Y4, Y8")
-		a.I("VPABSB", "Y7, Y7")
-		a.I("VPMADDUBSW", "Y8, Y7, Y7")
 	}
 	a.I("VPMADDWD", "Y15, Y7, Y7")
 	a.I("VCVTDQ2PS", "Y7, Y7")
@@ -138,7 +132,7 @@ func lgKernel(a *Asm, t lgType) {
 	a.I("MOVQ", "rows+40(FP), R10")
 	a.I("VPCMPEQW", "Y15, Y15, Y15")
 	a.I("VPSRLW", "$15, Y15, Y15")
-	if t != lgQ8_0 {
+	{
 		a.I("MOVL", "$0x0f0f0f0f, AX")
 		a.I("VMOVD", "AX, X14")
 		a.I("VPBROADCASTD", "X14, Y14")
@@ -160,10 +154,8 @@ func lgKernel(a *Asm, t lgType) {
 	a.Label(p + "prep")
 	a.I("VMOVDQU", "2(AX), Y4")
 	a.I("VMOVDQU", "Y4, (DI)")
-	if t != lgQ8_0 {
-		a.I("VPMADDUBSW", "Y4, Y12, Y4")
-		a.I("VMOVDQU", "Y4, 32(DI)")
-	}
+	a.I("VPMADDUBSW", "Y4, Y12, Y4")
+	a.I("VMOVDQU", "Y4, 32(DI)")
 	a.I("VPBROADCASTW", "(AX), X4")
 	a.I("VCVTPH2PS", "X4, X4")
 	a.I("VMOVUPS", "X4, 64(DI)")
@@ -209,9 +201,7 @@ func lgKernel(a *Asm, t lgType) {
 	a.I("VMULPS", "64(DI), X6, X6")
 	a.I("VMOVUPS", "X6, (SP)")
 	a.I("VMOVDQU", "(DI), Y4")
-	if t != lgQ8_0 {
-		a.I("VMOVDQU", "32(DI), Y13")
-	}
+	a.I("VMOVDQU", "32(DI), Y13")
 	for r, reg := range []string{"AX", "BX", "CX", "DX"} {
 		lgRow(a, t, reg, 4*r, fmt.Sprintf("Y%d", r))
 	}
