@@ -2,14 +2,12 @@
 
 package cpu
 
-import (
-	"sync"
-
-	"github.com/minfer/minfer/quant"
-)
+import "github.com/minfer/minfer/quant"
 
 // AVX2 row kernels for the 32-element formats (Q8_0, Q5_0, Q4_0 against
-// Q8_0 activations; Q4_1, Q5_1 against Q8_1). Each asm call sweeps a whole
+// Q8_0 activations; Q4_1, Q5_1 against Q8_1; Q5_0 and Q4_0 are generated,
+// rows_legacy_avx2_amd64.s from internal/asmgen/rows_legacy_avx2.go, the
+// others hand-written in dot_legacy_amd64.s). Each asm call sweeps a whole
 // range of weight rows against one activation row and gives the same bits
 // as quant's pure-Go dots: per block, 8 int32 lanes each holding the
 // integer dot of 4 consecutive elements (lane k<4: elements 4k..4k+3 of the
@@ -42,41 +40,14 @@ func rowsQ4_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 //go:noescape
 func rowsQ5_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
-// lgRowsQ4_0AVX2 and lgRowsQ5_0AVX2 are the generated AVX2 row kernels
+// rowsQ4_0AVX2 and rowsQ5_0AVX2 are generated
 // (internal/asmgen/rows_legacy_avx2.go).
 //
 //go:noescape
-func lgRowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
+func rowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
-func lgRowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
-
-// lgRec is the scratch the generated kernels take per activation block
-// (internal/asmgen/rows_legacy_avx2.go: lgRec).
-const lgRec = 80
-
-// lgScratch pools the generated kernels' per-call scratch.
-var lgScratch = sync.Pool{New: func() any { return new([]byte) }}
-
-// lgScr adapts a generated kernel to the rowsAsm form, handing it pooled
-// scratch of nb·lgRec bytes.
-func lgScr(f func(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)) rowsAsm {
-	return func(w *byte, wrb int, a *byte, nb int, y *float32, rows int) {
-		bp := lgScratch.Get().(*[]byte)
-		if len(*bp) < nb*lgRec {
-			*bp = make([]byte, nb*lgRec)
-		}
-		f(w, wrb, a, nb, y, rows, &(*bp)[0])
-		lgScratch.Put(bp)
-	}
-}
-
-// The AVX2 Q4_0 and Q5_0 row kernels in the rowsAsm form (also the GEMMs'
-// remainder kernels).
-var (
-	rowsQ4_0AVX2 = lgScr(lgRowsQ4_0AVX2)
-	rowsQ5_0AVX2 = lgScr(lgRowsQ5_0AVX2)
-)
+func rowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
 func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)

@@ -41,8 +41,8 @@ type lgType struct {
 }
 
 var (
-	lgQ4_0 = lgType{"lgRowsQ4_0AVX2", "lq40", 18}
-	lgQ5_0 = lgType{"lgRowsQ5_0AVX2", "lq50", 22}
+	lgQ4_0 = lgType{"rowsQ4_0AVX2", "lq40", 18}
+	lgQ5_0 = lgType{"rowsQ5_0AVX2", "lq50", 22}
 )
 
 // lgConsts writes the constant tables.
@@ -64,16 +64,12 @@ i%8 ≥ 4, the upper for i%8 < 4), and lgBitSel keeps that bit.`)
 	data("lgBitSel", 0x8040201080402010, 0x8040201080402010, 0x8040201080402010, 0x8040201080402010)
 }
 
-// lgRec is the size of one activation block's record in the kernels'
-// scratch, written by the kernel's first pass over the activation row:
-// the 32 quants, the 16 int16 offset terms (8 or 16 times each pair sum
-// of the quants: Q4_0 and Q5_0 take their weights unsigned and subtract
-// these), and d_a as float32 four times.
-const lgRec = 80
-
 // lgRow writes one weight row's block (row base in reg, block offset
-// R12) against the activation record at DI: its int32 lanes converted to
-// float in Y7, then acc = FMA(Y7, d_w·d_a (stack slot off), acc).
+// R12) against the activation quants in Y4 (Q4_0 and Q5_0 take their
+// weights unsigned, 0..15 / 0..31, and subtract Y13, 8 or 16 times the
+// activations' pair sums, in int16: no overflow for any input): its
+// int32 lanes converted to float in Y7, then acc = FMA(Y7, d_w·d_a
+// (stack slot off), acc).
 func lgRow(a *Asm, t lgType, reg string, off int, acc string) {
 	at := func(d int) string { return fmt.Sprintf("%d(%s)(R12*1)", d, reg) }
 	switch t {
@@ -110,59 +106,41 @@ func lgRow(a *Asm, t lgType, reg string, off int, acc string) {
 
 // lgKernel writes one kernel:
 //
-//	func name(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)
+//	func name(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 //
-// scr holds nb·lgRec bytes of scratch. Registers: AX, BX, CX, DX the
-// group's four row bases, SI the next group's first row (prefetched from
-// it as the group's rows are read), R8 the row stride, R9 the outputs,
-// R10 rows left, R12 the block offset in the rows, DI the activation
-// record, R11 blocks left, R13 and R14 scratch. Stack: 0..15 the four
-// rows' d_w·d_a of the block, 16..47 the Q5_0 rows' 5th-bit qwords. Y0..Y3 the rows' accumulators, Y6 a row's
-// scale, Y7/Y8 temporaries, Y14 bytes 0x0F, Y15 int16 ones, Y10
-// lgNibShift, Y12 bytes 8 (Q4_0) or 0x10 (Q5_0), Y5 lgQhShuf, Y11
-// lgBitSel.
+// Registers: AX, BX, CX, DX the group's four row bases, SI the next
+// group's first row (prefetched from as the group's rows are read), R8
+// the row stride, R9 the outputs, R10 rows left, R12 the block offset in
+// the rows, DI the activation block, R11 blocks left, R13 and R14
+// scratch. Stack: 0..15 the four rows' d_w·d_a of the block, 16..47 the
+// Q5_0 rows' 5th-bit qwords. Y0..Y3 the rows' accumulators, Y4 the
+// activation quants, Y13 the offset term, Y6 a row's scale, Y7/Y8
+// temporaries, Y14 bytes 0x0F, Y15 int16 ones, Y10 lgNibShift, Y12 bytes
+// 8 (Q4_0) or 0x10 (Q5_0), Y5 lgQhShuf, Y11 lgBitSel.
 func lgKernel(a *Asm, t lgType) {
 	p := t.p
 	a.Blank()
-	a.Raw("// func %s(w *byte, wrb int, a *byte, nb int, y *float32, rows int, scr *byte)", t.name)
-	a.Raw("TEXT ·%s(SB), NOSPLIT, $48-56", t.name)
+	a.Raw("// func %s(w *byte, wrb int, a *byte, nb int, y *float32, rows int)", t.name)
+	a.Raw("TEXT ·%s(SB), NOSPLIT, $48-48", t.name)
 	a.I("MOVQ", "w+0(FP), SI")
 	a.I("MOVQ", "wrb+8(FP), R8")
 	a.I("MOVQ", "y+32(FP), R9")
 	a.I("MOVQ", "rows+40(FP), R10")
 	a.I("VPCMPEQW", "Y15, Y15, Y15")
 	a.I("VPSRLW", "$15, Y15, Y15")
-	{
-		a.I("MOVL", "$0x0f0f0f0f, AX")
-		a.I("VMOVD", "AX, X14")
-		a.I("VPBROADCASTD", "X14, Y14")
-		a.I("VMOVDQU", "lgNibShift<>(SB), Y10")
-		c := "$0x08080808"
-		if t == lgQ5_0 {
-			c = "$0x10101010"
-			a.I("VMOVDQU", "lgQhShuf<>(SB), Y5")
-			a.I("VMOVDQU", "lgBitSel<>(SB), Y11")
-		}
-		a.I("MOVL", c+", AX")
-		a.I("VMOVD", "AX, X12")
-		a.I("VPBROADCASTD", "X12, Y12")
+	a.I("MOVL", "$0x0f0f0f0f, AX")
+	a.I("VMOVD", "AX, X14")
+	a.I("VPBROADCASTD", "X14, Y14")
+	a.I("VMOVDQU", "lgNibShift<>(SB), Y10")
+	c := "$0x08080808"
+	if t == lgQ5_0 {
+		c = "$0x10101010"
+		a.I("VMOVDQU", "lgQhShuf<>(SB), Y5")
+		a.I("VMOVDQU", "lgBitSel<>(SB), Y11")
 	}
-	// The activation records.
-	a.I("MOVQ", "a+16(FP), AX")
-	a.I("MOVQ", "scr+48(FP), DI")
-	a.I("MOVQ", "nb+24(FP), R11")
-	a.Label(p + "prep")
-	a.I("VMOVDQU", "2(AX), Y4")
-	a.I("VMOVDQU", "Y4, (DI)")
-	a.I("VPMADDUBSW", "Y4, Y12, Y4")
-	a.I("VMOVDQU", "Y4, 32(DI)")
-	a.I("VPBROADCASTW", "(AX), X4")
-	a.I("VCVTPH2PS", "X4, X4")
-	a.I("VMOVUPS", "X4, 64(DI)")
-	a.I("ADDQ", "$34, AX")
-	a.I("ADDQ", fmt.Sprintf("$%d, DI", lgRec))
-	a.I("DECQ", "R11")
-	a.I("JNZ", p+"prep")
+	a.I("MOVL", c+", AX")
+	a.I("VMOVD", "AX, X12")
+	a.I("VPBROADCASTD", "X12, Y12")
 	a.Label(p + "group")
 	a.I("TESTQ", "R10, R10")
 	a.I("JLE", p+"done")
@@ -178,7 +156,7 @@ func lgKernel(a *Asm, t lgType) {
 	a.I("CMPQ", "R10, $4")
 	a.I("CMOVQLT", "CX, DX")
 	a.I("LEAQ", "(SI)(R8*4), SI")
-	a.I("MOVQ", "scr+48(FP), DI")
+	a.I("MOVQ", "a+16(FP), DI")
 	a.I("MOVQ", "nb+24(FP), R11")
 	a.I("XORL", "R12, R12")
 	for r := 0; r < 4; r++ {
@@ -198,15 +176,17 @@ func lgKernel(a *Asm, t lgType) {
 	}
 	a.I("VMOVQ", "R14, X6")
 	a.I("VCVTPH2PS", "X6, X6")
-	a.I("VMULPS", "64(DI), X6, X6")
+	a.I("VPBROADCASTW", "(DI), X7")
+	a.I("VCVTPH2PS", "X7, X7")
+	a.I("VMULPS", "X7, X6, X6")
 	a.I("VMOVUPS", "X6, (SP)")
-	a.I("VMOVDQU", "(DI), Y4")
-	a.I("VMOVDQU", "32(DI), Y13")
+	a.I("VMOVDQU", "2(DI), Y4")
+	a.I("VPMADDUBSW", "Y4, Y12, Y13")
 	for r, reg := range []string{"AX", "BX", "CX", "DX"} {
 		lgRow(a, t, reg, 4*r, fmt.Sprintf("Y%d", r))
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d, R12", t.bs))
-	a.I("ADDQ", fmt.Sprintf("$%d, DI", lgRec))
+	a.I("ADDQ", "$34, DI")
 	a.I("DECQ", "R11")
 	a.I("JNZ", p+"block")
 	for r := 0; r < 4; r++ {
