@@ -41,7 +41,7 @@ DATA lgBitSel<>+24(SB)/8, $0x8040201080402010
 GLOBL lgBitSel<>(SB), RODATA|NOPTR, $32
 
 // func rowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ4_0AVX2(SB), NOSPLIT, $48-48
+TEXT ·rowsQ4_0AVX2(SB), NOSPLIT, $56-48
 	MOVQ	w+0(FP), SI
 	MOVQ	wrb+8(FP), R8
 	MOVQ	y+32(FP), R9
@@ -87,8 +87,8 @@ lq40block:
 	MOVW	(BX)(R12*1), R14
 	SHLQ	$16, R14
 	MOVW	(AX)(R12*1), R14
-	VMOVQ	R14, X6
-	VCVTPH2PS	X6, X6
+	MOVQ	R14, 48(SP)
+	VCVTPH2PS	48(SP), X6
 	VPBROADCASTW	(DI), X7
 	VCVTPH2PS	X7, X7
 	VMULPS	X7, X6, X6
@@ -177,7 +177,7 @@ lq40done:
 	RET
 
 // func rowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $48-48
+TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $56-48
 	MOVQ	w+0(FP), SI
 	MOVQ	wrb+8(FP), R8
 	MOVQ	y+32(FP), R9
@@ -225,8 +225,8 @@ lq50block:
 	MOVW	(BX)(R12*1), R14
 	SHLQ	$16, R14
 	MOVW	(AX)(R12*1), R14
-	VMOVQ	R14, X6
-	VCVTPH2PS	X6, X6
+	MOVQ	R14, 48(SP)
+	VCVTPH2PS	48(SP), X6
 	VPBROADCASTW	(DI), X7
 	VCVTPH2PS	X7, X7
 	VMULPS	X7, X6, X6

@@ -113,7 +113,7 @@ func lgRow(a *Asm, t lgType, reg string, off int, acc string) {
 // the row stride, R9 the outputs, R10 rows left, R12 the block offset in
 // the rows, DI the activation block, R11 blocks left, R13 and R14
 // scratch. Stack: 0..15 the four rows' d_w·d_a of the block, 16..47 the
-// Q5_0 rows' 5th-bit qwords. Y0..Y3 the rows' accumulators, Y4 the
+// Q5_0 rows' 5th-bit qwords, 48 the rows' f16 d. Y0..Y3 the rows' accumulators, Y4 the
 // activation quants, Y13 the offset term, Y6 a row's scale, Y7/Y8
 // temporaries, Y14 bytes 0x0F, Y15 int16 ones, Y10 lgNibShift, Y12 bytes
 // 8 (Q4_0) or 0x10 (Q5_0), Y5 lgQhShuf, Y11 lgBitSel.
@@ -121,7 +121,7 @@ func lgKernel(a *Asm, t lgType) {
 	p := t.p
 	a.Blank()
 	a.Raw("// func %s(w *byte, wrb int, a *byte, nb int, y *float32, rows int)", t.name)
-	a.Raw("TEXT ·%s(SB), NOSPLIT, $48-48", t.name)
+	a.Raw("TEXT ·%s(SB), NOSPLIT, $56-48", t.name)
 	a.I("MOVQ", "w+0(FP), SI")
 	a.I("MOVQ", "wrb+8(FP), R8")
 	a.I("MOVQ", "y+32(FP), R9")
@@ -168,14 +168,15 @@ func lgKernel(a *Asm, t lgType) {
 	for i := 0; i < (4*t.bs+63)/64; i++ {
 		a.I("PREFETCHT0", fmt.Sprintf("%d(SI)(R12*4)", rowsPF+64*i))
 	}
-	// The four rows' f16 d gathered into R14, converted, times d_a.
+	// The four rows' f16 d gathered into R14, converted (from the stack:
+	// no GPR-to-vector move, which runs one a cycle), times d_a.
 	a.I("MOVWQZX", "(DX)(R12*1), R14")
 	for _, reg := range []string{"CX", "BX", "AX"} {
 		a.I("SHLQ", "$16, R14")
 		a.I("MOVW", fmt.Sprintf("(%s)(R12*1), R14", reg))
 	}
-	a.I("VMOVQ", "R14, X6")
-	a.I("VCVTPH2PS", "X6, X6")
+	a.I("MOVQ", "R14, 48(SP)")
+	a.I("VCVTPH2PS", "48(SP), X6")
 	a.I("VPBROADCASTW", "(DI), X7")
 	a.I("VCVTPH2PS", "X7, X7")
 	a.I("VMULPS", "X7, X6, X6")
