@@ -113,10 +113,11 @@ func lgRow(a *Asm, t lgType, reg string, off int, acc string) {
 // the row stride, R9 the outputs, R10 rows left, R12 the block offset in
 // the rows, DI the activation block, R11 blocks left, R13 and R14
 // scratch. Stack: 0..15 the four rows' d_w·d_a of the block, 16..47 the
-// Q5_0 rows' 5th-bit qwords, 48 the rows' f16 d. Y0..Y3 the rows' accumulators, Y4 the
-// activation quants, Y13 the offset term, Y6 a row's scale, Y7/Y8
-// temporaries, Y14 bytes 0x0F, Y15 int16 ones, Y10 lgNibShift, Y12 bytes
-// 8 (Q4_0) or 0x10 (Q5_0), Y5 lgQhShuf, Y11 lgBitSel.
+// Q5_0 rows' 5th-bit qwords, 48 the rows' f16 d. Y0..Y3 the rows'
+// accumulators, Y4 the activation quants, Y13 the offset term, Y6 a
+// row's scale, Y7/Y8 temporaries, Y14 bytes 0x0F, Y15 int16 ones, Y10
+// lgNibShift, Y12 bytes 8 (Q4_0) or 0x10 (Q5_0), Y5 lgQhShuf, Y11
+// lgBitSel.
 func lgKernel(a *Asm, t lgType) {
 	p := t.p
 	a.Blank()
