@@ -5,7 +5,9 @@ package cpu
 import "github.com/minfer/minfer/quant"
 
 // AVX2 row kernels for the 32-element formats (Q8_0, Q5_0, Q4_0 against
-// Q8_0 activations; Q4_1, Q5_1 against Q8_1). Each asm call sweeps a whole
+// Q8_0 activations; Q4_1, Q5_1 against Q8_1; Q5_0 and Q4_0 are generated,
+// rows_legacy_avx2_amd64.s from internal/asmgen/rows_legacy_avx2.go, the
+// others hand-written in dot_legacy_amd64.s). Each asm call sweeps a whole
 // range of weight rows against one activation row and gives the same bits
 // as quant's pure-Go dots: per block, 8 int32 lanes each holding the
 // integer dot of 4 consecutive elements (lane k<4: elements 4k..4k+3 of the
@@ -33,16 +35,19 @@ import "github.com/minfer/minfer/quant"
 func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
-func rowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-
-//go:noescape
-func rowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-
-//go:noescape
 func rowsQ4_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
 func rowsQ5_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+// rowsQ4_0AVX2 and rowsQ5_0AVX2 are generated
+// (internal/asmgen/rows_legacy_avx2.go).
+//
+//go:noescape
+func rowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+//go:noescape
+func rowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
 func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
@@ -57,13 +62,15 @@ func init() {
 	if !hasAVX2 {
 		return
 	}
-	q80, q50, q40, tier := rowsQ8_0AVX2, rowsQ5_0AVX2, rowsQ4_0AVX2, "avx2"
 	if hasVNNI {
-		q80, q50, q40, tier = rowsQ8_0VNNI, rowsQ5_0VNNI, rowsQ4_0VNNI, "avx512vnni"
+		registerRows(quant.Q8_0, "avx512vnni", legacyRows(rowsQ8_0VNNI, 34, 34))
+		registerRows(quant.Q5_0, "avx512vnni", legacyRows(rowsQ5_0VNNI, 22, 34))
+		registerRows(quant.Q4_0, "avx512vnni", legacyRows(rowsQ4_0VNNI, 18, 34))
+	} else {
+		registerRows(quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34))
+		registerRows(quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34))
+		registerRows(quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34))
 	}
-	registerRows(quant.Q8_0, tier, legacyRows(q80, 34, 34))
-	registerRows(quant.Q5_0, tier, legacyRows(q50, 22, 34))
-	registerRows(quant.Q4_0, tier, legacyRows(q40, 18, 34))
 	registerRows(quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36))
 	registerRows(quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36))
 }

@@ -214,42 +214,6 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 	VPMADDUBSW Y9, Y7, Y7 \
 	FINISH(acc)
 
-// Q4_0: Σ q·y − 8·Σ y, the latter (int16 pairs) in Y13 per block.
-#define Q40ROW(sc, qs, acc) \
-	WSCALE(sc) \
-	NIBBLES(qs) \
-	VPMADDUBSW Y4, Y7, Y7 \
-	VPSUBW     Y13, Y7, Y7 \
-	FINISH(acc)
-
-#define Q40ROW4(sc, qs, acc) \
-	WSCALE4(sc) \
-	NIBBLES(qs) \
-	VPMADDUBSW Y4, Y7, Y7 \
-	VPSUBW     Y13, Y7, Y7 \
-	FINISH(acc)
-
-// Q5_0: Σ nib·y − Σ (16 where the 5th bit is clear)·y = Σ (q5−16)·y.
-#define Q50ROW(sc, qh, qs, acc) \
-	WSCALE(sc) \
-	NIBBLES(qs) \
-	BITMASK(qh) \
-	VPANDN     bit16<>(SB), Y9, Y9 \
-	VPMADDUBSW Y4, Y7, Y7 \
-	VPMADDUBSW Y4, Y9, Y9 \
-	VPSUBW     Y9, Y7, Y7 \
-	FINISH(acc)
-
-#define Q50ROW4(sc, qh, qs, acc) \
-	WSCALE4(sc) \
-	NIBBLES(qs) \
-	BITMASK(qh) \
-	VPANDN     bit16<>(SB), Y9, Y9 \
-	VPMADDUBSW Y4, Y7, Y7 \
-	VPMADDUBSW Y4, Y9, Y9 \
-	VPSUBW     Y9, Y7, Y7 \
-	FINISH(acc)
-
 // Q4_1: Σ q·y (q unsigned).
 #define Q41ROW(sc, qs, acc, sm) \
 	WSCALEMIN(sc, sm) \
@@ -305,94 +269,6 @@ q80blk1:
 	STORE1
 	JNZ  q80row1
 q80done:
-	VZEROUPPER
-	RET
-
-// func rowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ4_0AVX2(SB), NOSPLIT, $16-48
-	LOADARGS
-	CONSTS
-	MOVL         $0x08080808, AX
-	VMOVD        AX, X12
-	VPBROADCASTD X12, Y12
-	CMPQ CX, $4
-	JLT  q40tail
-q40row4:
-	START4
-q40blk4:
-	PREFETCH2(72)
-	ACT80
-	VPMADDUBSW Y4, Y12, Y13
-	SCALE4
-	Q40ROW4(0, 2(SI), Y0)
-	Q40ROW4(4, 2(SI)(R8*1), Y1)
-	Q40ROW4(8, 2(SI)(R8*2), Y2)
-	Q40ROW4(12, 2(SI)(R12*1), Y3)
-	ADDQ $18, SI
-	ADDQ $34, DI
-	DECQ DX
-	JNZ  q40blk4
-	STORE4
-	CMPQ CX, $4
-	JGE  q40row4
-q40tail:
-	TESTQ CX, CX
-	JZ    q40done
-q40row1:
-	START1
-q40blk1:
-	ACT80
-	VPMADDUBSW Y4, Y12, Y13
-	Q40ROW((SI), 2(SI), Y0)
-	ADDQ $18, SI
-	ADDQ $34, DI
-	DECQ DX
-	JNZ  q40blk1
-	STORE1
-	JNZ  q40row1
-q40done:
-	VZEROUPPER
-	RET
-
-// func rowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $16-48
-	LOADARGS
-	CONSTS
-	BITSEL
-	CMPQ CX, $4
-	JLT  q50tail
-q50row4:
-	START4
-q50blk4:
-	PREFETCH2(88)
-	ACT80
-	SCALE4
-	Q50ROW4(0, 2(SI), 6(SI), Y0)
-	Q50ROW4(4, 2(SI)(R8*1), 6(SI)(R8*1), Y1)
-	Q50ROW4(8, 2(SI)(R8*2), 6(SI)(R8*2), Y2)
-	Q50ROW4(12, 2(SI)(R12*1), 6(SI)(R12*1), Y3)
-	ADDQ $22, SI
-	ADDQ $34, DI
-	DECQ DX
-	JNZ  q50blk4
-	STORE4
-	CMPQ CX, $4
-	JGE  q50row4
-q50tail:
-	TESTQ CX, CX
-	JZ    q50done
-q50row1:
-	START1
-q50blk1:
-	ACT80
-	Q50ROW((SI), 2(SI), 6(SI), Y0)
-	ADDQ $22, SI
-	ADDQ $34, DI
-	DECQ DX
-	JNZ  q50blk1
-	STORE1
-	JNZ  q50row1
-q50done:
 	VZEROUPPER
 	RET
 

@@ -1,0 +1,194 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/minfer/minfer/quant"
+)
+
+// legacyAVX2Q8Rows lists the AVX2 row kernels against Q8_0 activations,
+// wrapped as the dispatch wraps them: the generated Q4_0 and Q5_0 ones
+// (internal/asmgen/rows_legacy_avx2.go) and the hand-written Q8_0 one.
+func legacyAVX2Q8Rows() []rowKernel {
+	return []rowKernel{
+		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
+		{quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34)},
+		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},
+	}
+}
+
+// edgeLegacyWeights returns n rows of nb blocks of type wt (bs bytes a
+// block, f16 d first): quant bytes random (kind 0), all 0xFF (1, every
+// value at its maximum; Q8_0: -1), all 0x00 (2, the minimum; Q8_0: 0),
+// all 0x80 (3, Q8_0's -128) or all 0x7F (4), with d random finite,
+// subnormal, zero, the f16 maximum, ±Inf or NaN (a per-block mix when
+// specials is set, else random finite).
+func edgeLegacyWeights(r *rand.Rand, n, nb, bs, kind int, specials bool) []byte {
+	w := make([]byte, n*nb*bs)
+	fill := [...]byte{0, 0xFF, 0x00, 0x80, 0x7F}[kind]
+	for i := range w {
+		w[i] = fill
+		if kind == 0 {
+			w[i] = byte(r.IntN(256))
+		}
+	}
+	for b := 0; b < n*nb; b++ {
+		h := quant.FP32ToFP16(float32(r.NormFloat64()) * 0.01)
+		if specials {
+			switch r.IntN(8) {
+			case 0:
+				h = 0
+			case 1:
+				h = 0x0001 // the least subnormal
+			case 2:
+				h = 0x7bff // 65504
+			case 3:
+				h = 0x7c00 // +Inf
+			case 4:
+				h = 0xfc00 // -Inf
+			case 5:
+				h = 0x7e00 // NaN
+			}
+		}
+		binary.LittleEndian.PutUint16(w[b*bs:], h)
+	}
+	return w
+}
+
+// edgeQ8_0 returns a Q8_0 activation row of nb blocks: a random finite d
+// and quants of the given kind (0 random in [-127, 127], 1 all 127,
+// 2 all -127, 3 alternating 127 / -127, 4 zero, 5 all -128, which the
+// quantizer never writes but the Q4_0/Q5_0 kernels must take).
+func edgeQ8_0(r *rand.Rand, nb, kind int) []byte {
+	a := make([]byte, nb*34)
+	for b := 0; b < nb; b++ {
+		blk := a[b*34 : (b+1)*34]
+		binary.LittleEndian.PutUint16(blk, quant.FP32ToFP16(float32(r.NormFloat64())*0.03))
+		for i := 2; i < 34; i++ {
+			switch kind {
+			case 0:
+				blk[i] = byte(r.IntN(255) - 127)
+			case 1:
+				blk[i] = 127
+			case 2:
+				blk[i] = 0x81
+			case 3:
+				blk[i] = byte(127 + 130*(i%2))
+			case 5:
+				blk[i] = 0x80
+			}
+		}
+	}
+	return a
+}
+
+// sameFloat reports whether got has the oracle's bits (any NaN matching
+// any NaN: the payload of a NaN the scales made is not part of the
+// contract).
+func sameFloat(got, want float32) bool {
+	if math.IsNaN(float64(got)) && math.IsNaN(float64(want)) {
+		return true
+	}
+	return math.Float32bits(got) == math.Float32bits(want)
+}
+
+// TestGeneratedLegacyAVX2RowsEdges checks the AVX2 Q4_0 / Q5_0 (generated)
+// and Q8_0 row kernels, called directly (so on an AVX-512 machine too), bit
+// for bit against the pure-Go dot: random, all-max, all-min and (Q8_0)
+// -128 quants; zero, subnormal, maximal, infinite and NaN scales; extreme
+// activations; every row count of the 4-row groups' tails and sub-ranges.
+func TestGeneratedLegacyAVX2RowsEdges(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 (or MINFER_NO_AVX2 set): the AVX2 kernels cannot run")
+	}
+	r := rand.New(rand.NewPCG(23, 29))
+	for _, k := range legacyAVX2Q8Rows() {
+		t.Run(k.typ.String(), func(t *testing.T) {
+			dot := quant.DotFor(k.typ)
+			bs := k.typ.TypeSize()
+			const N = 11
+			for _, nb := range []int{1, 2, 3, 28, 33} {
+				K := nb * 32
+				wrb := nb * bs
+				for wk := 0; wk < 5; wk++ {
+					for _, specials := range []bool{false, true} {
+						w := edgeLegacyWeights(r, N, nb, bs, wk, specials)
+						for ak := 0; ak < 6; ak++ {
+							if ak == 5 && k.typ == quant.Q8_0 {
+								continue // ggml's sign trick needs |a| ≤ 127, as the quantizer gives
+							}
+							a := edgeQ8_0(r, nb, ak)
+							for _, rg := range [][2]int{{0, N}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {1, 7}, {2, 9}, {3, 10}, {5, 5}, {N - 1, N}} {
+								y := make([]float32, N)
+								for i := range y {
+									y[i] = -1234.5
+								}
+								k.f(K, w[:rg[1]*wrb], wrb, a, y, rg[0], rg[1])
+								for n := range y {
+									if n < rg[0] || n >= rg[1] {
+										if y[n] != -1234.5 {
+											t.Fatalf("nb=%d rows %v: wrote y[%d]", nb, rg, n)
+										}
+										continue
+									}
+									want := dot(K, w[n*wrb:(n+1)*wrb], a)
+									if !sameFloat(y[n], want) {
+										t.Fatalf("nb=%d weights %d/%v act %d rows %v: y[%d] = %v (%#08x), oracle %v (%#08x)",
+											nb, wk, specials, ak, rg, n, y[n], math.Float32bits(y[n]), want, math.Float32bits(want))
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGeneratedLegacyAVX2RowsRandom checks the same kernels on
+// quantized model-like rows (legacyWeights) of qwen-sized K against
+// quantized activations, whole ranges and ragged ones, and a row stride
+// wider than the row.
+func TestGeneratedLegacyAVX2RowsRandom(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 (or MINFER_NO_AVX2 set): the AVX2 kernels cannot run")
+	}
+	r := rand.New(rand.NewPCG(31, 37))
+	for _, k := range legacyAVX2Q8Rows() {
+		for _, K := range []int{32, 896, 4864} {
+			for _, raw := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/K%d/raw=%v", k.typ, K, raw), func(t *testing.T) {
+					const N = 23
+					dot := quant.DotFor(k.typ)
+					// rows of K+64 elements, of which the kernel reads K
+					wb := legacyWeights(t, r, k.typ, N, K+64, raw)
+					wrb := len(wb) / N
+					rs, _ := k.typ.RowSize(K)
+					arb, _ := quant.Q8_0.RowSize(K)
+					act := make([]byte, arb)
+					if err := quant.QuantizeAct(quant.Q8_0, legacyFloats(r, K, 1e3), act); err != nil {
+						t.Fatal(err)
+					}
+					for _, rg := range [][2]int{{0, N}, {1, N}, {2, N - 1}, {3, N - 3}, {7, 8}} {
+						y := make([]float32, N)
+						k.f(K, wb, wrb, act, y, rg[0], rg[1])
+						for n := rg[0]; n < rg[1]; n++ {
+							want := dot(K, wb[n*wrb:n*wrb+rs], act)
+							if math.Float32bits(y[n]) != math.Float32bits(want) {
+								t.Fatalf("rows %v: y[%d] = %v (%#08x), oracle %v (%#08x)", rg, n,
+									y[n], math.Float32bits(y[n]), want, math.Float32bits(want))
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
