@@ -1,5 +1,7 @@
 package cpu
 
+import "github.com/minfer/minfer/quant"
+
 // f32Tier is one instruction-set tier of the float32 SIMD kernels (the
 // attention scores, v sums and softmax, silu and swiglu). Every tier gives
 // the same bits as the internal/ggmlf32 scalar functions for every input
@@ -31,6 +33,13 @@ type f32Tier struct {
 	dotsHQ []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 	vaccBQ []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
 	toF16  func(dst *byte, src *float32, n int) int
+
+	// The score tiles of flash attention over an f16 cache (flashDot's
+	// order), indexed by queries per pass minus one; the merge of its block
+	// partials; the rounding of its queries through f16.
+	dotsHT []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+	mergeB func(y, o, w *float32, nb, hd int, sum float32)
+	roundH func(dst, src *float32, n int) int
 }
 
 // f32k is the float32 kernel tier in use, the best one f32Tiers has
@@ -172,6 +181,60 @@ func (t *f32Tier) scoresHQ(sc []float32, scs int, k []byte, kstride, n int, q []
 		m := min(len(t.dotsHQ), nq-r)
 		t.dotsHQ[m-1](&sc[r*scs], scs, &k[0], kstride, n, &q[r*hd], hd)
 		r += m
+	}
+}
+
+// scoresHT sets sc[r*scs+j] = flashDot(float32(k_j), q[r*hd:][:hd]) for
+// r < nq, j < n (k_j the hd halves at k[2*j*kstride:]), hd a positive
+// multiple of 8: the rows in chunks of flashKeyChunk (in L1 while every
+// pass of queries reads them), each converted piece of a key feeding the
+// queries of a pass.
+func (t *f32Tier) scoresHT(sc []float32, scs int, k []byte, kstride, n int, q []float32, nq, hd int) {
+	if n <= 0 || nq <= 0 {
+		return
+	}
+	if hd <= 0 || hd%8 != 0 {
+		panic("cpu: scoresHT shape")
+	}
+	_ = sc[(nq-1)*scs+n-1]
+	_ = q[:nq*hd]
+	_ = k[:2*((n-1)*kstride+hd)]
+	for j0 := 0; j0 < n; j0 += flashKeyChunk {
+		c := min(flashKeyChunk, n-j0)
+		for r := 0; r < nq; {
+			m := min(len(t.dotsHT), nq-r)
+			t.dotsHT[m-1](&sc[r*scs+j0], scs, &k[2*j0*kstride], kstride, c, &q[r*hd], hd)
+			r += m
+		}
+	}
+}
+
+// flashKeyChunk is how many key rows the score tiles sweep for every pass
+// of queries before moving on: 64 rows of 128 halves are 16 KiB.
+const flashKeyChunk = 64
+
+// merge is flashMerge's weighted sum for hd a positive multiple of 8: y[d]
+// = (Σ_b float32(w[b]·o[b*hd+d]), added in increasing b from +0) / sum.
+func (t *f32Tier) merge(y, o, w []float32, hd int, sum float32) {
+	nb := len(w)
+	if hd <= 0 || hd%8 != 0 || nb == 0 {
+		panic("cpu: merge shape")
+	}
+	_ = y[:hd]
+	_ = o[:nb*hd]
+	t.mergeB(&y[0], &o[0], &w[0], nb, hd, sum)
+}
+
+// roundF16 sets dst[i] = quant.FP16ToFP32(quant.FP32ToFP16(src[i])).
+func (t *f32Tier) roundF16(dst, src []float32) {
+	n := len(src)
+	if n == 0 {
+		return
+	}
+	_ = dst[:n]
+	i := t.roundH(&dst[0], &src[0], n)
+	for ; i < n; i++ {
+		dst[i] = quant.FP16ToFP32(quant.FP32ToFP16(src[i]))
 	}
 }
 
