@@ -35,7 +35,8 @@ type f32Tier struct {
 	toF16  func(dst *byte, src *float32, n int) int
 
 	// The score tiles of flash attention over an f16 cache (flashDot's
-	// order), indexed by queries per pass minus one; the merge of its block
+	// order), indexed by queries per pass minus one (nil: none for that
+	// count, a pass takes fewer); the merge of its block
 	// partials; the rounding of its queries through f16.
 	dotsHT []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 	mergeB func(y, o, w *float32, nb, hd int, sum float32)
@@ -203,6 +204,9 @@ func (t *f32Tier) scoresHT(sc []float32, scs int, k []byte, kstride, n int, q []
 		c := min(flashKeyChunk, n-j0)
 		for r := 0; r < nq; {
 			m := min(len(t.dotsHT), nq-r)
+			for t.dotsHT[m-1] == nil {
+				m--
+			}
 			t.dotsHT[m-1](&sc[r*scs+j0], scs, &k[2*j0*kstride], kstride, c, &q[r*hd], hd)
 			r += m
 		}

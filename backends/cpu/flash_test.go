@@ -398,7 +398,7 @@ func BenchmarkFlashScores(b *testing.B) {
 		k[i], k[i+1] = byte(h), byte(h>>8)
 	}
 	for _, tier := range f32Tiers {
-		for _, nq := range []int{2, 8} {
+		for _, nq := range []int{2, 4, 8} {
 			q := make([]float32, nq*hd)
 			for i := range q {
 				q[i] = float32(r.NormFloat64())
