@@ -15,7 +15,7 @@ var f32Tiers = []*f32Tier{
 			dotsF16Q1AVX512, dotsF16Q2AVX512, dotsF16Q3AVX512, dotsF16Q4AVX512,
 			dotsF16Q5AVX512, dotsF16Q6AVX512, dotsF16Q7AVX512, dotsF16Q8AVX512,
 		},
-		vaccBQ: []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int){
+		vaccBQ: []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int){
 			vaccF16Q1AVX512, vaccF16Q2AVX512, vaccF16Q3AVX512, vaccF16Q4AVX512,
 		},
 		toF16: f32ToF16AVX512,
@@ -23,7 +23,7 @@ var f32Tiers = []*f32Tier{
 			scoresF16T1AVX2, scoresF16T2AVX2, scoresF16T3AVX2, scoresF16Z2AVX512,
 			nil, scoresF16Z3AVX512, nil, scoresF16Z4AVX512,
 		},
-		mergeB: flashMergeAVX2, roundH: roundF16AVX2,
+		mergeB: flashMergeAVX2, roundH: roundF16AVX2, vrows: 16,
 	},
 	{
 		name: "avx2", ok: hasAVX2, why: "CPU lacks AVX2+FMA+F16C (or MINFER_NO_AVX2 is set)",
@@ -32,11 +32,11 @@ var f32Tiers = []*f32Tier{
 		dotsHQ: []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int){
 			dotsF16Q1AVX2, dotsF16Q2AVX2,
 		},
-		vaccBQ: []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int){
+		vaccBQ: []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int){
 			vaccF16Q1AVX2, vaccF16Q2AVX2, vaccF16Q3AVX2,
 		},
 		toF16:  f32ToF16AVX2,
-		dotsHT: flashScoreTiles, mergeB: flashMergeAVX2, roundH: roundF16AVX2,
+		dotsHT: flashScoreTiles, mergeB: flashMergeAVX2, roundH: roundF16AVX2, vrows: 8,
 	},
 }
 
@@ -161,25 +161,25 @@ func dotsF16Q1AVX2(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd
 func dotsF16Q2AVX2(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 
 //go:noescape
-func vaccF16Q1AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+func vaccF16Q1AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 
 //go:noescape
-func vaccF16Q2AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+func vaccF16Q2AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 
 //go:noescape
-func vaccF16Q3AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+func vaccF16Q3AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 
 //go:noescape
-func vaccF16Q4AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+func vaccF16Q4AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 
 //go:noescape
-func vaccF16Q1AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+func vaccF16Q1AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 
 //go:noescape
-func vaccF16Q2AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+func vaccF16Q2AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 
 //go:noescape
-func vaccF16Q3AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+func vaccF16Q3AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 
 //go:noescape
 func f32ToF16AVX512(dst *byte, src *float32, n int) int

@@ -421,3 +421,32 @@ func BenchmarkFlashScores(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFlashVacc is one flash block's v sums (256 rows of an f16 cache,
+// head size 128, Qwen3-0.6B's cache row width) for nq queries.
+func BenchmarkFlashVacc(b *testing.B) {
+	r := rand.New(rand.NewPCG(83, 84))
+	const n, hd, vstride = FlashBlock, 128, 8 * 128
+	v := make([]byte, 2*(n*vstride))
+	for i := 0; i < len(v); i += 2 {
+		h := quant.FP32ToFP16(float32(r.NormFloat64()))
+		v[i], v[i+1] = byte(h), byte(h>>8)
+	}
+	for _, tier := range f32Tiers {
+		for _, nq := range []int{2, 8} {
+			p := make([]float32, nq*n)
+			for i := range p {
+				p[i] = r.Float32()
+			}
+			o := make([]float32, nq*hd)
+			b.Run(fmt.Sprintf("%s/nq%d", tier.name, nq), func(b *testing.B) {
+				if !tier.ok {
+					b.Skip(tier.why)
+				}
+				for b.Loop() {
+					tier.vaccHQ(o, hd, v, vstride, p, n, nq, n, hd)
+				}
+			})
+		}
+	}
+}

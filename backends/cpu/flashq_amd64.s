@@ -1464,14 +1464,15 @@ dotsF16Q8AVX512_done:
 	VZEROUPPER
 	RET
 
-// func vaccF16Q1AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+// func vaccF16Q1AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 // The v sums of 1 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
 // bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
-// R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 32 d in
+// R11 v_j at d0 (o at d0 while the sums are loaded), R12 rows left (cont
+// before), R14 p at j. Query r accumulates a block of 32 d in
 // Y0..Y3 (four registers each), its p_r[j] broadcast in Y4.., the
 // converted row piece in Y5.
-TEXT ·vaccF16Q1AVX2(SB), NOSPLIT, $0-64
+TEXT ·vaccF16Q1AVX2(SB), NOSPLIT, $0-72
 	MOVQ	o+0(FP), DI
 	MOVQ	os+8(FP), R8
 	SHLQ	$2, R8
@@ -1492,10 +1493,21 @@ vaccF16Q1AVX2_big:
 	LEAQ	32(AX), R11
 	CMPQ	R11, R10
 	JGT	vaccF16Q1AVX2_blk16
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q1AVX2_big_load
 	VXORPS	Y0, Y0, Y0
 	VXORPS	Y1, Y1, Y1
 	VXORPS	Y2, Y2, Y2
 	VXORPS	Y3, Y3, Y3
+	JMP	vaccF16Q1AVX2_big_go
+vaccF16Q1AVX2_big_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Y0
+	VMOVUPS	32(R11), Y1
+	VMOVUPS	64(R11), Y2
+	VMOVUPS	96(R11), Y3
+vaccF16Q1AVX2_big_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -1525,8 +1537,17 @@ vaccF16Q1AVX2_big_rows:
 vaccF16Q1AVX2_blk16:
 	CMPQ	AX, R10
 	JGE	vaccF16Q1AVX2_done
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q1AVX2_blk16_load
 	VXORPS	Y0, Y0, Y0
 	VXORPS	Y1, Y1, Y1
+	JMP	vaccF16Q1AVX2_blk16_go
+vaccF16Q1AVX2_blk16_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Y0
+	VMOVUPS	32(R11), Y1
+vaccF16Q1AVX2_blk16_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -1551,14 +1572,15 @@ vaccF16Q1AVX2_done:
 	VZEROUPPER
 	RET
 
-// func vaccF16Q2AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+// func vaccF16Q2AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 // The v sums of 2 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
 // bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
-// R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 32 d in
+// R11 v_j at d0 (o at d0 while the sums are loaded), R12 rows left (cont
+// before), R14 p at j. Query r accumulates a block of 32 d in
 // Y0..Y7 (four registers each), its p_r[j] broadcast in Y8.., the
 // converted row piece in Y10.
-TEXT ·vaccF16Q2AVX2(SB), NOSPLIT, $0-64
+TEXT ·vaccF16Q2AVX2(SB), NOSPLIT, $0-72
 	MOVQ	o+0(FP), DI
 	MOVQ	os+8(FP), R8
 	SHLQ	$2, R8
@@ -1579,6 +1601,9 @@ vaccF16Q2AVX2_big:
 	LEAQ	32(AX), R11
 	CMPQ	R11, R10
 	JGT	vaccF16Q2AVX2_blk16
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q2AVX2_big_load
 	VXORPS	Y0, Y0, Y0
 	VXORPS	Y1, Y1, Y1
 	VXORPS	Y2, Y2, Y2
@@ -1587,6 +1612,19 @@ vaccF16Q2AVX2_big:
 	VXORPS	Y5, Y5, Y5
 	VXORPS	Y6, Y6, Y6
 	VXORPS	Y7, Y7, Y7
+	JMP	vaccF16Q2AVX2_big_go
+vaccF16Q2AVX2_big_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Y0
+	VMOVUPS	32(R11), Y1
+	VMOVUPS	64(R11), Y2
+	VMOVUPS	96(R11), Y3
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Y4
+	VMOVUPS	32(R11), Y5
+	VMOVUPS	64(R11), Y6
+	VMOVUPS	96(R11), Y7
+vaccF16Q2AVX2_big_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -1626,10 +1664,22 @@ vaccF16Q2AVX2_big_rows:
 vaccF16Q2AVX2_blk16:
 	CMPQ	AX, R10
 	JGE	vaccF16Q2AVX2_done
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q2AVX2_blk16_load
 	VXORPS	Y0, Y0, Y0
 	VXORPS	Y1, Y1, Y1
 	VXORPS	Y4, Y4, Y4
 	VXORPS	Y5, Y5, Y5
+	JMP	vaccF16Q2AVX2_blk16_go
+vaccF16Q2AVX2_blk16_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Y0
+	VMOVUPS	32(R11), Y1
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Y4
+	VMOVUPS	32(R11), Y5
+vaccF16Q2AVX2_blk16_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -1660,14 +1710,15 @@ vaccF16Q2AVX2_done:
 	VZEROUPPER
 	RET
 
-// func vaccF16Q3AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+// func vaccF16Q3AVX2(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 // The v sums of 3 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
 // bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
-// R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 32 d in
+// R11 v_j at d0 (o at d0 while the sums are loaded), R12 rows left (cont
+// before), R14 p at j. Query r accumulates a block of 32 d in
 // Y0..Y11 (four registers each), its p_r[j] broadcast in Y12.., the
 // converted row piece in Y15.
-TEXT ·vaccF16Q3AVX2(SB), NOSPLIT, $0-64
+TEXT ·vaccF16Q3AVX2(SB), NOSPLIT, $0-72
 	MOVQ	o+0(FP), DI
 	MOVQ	os+8(FP), R8
 	SHLQ	$2, R8
@@ -1688,6 +1739,9 @@ vaccF16Q3AVX2_big:
 	LEAQ	32(AX), R11
 	CMPQ	R11, R10
 	JGT	vaccF16Q3AVX2_blk16
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q3AVX2_big_load
 	VXORPS	Y0, Y0, Y0
 	VXORPS	Y1, Y1, Y1
 	VXORPS	Y2, Y2, Y2
@@ -1700,6 +1754,24 @@ vaccF16Q3AVX2_big:
 	VXORPS	Y9, Y9, Y9
 	VXORPS	Y10, Y10, Y10
 	VXORPS	Y11, Y11, Y11
+	JMP	vaccF16Q3AVX2_big_go
+vaccF16Q3AVX2_big_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Y0
+	VMOVUPS	32(R11), Y1
+	VMOVUPS	64(R11), Y2
+	VMOVUPS	96(R11), Y3
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Y4
+	VMOVUPS	32(R11), Y5
+	VMOVUPS	64(R11), Y6
+	VMOVUPS	96(R11), Y7
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Y8
+	VMOVUPS	32(R11), Y9
+	VMOVUPS	64(R11), Y10
+	VMOVUPS	96(R11), Y11
+vaccF16Q3AVX2_big_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -1749,12 +1821,27 @@ vaccF16Q3AVX2_big_rows:
 vaccF16Q3AVX2_blk16:
 	CMPQ	AX, R10
 	JGE	vaccF16Q3AVX2_done
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q3AVX2_blk16_load
 	VXORPS	Y0, Y0, Y0
 	VXORPS	Y1, Y1, Y1
 	VXORPS	Y4, Y4, Y4
 	VXORPS	Y5, Y5, Y5
 	VXORPS	Y8, Y8, Y8
 	VXORPS	Y9, Y9, Y9
+	JMP	vaccF16Q3AVX2_blk16_go
+vaccF16Q3AVX2_blk16_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Y0
+	VMOVUPS	32(R11), Y1
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Y4
+	VMOVUPS	32(R11), Y5
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Y8
+	VMOVUPS	32(R11), Y9
+vaccF16Q3AVX2_blk16_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -1791,14 +1878,15 @@ vaccF16Q3AVX2_done:
 	VZEROUPPER
 	RET
 
-// func vaccF16Q1AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+// func vaccF16Q1AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 // The v sums of 1 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
 // bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
-// R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 64 d in
+// R11 v_j at d0 (o at d0 while the sums are loaded), R12 rows left (cont
+// before), R14 p at j. Query r accumulates a block of 64 d in
 // Z0..Z3 (four registers each), its p_r[j] broadcast in Z4.., the
 // converted row piece in Z5.
-TEXT ·vaccF16Q1AVX512(SB), NOSPLIT, $0-64
+TEXT ·vaccF16Q1AVX512(SB), NOSPLIT, $0-72
 	MOVQ	o+0(FP), DI
 	MOVQ	os+8(FP), R8
 	SHLQ	$2, R8
@@ -1819,10 +1907,21 @@ vaccF16Q1AVX512_big:
 	LEAQ	64(AX), R11
 	CMPQ	R11, R10
 	JGT	vaccF16Q1AVX512_blk16
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q1AVX512_big_load
 	VPXORD	Z0, Z0, Z0
 	VPXORD	Z1, Z1, Z1
 	VPXORD	Z2, Z2, Z2
 	VPXORD	Z3, Z3, Z3
+	JMP	vaccF16Q1AVX512_big_go
+vaccF16Q1AVX512_big_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Z0
+	VMOVUPS	64(R11), Z1
+	VMOVUPS	128(R11), Z2
+	VMOVUPS	192(R11), Z3
+vaccF16Q1AVX512_big_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -1853,7 +1952,15 @@ vaccF16Q1AVX512_big_rows:
 vaccF16Q1AVX512_blk16:
 	CMPQ	AX, R10
 	JGE	vaccF16Q1AVX512_done
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q1AVX512_blk16_load
 	VPXORD	Z0, Z0, Z0
+	JMP	vaccF16Q1AVX512_blk16_go
+vaccF16Q1AVX512_blk16_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Z0
+vaccF16Q1AVX512_blk16_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -1875,14 +1982,15 @@ vaccF16Q1AVX512_done:
 	VZEROUPPER
 	RET
 
-// func vaccF16Q2AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+// func vaccF16Q2AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 // The v sums of 2 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
 // bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
-// R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 64 d in
+// R11 v_j at d0 (o at d0 while the sums are loaded), R12 rows left (cont
+// before), R14 p at j. Query r accumulates a block of 64 d in
 // Z0..Z7 (four registers each), its p_r[j] broadcast in Z8.., the
 // converted row piece in Z10.
-TEXT ·vaccF16Q2AVX512(SB), NOSPLIT, $0-64
+TEXT ·vaccF16Q2AVX512(SB), NOSPLIT, $0-72
 	MOVQ	o+0(FP), DI
 	MOVQ	os+8(FP), R8
 	SHLQ	$2, R8
@@ -1903,6 +2011,9 @@ vaccF16Q2AVX512_big:
 	LEAQ	64(AX), R11
 	CMPQ	R11, R10
 	JGT	vaccF16Q2AVX512_blk16
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q2AVX512_big_load
 	VPXORD	Z0, Z0, Z0
 	VPXORD	Z1, Z1, Z1
 	VPXORD	Z2, Z2, Z2
@@ -1911,6 +2022,19 @@ vaccF16Q2AVX512_big:
 	VPXORD	Z5, Z5, Z5
 	VPXORD	Z6, Z6, Z6
 	VPXORD	Z7, Z7, Z7
+	JMP	vaccF16Q2AVX512_big_go
+vaccF16Q2AVX512_big_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Z0
+	VMOVUPS	64(R11), Z1
+	VMOVUPS	128(R11), Z2
+	VMOVUPS	192(R11), Z3
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z4
+	VMOVUPS	64(R11), Z5
+	VMOVUPS	128(R11), Z6
+	VMOVUPS	192(R11), Z7
+vaccF16Q2AVX512_big_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -1951,8 +2075,18 @@ vaccF16Q2AVX512_big_rows:
 vaccF16Q2AVX512_blk16:
 	CMPQ	AX, R10
 	JGE	vaccF16Q2AVX512_done
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q2AVX512_blk16_load
 	VPXORD	Z0, Z0, Z0
 	VPXORD	Z4, Z4, Z4
+	JMP	vaccF16Q2AVX512_blk16_go
+vaccF16Q2AVX512_blk16_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Z0
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z4
+vaccF16Q2AVX512_blk16_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -1978,14 +2112,15 @@ vaccF16Q2AVX512_done:
 	VZEROUPPER
 	RET
 
-// func vaccF16Q3AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+// func vaccF16Q3AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 // The v sums of 3 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
 // bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
-// R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 64 d in
+// R11 v_j at d0 (o at d0 while the sums are loaded), R12 rows left (cont
+// before), R14 p at j. Query r accumulates a block of 64 d in
 // Z0..Z11 (four registers each), its p_r[j] broadcast in Z12.., the
 // converted row piece in Z15.
-TEXT ·vaccF16Q3AVX512(SB), NOSPLIT, $0-64
+TEXT ·vaccF16Q3AVX512(SB), NOSPLIT, $0-72
 	MOVQ	o+0(FP), DI
 	MOVQ	os+8(FP), R8
 	SHLQ	$2, R8
@@ -2006,6 +2141,9 @@ vaccF16Q3AVX512_big:
 	LEAQ	64(AX), R11
 	CMPQ	R11, R10
 	JGT	vaccF16Q3AVX512_blk16
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q3AVX512_big_load
 	VPXORD	Z0, Z0, Z0
 	VPXORD	Z1, Z1, Z1
 	VPXORD	Z2, Z2, Z2
@@ -2018,6 +2156,24 @@ vaccF16Q3AVX512_big:
 	VPXORD	Z9, Z9, Z9
 	VPXORD	Z10, Z10, Z10
 	VPXORD	Z11, Z11, Z11
+	JMP	vaccF16Q3AVX512_big_go
+vaccF16Q3AVX512_big_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Z0
+	VMOVUPS	64(R11), Z1
+	VMOVUPS	128(R11), Z2
+	VMOVUPS	192(R11), Z3
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z4
+	VMOVUPS	64(R11), Z5
+	VMOVUPS	128(R11), Z6
+	VMOVUPS	192(R11), Z7
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z8
+	VMOVUPS	64(R11), Z9
+	VMOVUPS	128(R11), Z10
+	VMOVUPS	192(R11), Z11
+vaccF16Q3AVX512_big_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -2068,9 +2224,21 @@ vaccF16Q3AVX512_big_rows:
 vaccF16Q3AVX512_blk16:
 	CMPQ	AX, R10
 	JGE	vaccF16Q3AVX512_done
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q3AVX512_blk16_load
 	VPXORD	Z0, Z0, Z0
 	VPXORD	Z4, Z4, Z4
 	VPXORD	Z8, Z8, Z8
+	JMP	vaccF16Q3AVX512_blk16_go
+vaccF16Q3AVX512_blk16_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Z0
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z4
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z8
+vaccF16Q3AVX512_blk16_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -2100,14 +2268,15 @@ vaccF16Q3AVX512_done:
 	VZEROUPPER
 	RET
 
-// func vaccF16Q4AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+// func vaccF16Q4AVX512(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 // The v sums of 4 queries over n ≥ 1 f16 rows (see vaccQ in
 // internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
 // bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
-// R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of 64 d in
+// R11 v_j at d0 (o at d0 while the sums are loaded), R12 rows left (cont
+// before), R14 p at j. Query r accumulates a block of 64 d in
 // Z0..Z15 (four registers each), its p_r[j] broadcast in Z16.., the
 // converted row piece in Z20.
-TEXT ·vaccF16Q4AVX512(SB), NOSPLIT, $0-64
+TEXT ·vaccF16Q4AVX512(SB), NOSPLIT, $0-72
 	MOVQ	o+0(FP), DI
 	MOVQ	os+8(FP), R8
 	SHLQ	$2, R8
@@ -2128,6 +2297,9 @@ vaccF16Q4AVX512_big:
 	LEAQ	64(AX), R11
 	CMPQ	R11, R10
 	JGT	vaccF16Q4AVX512_blk16
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q4AVX512_big_load
 	VPXORD	Z0, Z0, Z0
 	VPXORD	Z1, Z1, Z1
 	VPXORD	Z2, Z2, Z2
@@ -2144,6 +2316,29 @@ vaccF16Q4AVX512_big:
 	VPXORD	Z13, Z13, Z13
 	VPXORD	Z14, Z14, Z14
 	VPXORD	Z15, Z15, Z15
+	JMP	vaccF16Q4AVX512_big_go
+vaccF16Q4AVX512_big_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Z0
+	VMOVUPS	64(R11), Z1
+	VMOVUPS	128(R11), Z2
+	VMOVUPS	192(R11), Z3
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z4
+	VMOVUPS	64(R11), Z5
+	VMOVUPS	128(R11), Z6
+	VMOVUPS	192(R11), Z7
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z8
+	VMOVUPS	64(R11), Z9
+	VMOVUPS	128(R11), Z10
+	VMOVUPS	192(R11), Z11
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z12
+	VMOVUPS	64(R11), Z13
+	VMOVUPS	128(R11), Z14
+	VMOVUPS	192(R11), Z15
+vaccF16Q4AVX512_big_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12
@@ -2204,10 +2399,24 @@ vaccF16Q4AVX512_big_rows:
 vaccF16Q4AVX512_blk16:
 	CMPQ	AX, R10
 	JGE	vaccF16Q4AVX512_done
+	MOVQ	cont+64(FP), R12
+	TESTQ	R12, R12
+	JNZ	vaccF16Q4AVX512_blk16_load
 	VPXORD	Z0, Z0, Z0
 	VPXORD	Z4, Z4, Z4
 	VPXORD	Z8, Z8, Z8
 	VPXORD	Z12, Z12, Z12
+	JMP	vaccF16Q4AVX512_blk16_go
+vaccF16Q4AVX512_blk16_load:
+	LEAQ	(DI)(AX*4), R11
+	VMOVUPS	0(R11), Z0
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z4
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z8
+	ADDQ	R8, R11
+	VMOVUPS	0(R11), Z12
+vaccF16Q4AVX512_blk16_go:
 	LEAQ	(SI)(AX*2), R11
 	MOVQ	DX, R14
 	MOVQ	CX, R12

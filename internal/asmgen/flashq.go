@@ -214,11 +214,12 @@ piece is in %s.`, name, qp, per, regs, per, tmp(0)))
 }
 
 // vaccQ writes vaccF16Q<qp><tier>(o *float32, os int, v *byte, vstride int,
-// p *float32, ps int, n, hd int): for r < qp and d < hd (hd a multiple of
-// 16), o[r*os+d] = the fused multiply-add chain over the n ≥ 1 rows,
+// p *float32, ps int, n, hd, cont int): for r < qp and d < hd (hd a multiple
+// of 16), o[r*os+d] = the fused multiply-add chain over the n ≥ 1 rows,
 // fma(p[r*ps+j], float32(v[j*vstride+d]), ·) in increasing j from 0 — the
 // chain of vaccF16 for each query, the row piece converted once for all qp
-// of them. Blocks of 64 d (AVX-512, four ZMM per query) or 32 d (AVX2, four
+// of them — starting from +0, or with cont ≠ 0 from o's values (the chain
+// continued over a further run of rows). Blocks of 64 d (AVX-512, four ZMM per query) or 32 d (AVX2, four
 // YMM per query), then blocks of 16.
 func vaccQ(a *Asm, z bool, qp int) {
 	name := fmt.Sprintf("vaccF16Q%d%s", qp, tierSuffix(z))
@@ -235,14 +236,15 @@ func vaccQ(a *Asm, z bool, qp int) {
 		zero = "VPXORD"
 	}
 	a.Blank()
-	a.Comment(fmt.Sprintf(`func %s(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+	a.Comment(fmt.Sprintf(`func %s(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 The v sums of %d queries over n ≥ 1 f16 rows (see vaccQ in
 internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
 bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
-R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of %d d in
+R11 v_j at d0 (o at d0 while the sums are loaded), R12 rows left (cont
+before), R14 p at j. Query r accumulates a block of %d d in
 %s..%s (four registers each), its p_r[j] broadcast in %s.., the
 converted row piece in %s.`, name, qp, W, acc(0, 0), acc(qp-1, 3), bc(0), tmp))
-	fmt.Fprintf(&a.b, "TEXT ·%s(SB), NOSPLIT, $0-64\n", name)
+	fmt.Fprintf(&a.b, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
 	a.I("MOVQ", "o+0(FP), DI")
 	a.I("MOVQ", "os+8(FP), R8")
 	a.I("SHLQ", "$2, R8")
@@ -269,11 +271,26 @@ converted row piece in %s.`, name, qp, W, acc(0, 0), acc(qp-1, 3), bc(0), tmp))
 			a.I("CMPQ", "R11, R10")
 			a.I("JGT", next)
 		}
+		a.I("MOVQ", "cont+64(FP), R12")
+		a.I("TESTQ", "R12, R12")
+		a.I("JNZ", lbl+"_load")
 		for r := 0; r < qp; r++ {
 			for i := 0; i < np; i++ {
 				a.I(zero, acc(r, i)+", "+acc(r, i)+", "+acc(r, i))
 			}
 		}
+		a.I("JMP", lbl+"_go")
+		a.Label(lbl + "_load")
+		a.I("LEAQ", "(DI)(AX*4), R11")
+		for r := 0; r < qp; r++ {
+			for i := 0; i < np; i++ {
+				a.I("VMOVUPS", fmt.Sprintf("%d(R11), %s", i*vw*4, acc(r, i)))
+			}
+			if r+1 < qp {
+				a.I("ADDQ", "R8, R11")
+			}
+		}
+		a.Label(lbl + "_go")
 		a.I("LEAQ", "(SI)(AX*2), R11")
 		a.I("MOVQ", "DX, R14")
 		a.I("MOVQ", "CX, R12")
