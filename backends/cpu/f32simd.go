@@ -27,10 +27,9 @@ type f32Tier struct {
 	swiglu   func(y, gate, u *float32, n int)
 	exp      func(y, x *float32, n int)
 
-	// The multi-query f16 kernels of flash attention (flashq_amd64.s),
+	// The multi-query f16 v sums of flash attention (flashq_amd64.s),
 	// indexed by the number of queries per pass minus one, and the f32→f16
 	// conversion of the KV store.
-	dotsHQ []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 	vaccBQ []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 	toF16  func(dst *byte, src *float32, n int) int
 
@@ -169,27 +168,6 @@ func (t *f32Tier) vaccH(o []float32, v []byte, vstride int, p []float32, hd int)
 	_ = o[:hd]
 	_ = v[:2*((n-1)*vstride+hd)]
 	t.vaccB(&o[0], &v[0], vstride, &p[0], n, hd)
-}
-
-// scoresHQ is scoresH for nq queries at once: sc[r*scs+j] =
-// ggmlf32.VecDotF32(float32(k_j), q[r*hd:][:hd]) for r < nq, j < n, hd a
-// positive multiple of 64. Each key row is converted once for a pass of as
-// many queries as the tier's registers hold.
-func (t *f32Tier) scoresHQ(sc []float32, scs int, k []byte, kstride, n int, q []float32, nq, hd int) {
-	if n <= 0 || nq <= 0 {
-		return
-	}
-	if hd <= 0 || hd%64 != 0 {
-		panic("cpu: scoresHQ shape")
-	}
-	_ = sc[(nq-1)*scs+n-1]
-	_ = q[:nq*hd]
-	_ = k[:2*((n-1)*kstride+hd)]
-	for r := 0; r < nq; {
-		m := min(len(t.dotsHQ), nq-r)
-		t.dotsHQ[m-1](&sc[r*scs], scs, &k[0], kstride, n, &q[r*hd], hd)
-		r += m
-	}
 }
 
 // scoresHT sets sc[r*scs+j] = flashDot(float32(k_j), q[r*hd:][:hd]) for

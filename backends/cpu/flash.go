@@ -87,8 +87,9 @@ func (f *flashScratch) weights(nb int) []float32 {
 const flashTile = 4
 
 func newFlashScratch(ctx, group, headDim int) flashScratch {
-	f := flashScratch{nb: (ctx + FlashBlock - 1) / FlashBlock, group: group, hd: headDim,
-		acc: make([]float32, headDim)}
+	nb := (ctx + FlashBlock - 1) / FlashBlock
+	f := flashScratch{nb: nb, group: group, hd: headDim,
+		acc: make([]float32, headDim), w: make([]float32, nb)}
 	f.grow(1)
 	return f
 }

@@ -386,9 +386,7 @@ func TestFlashBlockSplit(t *testing.T) {
 
 // BenchmarkFlashScores is one flash block's scores (256 keys of an f16
 // cache, head size 128, Qwen3-0.6B's cache row width) for nq queries: the
-// decode G = 2 and a prefill tile of 4 tokens × 2 heads, with the score
-// tiles ("tiles", flashDot's order) and the earlier multi-query kernels
-// ("vecdot", VecDotF32's order) of each tier.
+// decode G = 2 and prefill tiles of 2 and 4 tokens × 2 heads.
 func BenchmarkFlashScores(b *testing.B) {
 	r := rand.New(rand.NewPCG(81, 82))
 	const n, hd, kstride = FlashBlock, 128, 8 * 128
@@ -404,20 +402,14 @@ func BenchmarkFlashScores(b *testing.B) {
 				q[i] = float32(r.NormFloat64())
 			}
 			sc := make([]float32, nq*n)
-			for _, kind := range []string{"vecdot", "tiles"} {
-				b.Run(fmt.Sprintf("%s/nq%d/%s", tier.name, nq, kind), func(b *testing.B) {
-					if !tier.ok {
-						b.Skip(tier.why)
-					}
-					for b.Loop() {
-						if kind == "tiles" {
-							tier.scoresHT(sc, n, k, kstride, n, q, nq, hd)
-						} else {
-							tier.scoresHQ(sc, n, k, kstride, n, q, nq, hd)
-						}
-					}
-				})
-			}
+			b.Run(fmt.Sprintf("%s/nq%d", tier.name, nq), func(b *testing.B) {
+				if !tier.ok {
+					b.Skip(tier.why)
+				}
+				for b.Loop() {
+					tier.scoresHT(sc, n, k, kstride, n, q, nq, hd)
+				}
+			})
 		}
 	}
 }
