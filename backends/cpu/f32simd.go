@@ -229,11 +229,13 @@ func (t *f32Tier) roundF16(dst, src []float32) {
 
 // vaccHQ is vaccH for nq queries at once: o[r*os+d] (d < hd, hd a multiple
 // of 16) is the fused multiply-add chain Σ p[r*ps+j]·float32(v_j[d]) over
-// j < n in increasing j from 0, v_j the hd halves at v[2*j*vstride:]. Each
+// j < n in increasing j from 0, v_j the hd halves at v[2*j*vstride:],
+// starting from +0 or, with cont, from o's values (the chain of earlier
+// rows continued). Each
 // value row is converted once for a pass of as many queries as the tier's
 // registers hold; the rows are taken in chunks of t.vrows, every pass over
 // a chunk before the next chunk.
-func (t *f32Tier) vaccHQ(o []float32, os int, v []byte, vstride int, p []float32, ps, nq, n, hd int) {
+func (t *f32Tier) vaccHQ(o []float32, os int, v []byte, vstride int, p []float32, ps, nq, n, hd int, cont bool) {
 	if hd%lanes != 0 {
 		panic("cpu: vaccHQ shape")
 	}
@@ -242,7 +244,7 @@ func (t *f32Tier) vaccHQ(o []float32, os int, v []byte, vstride int, p []float32
 	}
 	_ = o[(nq-1)*os+hd-1]
 	if n == 0 {
-		for r := 0; r < nq; r++ {
+		for r := 0; !cont && r < nq; r++ {
 			clear(o[r*os : r*os+hd])
 		}
 		return
@@ -254,10 +256,13 @@ func (t *f32Tier) vaccHQ(o []float32, os int, v []byte, vstride int, p []float32
 		rows = n
 	}
 	for j0 := 0; j0 < n; j0 += rows {
-		c, cont := min(rows, n-j0), min(j0, 1)
+		c, more := min(rows, n-j0), min(j0, 1)
+		if cont {
+			more = 1
+		}
 		for r := 0; r < nq; {
 			m := min(len(t.vaccBQ), nq-r)
-			t.vaccBQ[m-1](&o[r*os], os, &v[2*j0*vstride], vstride, &p[r*ps+j0], ps, c, hd, cont)
+			t.vaccBQ[m-1](&o[r*os], os, &v[2*j0*vstride], vstride, &p[r*ps+j0], ps, c, hd, more)
 			r += m
 		}
 	}

@@ -354,20 +354,39 @@ func flashBlocksF16(fs *flashScratch, k, v faCache, col, j0, b int, q []float32,
 		i := (r0+r)*nb + b
 		fs.m[i], fs.s[i] = flashSoftmax(x[r*FB:r*FB+cnt[r/G]], scale)
 	}
+	// The v sums in segments of rows [done, next): every token with more
+	// than done rows takes the segment, up to the smallest such count, its
+	// runs of consecutive tokens together; the chains continue across
+	// segments. In a prefill tile's diagonal block (counts c, c+1, …) all
+	// the tile's queries share the first c rows.
 	vb := v.b[2*(j0*v.width+col):]
-	for t := 0; t < len(cnt); {
-		u := t + 1
-		for u < len(cnt) && cnt[u] == cnt[t] {
-			u++
+	for done := 0; done < cmax; {
+		next := cmax
+		for _, c := range cnt {
+			if c > done {
+				next = min(next, c)
+			}
 		}
-		o := fs.o[((r0+t*G)*nb+b)*hd:]
-		p := x[t*G*FB:]
-		if tier != nil && hd%lanes == 0 {
-			tier.vaccHQ(o, nb*hd, vb, v.width, p, FB, (u-t)*G, cnt[t], hd)
-		} else {
-			vaccF16Q(o, nb*hd, vb, v.width, p, FB, (u-t)*G, cnt[t], hd, s.row[:hd])
+		for t := 0; t < len(cnt); {
+			if cnt[t] <= done {
+				t++
+				continue
+			}
+			u := t + 1
+			for u < len(cnt) && cnt[u] > done {
+				u++
+			}
+			o := fs.o[((r0+t*G)*nb+b)*hd:]
+			p := x[t*G*FB+done:]
+			vs := vb[2*done*v.width:]
+			if tier != nil && hd%lanes == 0 {
+				tier.vaccHQ(o, nb*hd, vs, v.width, p, FB, (u-t)*G, next-done, hd, done > 0)
+			} else {
+				vaccF16Q(o, nb*hd, vs, v.width, p, FB, (u-t)*G, next-done, hd, s.row[:hd], done > 0)
+			}
+			t = u
 		}
-		t = u
+		done = next
 	}
 }
 
@@ -385,9 +404,10 @@ func scoresF16Q(sc []float32, scs int, k []byte, kstride, n int, q []float32, nq
 
 // vaccF16Q is the pure-Go vaccHQ (any hd): o[r*os+d] = the fused
 // multiply-add chain of p[r*ps+j]·float32(v_j[d]) over j < n in increasing
-// j from 0, each row converted once into row (hd floats).
-func vaccF16Q(o []float32, os int, v []byte, vstride int, p []float32, ps, nq, n, hd int, row []float32) {
-	for r := 0; r < nq; r++ {
+// j from 0, from +0 or, with cont, from o's values; each row converted once
+// into row (hd floats).
+func vaccF16Q(o []float32, os int, v []byte, vstride int, p []float32, ps, nq, n, hd int, row []float32, cont bool) {
+	for r := 0; !cont && r < nq; r++ {
 		clear(o[r*os : r*os+hd])
 	}
 	for j := 0; j < n; j++ {

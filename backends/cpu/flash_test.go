@@ -328,9 +328,13 @@ func TestFlashMultiQueryKernels(t *testing.T) {
 						os := hd + 16
 						want := make([]float32, nq*os)
 						got := make([]float32, nq*os)
-						vaccF16Q(want, os, v, vstride, p, ps, nq, n, hd, make([]float32, hd))
-						tier.vaccHQ(got, os, v, vstride, p, ps, nq, n, hd)
+						vaccF16Q(want, os, v, vstride, p, ps, nq, n, hd, make([]float32, hd), false)
+						tier.vaccHQ(got, os, v, vstride, p, ps, nq, n, hd, false)
 						sameBits(t, fmt.Sprintf("v sums hd %d nq %d n %d", hd, nq, n), got, want)
+						// Continued over further rows (the same rows again).
+						vaccF16Q(want, os, v, vstride, p, ps, nq, n, hd, make([]float32, hd), true)
+						tier.vaccHQ(got, os, v, vstride, p, ps, nq, n, hd, true)
+						sameBits(t, fmt.Sprintf("continued v sums hd %d nq %d n %d", hd, nq, n), got, want)
 					}
 				}
 			}
@@ -436,7 +440,7 @@ func BenchmarkFlashVacc(b *testing.B) {
 					b.Skip(tier.why)
 				}
 				for b.Loop() {
-					tier.vaccHQ(o, hd, v, vstride, p, n, nq, n, hd)
+					tier.vaccHQ(o, hd, v, vstride, p, n, nq, n, hd, false)
 				}
 			})
 		}
