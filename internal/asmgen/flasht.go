@@ -11,9 +11,10 @@ import "fmt"
 // scores of a query stored at once. flashDot's order per score: eight lanes,
 // lane l the FMA chain over d ≡ l (mod 8) in increasing d from +0, then
 // ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) — which the VHADDPS tree computes
-// for each of the four accumulators at once. The AVX2 kernels (VEX) serve
-// both tiers; the AVX-512 tier adds kernels over pairs of queries, each ZMM
-// accumulator holding the eight lanes of two queries for one key.
+// for each of the four accumulators at once. AVX2 instructions only (VEX):
+// the AVX-512 tier runs the same kernels. (ZMM kernels holding two queries'
+// lanes per register were faster on L2-resident blocks but slower on a
+// cache that is not, BenchmarkPrefillDepth d4096, and were dropped.)
 func init() {
 	register("flasht_amd64.s", "!purego", func(a *Asm) {
 		a.Blank()
@@ -22,9 +23,6 @@ f16 cache (flash.go). Generated: one score kernel per number of queries per
 pass (rq), listed in f32simd_amd64.go.`)
 		for rq := 1; rq <= scoresTMax; rq++ {
 			scoresT(a, rq)
-		}
-		for np := 2; np <= scoresZMax; np++ { // one pair: the AVX2 kernel for two queries is faster
-			scoresZ(a, np)
 		}
 		mergeT(a)
 		roundF16T(a)
@@ -239,182 +237,3 @@ $0 into X2 and back. DI dst, SI src, CX n, AX floats done.`)
 	a.I("RET")
 }
 
-// scoresZMax is the most query pairs per pass of the AVX-512 score tiles.
-const scoresZMax = 4
-
-// scoresZ writes scoresF16Z<np>AVX512(sc *float32, scs int, k *byte,
-// kstride, n int, q *float32, hd int): scoresT's result for 2·np queries
-// (hd a positive multiple of 8). Query pair p's accumulator for key c is one
-// ZMM, the eight lanes of query 2p in its low half and those of query 2p+1
-// in its high half: the pair's query pieces are loaded into the two halves,
-// the key piece broadcast to both halves before its conversion, so each
-// half is flashDot's chain. The reduction is scoresT's VHADDPS tree on both
-// halves at once, VHADDPS written as VSHUFPS $0x88 and $0xDD of the two
-// operands (the even and odd lanes of each 128-bit block) added, which adds
-// the same pairs; then the 128-bit blocks swapped pairwise and added. Keys
-// in groups of kg (8 for one or two pairs, else 4), then one at a time.
-func scoresZ(a *Asm, np int) {
-	name := fmt.Sprintf("scoresF16Z%dAVX512", np)
-	kg := 4
-	if np <= 2 {
-		kg = 8
-	}
-	acc := func(p, c int) int { return p*kg + c }
-	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
-	kaddr := func(c int) string { return scaledAddr(0, "R11", c, "R9", "R13", "R14", "R15") }
-	qaddr := func(r int) string {
-		if r < 4 {
-			return scaledAddr(0, "R12", r, "BX", "R10", "", "")
-		}
-		return scaledAddr(0, "R14", r-4, "BX", "R10", "", "")
-	}
-	qz := func(p int) int { return 16 + p }
-	const kb, kz, t0, t1 = "Y24", "Z25", "Z26", "Z27"
-	a.Blank()
-	a.Comment(fmt.Sprintf(`func %s(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
-Scores of %d queries over n f16 rows in flashDot's order (see scoresZ in
-internal/asmgen/flasht.go). Registers: DI sc at key j, R8 scs bytes, SI k_j,
-R9 kstride bytes (R13, R14, R15 three, five, seven times it for groups of
-8 keys; R14 else q's piece of query 4), CX keys left, DX q, BX hd·4 (query
-stride), R10 three times it, AX piece counter, R11 piece of k_j, R12 piece
-of q. Accumulators Z0..Z%d (pair p, key c in Z(%d·p+c)), query pairs
-Z16.., the key piece's halves in %s, converted in %s, tree scratch %s, %s.`,
-		name, 2*np, np*kg-1, kg, kb, kz, t0, t1))
-	fmt.Fprintf(&a.b, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
-	a.I("MOVQ", "sc+0(FP), DI")
-	a.I("MOVQ", "scs+8(FP), R8")
-	a.I("SHLQ", "$2, R8")
-	a.I("MOVQ", "k+16(FP), SI")
-	a.I("MOVQ", "kstride+24(FP), R9")
-	a.I("SHLQ", "$1, R9")
-	a.I("LEAQ", "(R9)(R9*2), R13")
-	if kg == 8 {
-		a.I("LEAQ", "(R9)(R9*4), R14")
-		a.I("LEAQ", "(R13)(R9*4), R15")
-	}
-	a.I("MOVQ", "n+32(FP), CX")
-	a.I("MOVQ", "q+40(FP), DX")
-	a.I("MOVQ", "hd+48(FP), BX")
-	a.I("SHLQ", "$2, BX")
-	a.I("LEAQ", "(BX)(BX*2), R10")
-	loadQ := func() {
-		for p := 0; p < np; p++ {
-			a.I("VMOVUPS", qaddr(2*p)+", "+fmt.Sprintf("Y%d", qz(p)))
-			a.I("VINSERTF32X8", "$1, "+qaddr(2*p+1)+", "+z(qz(p))+", "+z(qz(p)))
-		}
-	}
-	// hadd sets dst to VHADDPS(x, y) on each 256-bit half.
-	hadd := func(dst, x, y int) {
-		a.I("VSHUFPS", "$0x88, "+z(y)+", "+z(x)+", "+t0)
-		a.I("VSHUFPS", "$0xDD, "+z(y)+", "+z(x)+", "+t1)
-		a.I("VADDPS", t1+", "+t0+", "+z(dst))
-	}
-	// fold adds the 128-bit blocks of x pairwise (block 0 + 1 into block
-	// 0, 2 + 3 into 2), using y as scratch.
-	fold := func(x, y int) {
-		a.I("VSHUFF32X4", "$0xB1, "+z(x)+", "+z(x)+", "+z(y))
-		a.I("VADDPS", z(y)+", "+z(x)+", "+z(x))
-	}
-	start := func() {
-		a.I("MOVQ", "SI, R11")
-		a.I("MOVQ", "DX, R12")
-		if np > 2 {
-			a.I("LEAQ", "(DX)(BX*4), R14")
-		}
-		a.I("MOVQ", "hd+48(FP), AX")
-		a.I("SHRQ", "$3, AX")
-	}
-	step := func(lbl string) {
-		a.I("ADDQ", "$16, R11")
-		a.I("ADDQ", "$32, R12")
-		if np > 2 {
-			a.I("ADDQ", "$32, R14")
-		}
-		a.I("DECQ", "AX")
-		a.I("JNZ", lbl)
-	}
-	a.Blank()
-	a.Label(name + "_group")
-	a.I("CMPQ", fmt.Sprintf("CX, $%d", kg))
-	a.I("JLT", name+"_tail")
-	for i := 0; i < np*kg; i++ {
-		a.I("VPXORD", z(i)+", "+z(i)+", "+z(i))
-	}
-	// The next group's rows (the first 256 bytes of each).
-	a.I("MOVQ", "R9, R11")
-	a.I("IMULQ", fmt.Sprintf("$%d, R11", kg))
-	a.I("ADDQ", "SI, R11")
-	for c := 0; c < kg; c++ {
-		for off := 0; off < 256; off += 64 {
-			a.I("PREFETCHT0", fmt.Sprintf("%d%s", off, kaddr(c)))
-		}
-	}
-	start()
-	a.Label(name + "_gd")
-	loadQ()
-	for c := 0; c < kg; c++ {
-		a.I("VBROADCASTI32X4", kaddr(c)+", "+kb)
-		a.I("VCVTPH2PS", kb+", "+kz)
-		for p := 0; p < np; p++ {
-			a.I("VFMADD231PS", z(qz(p))+", "+kz+", "+z(acc(p, c)))
-		}
-	}
-	step(name + "_gd")
-	// Per pair and four keys: the tree, then the scores of query 2p at
-	// block 0, of query 2p+1 at block 2.
-	a.I("MOVQ", "DI, R11")
-	for p := 0; p < np; p++ {
-		for c0 := 0; c0 < kg; c0 += 4 {
-			b := acc(p, c0)
-			hadd(b, b, b+1)
-			hadd(b+2, b+2, b+3)
-			hadd(b, b, b+2)
-			fold(b, b+1)
-			a.I("VMOVUPS", fmt.Sprintf("X%d, %d(R11)", b, 4*c0))
-			a.I("VEXTRACTF32X4", fmt.Sprintf("$2, %s, X%d", z(b), b+1))
-			a.I("VMOVUPS", fmt.Sprintf("X%d, %d(R11)(R8*1)", b+1, 4*c0))
-		}
-		a.I("LEAQ", "(R11)(R8*2), R11")
-	}
-	a.I("ADDQ", fmt.Sprintf("$%d, DI", 4*kg))
-	a.I("MOVQ", "R9, R11")
-	a.I("IMULQ", fmt.Sprintf("$%d, R11", kg))
-	a.I("ADDQ", "R11, SI")
-	a.I("SUBQ", fmt.Sprintf("$%d, CX", kg))
-	a.I("JMP", name+"_group")
-	a.Blank()
-	a.Label(name + "_tail")
-	a.I("TESTQ", "CX, CX")
-	a.I("JEQ", name+"_done")
-	for p := 0; p < np; p++ {
-		a.I("VPXORD", z(acc(p, 0))+", "+z(acc(p, 0))+", "+z(acc(p, 0)))
-	}
-	start()
-	a.Label(name + "_td")
-	loadQ()
-	a.I("VBROADCASTI32X4", "(R11), "+kb)
-	a.I("VCVTPH2PS", kb+", "+kz)
-	for p := 0; p < np; p++ {
-		a.I("VFMADD231PS", z(qz(p))+", "+kz+", "+z(acc(p, 0)))
-	}
-	step(name + "_td")
-	a.I("MOVQ", "DI, R11")
-	for p := 0; p < np; p++ {
-		b := acc(p, 0)
-		hadd(b, b, b)
-		hadd(b, b, b)
-		fold(b, b+1)
-		a.I("VMOVSS", fmt.Sprintf("X%d, (R11)", b))
-		a.I("VEXTRACTF32X4", fmt.Sprintf("$2, %s, X%d", z(b), b+1))
-		a.I("VMOVSS", fmt.Sprintf("X%d, (R11)(R8*1)", b+1))
-		a.I("LEAQ", "(R11)(R8*2), R11")
-	}
-	a.I("ADDQ", "$4, DI")
-	a.I("ADDQ", "R9, SI")
-	a.I("DECQ", "CX")
-	a.I("JMP", name+"_tail")
-	a.Blank()
-	a.Label(name + "_done")
-	a.I("VZEROUPPER")
-	a.I("RET")
-}
