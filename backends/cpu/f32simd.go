@@ -1,5 +1,7 @@
 package cpu
 
+import "github.com/minfer/minfer/quant"
+
 // f32Tier is one instruction-set tier of the float32 SIMD kernels (the
 // attention scores, v sums and softmax, silu and swiglu). Every tier gives
 // the same bits as the internal/ggmlf32 scalar functions for every input
@@ -25,12 +27,26 @@ type f32Tier struct {
 	swiglu   func(y, gate, u *float32, n int)
 	exp      func(y, x *float32, n int)
 
-	// The multi-query f16 kernels of flash attention (flashq_amd64.s),
+	// The multi-query f16 v sums of flash attention (flashq_amd64.s),
 	// indexed by the number of queries per pass minus one, and the f32→f16
 	// conversion of the KV store.
-	dotsHQ []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
-	vaccBQ []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+	vaccBQ []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 	toF16  func(dst *byte, src *float32, n int) int
+
+	// The score tiles of flash attention over an f16 cache (flashDot's
+	// order), indexed by queries per pass minus one (nil: none for that
+	// count, a pass takes fewer); the merge of its block
+	// partials; the rounding of its queries through f16.
+	dotsHT []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+	mergeB func(y, o, w *float32, nb, hd int, sum float32)
+	// vrows is how many value rows vaccHQ sweeps for every pass of queries
+	// and every column block before moving on, the sums stored and
+	// reloaded between chunks: a few rows of 128 halves at the cache's
+	// stride of 2 KiB (8 KV heads) map to 8 of the L1's 64 sets and stay
+	// there while the passes read them (measured best: 8 for AVX2, 16 for
+	// AVX-512, BenchmarkFlashVacc).
+	vrows  int
+	roundH func(dst, src *float32, n int) int
 }
 
 // f32k is the float32 kernel tier in use, the best one f32Tiers has
@@ -154,33 +170,72 @@ func (t *f32Tier) vaccH(o []float32, v []byte, vstride int, p []float32, hd int)
 	t.vaccB(&o[0], &v[0], vstride, &p[0], n, hd)
 }
 
-// scoresHQ is scoresH for nq queries at once: sc[r*scs+j] =
-// ggmlf32.VecDotF32(float32(k_j), q[r*hd:][:hd]) for r < nq, j < n, hd a
-// positive multiple of 64. Each key row is converted once for a pass of as
-// many queries as the tier's registers hold.
-func (t *f32Tier) scoresHQ(sc []float32, scs int, k []byte, kstride, n int, q []float32, nq, hd int) {
+// scoresHT sets sc[r*scs+j] = flashDot(float32(k_j), q[r*hd:][:hd]) for
+// r < nq, j < n (k_j the hd halves at k[2*j*kstride:]), hd a positive
+// multiple of 8: the rows in chunks of flashKeyChunk (in L1 while every
+// pass of queries reads them), each converted piece of a key feeding the
+// queries of a pass.
+func (t *f32Tier) scoresHT(sc []float32, scs int, k []byte, kstride, n int, q []float32, nq, hd int) {
 	if n <= 0 || nq <= 0 {
 		return
 	}
-	if hd <= 0 || hd%64 != 0 {
-		panic("cpu: scoresHQ shape")
+	if hd <= 0 || hd%8 != 0 {
+		panic("cpu: scoresHT shape")
 	}
 	_ = sc[(nq-1)*scs+n-1]
 	_ = q[:nq*hd]
 	_ = k[:2*((n-1)*kstride+hd)]
-	for r := 0; r < nq; {
-		m := min(len(t.dotsHQ), nq-r)
-		t.dotsHQ[m-1](&sc[r*scs], scs, &k[0], kstride, n, &q[r*hd], hd)
-		r += m
+	for j0 := 0; j0 < n; j0 += flashKeyChunk {
+		c := min(flashKeyChunk, n-j0)
+		for r := 0; r < nq; {
+			m := min(len(t.dotsHT), nq-r)
+			for t.dotsHT[m-1] == nil {
+				m--
+			}
+			t.dotsHT[m-1](&sc[r*scs+j0], scs, &k[2*j0*kstride], kstride, c, &q[r*hd], hd)
+			r += m
+		}
+	}
+}
+
+// flashKeyChunk is how many key rows the score tiles sweep for every pass
+// of queries before moving on: 64 rows of 128 halves are 16 KiB.
+const flashKeyChunk = 64
+
+// merge is flashMerge's weighted sum for hd a positive multiple of 8: y[d]
+// = (Σ_b float32(w[b]·o[b*hd+d]), added in increasing b from +0) / sum.
+func (t *f32Tier) merge(y, o, w []float32, hd int, sum float32) {
+	nb := len(w)
+	if hd <= 0 || hd%8 != 0 || nb == 0 {
+		panic("cpu: merge shape")
+	}
+	_ = y[:hd]
+	_ = o[:nb*hd]
+	t.mergeB(&y[0], &o[0], &w[0], nb, hd, sum)
+}
+
+// roundF16 sets dst[i] = quant.FP16ToFP32(quant.FP32ToFP16(src[i])).
+func (t *f32Tier) roundF16(dst, src []float32) {
+	n := len(src)
+	if n == 0 {
+		return
+	}
+	_ = dst[:n]
+	i := t.roundH(&dst[0], &src[0], n)
+	for ; i < n; i++ {
+		dst[i] = quant.FP16ToFP32(quant.FP32ToFP16(src[i]))
 	}
 }
 
 // vaccHQ is vaccH for nq queries at once: o[r*os+d] (d < hd, hd a multiple
 // of 16) is the fused multiply-add chain Σ p[r*ps+j]·float32(v_j[d]) over
-// j < n in increasing j from 0, v_j the hd halves at v[2*j*vstride:]. Each
+// j < n in increasing j from 0, v_j the hd halves at v[2*j*vstride:],
+// starting from +0 or, with cont, from o's values (the chain of earlier
+// rows continued). Each
 // value row is converted once for a pass of as many queries as the tier's
-// registers hold.
-func (t *f32Tier) vaccHQ(o []float32, os int, v []byte, vstride int, p []float32, ps, nq, n, hd int) {
+// registers hold; the rows are taken in chunks of t.vrows, every pass over
+// a chunk before the next chunk.
+func (t *f32Tier) vaccHQ(o []float32, os int, v []byte, vstride int, p []float32, ps, nq, n, hd int, cont bool) {
 	if hd%lanes != 0 {
 		panic("cpu: vaccHQ shape")
 	}
@@ -189,17 +244,27 @@ func (t *f32Tier) vaccHQ(o []float32, os int, v []byte, vstride int, p []float32
 	}
 	_ = o[(nq-1)*os+hd-1]
 	if n == 0 {
-		for r := 0; r < nq; r++ {
+		for r := 0; !cont && r < nq; r++ {
 			clear(o[r*os : r*os+hd])
 		}
 		return
 	}
 	_ = p[(nq-1)*ps+n-1]
 	_ = v[:2*((n-1)*vstride+hd)]
-	for r := 0; r < nq; {
-		m := min(len(t.vaccBQ), nq-r)
-		t.vaccBQ[m-1](&o[r*os], os, &v[0], vstride, &p[r*ps], ps, n, hd)
-		r += m
+	rows := t.vrows
+	if rows <= 0 {
+		rows = n
+	}
+	for j0 := 0; j0 < n; j0 += rows {
+		c, more := min(rows, n-j0), min(j0, 1)
+		if cont {
+			more = 1
+		}
+		for r := 0; r < nq; {
+			m := min(len(t.vaccBQ), nq-r)
+			t.vaccBQ[m-1](&o[r*os], os, &v[2*j0*vstride], vstride, &p[r*ps+j0], ps, c, hd, more)
+			r += m
+		}
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 )
 
 // refFlash restates flash attention's documented order (flash.go) with
-// ggmlf32 scalars, over f32 k, v, q (the f16 case passes them rounded).
-func refFlash(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale float32) []float32 {
+// ggmlf32 scalars, over f32 k, v, q (the f16 case passes them rounded, and
+// f16 set: its scores are flashDot's).
+func refFlash(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale float32, f16 bool) []float32 {
 	qw, kvw, G := H*hd, Hkv*hd, H/Hkv
 	y := make([]float32, len(q))
 	for t, p := range pos {
@@ -27,20 +28,29 @@ func refFlash(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale float32) [
 				m := float32(math.Inf(-1))
 				xs := make([]float32, 0, FlashBlock)
 				for j := j0; j < j1; j++ {
-					x := ggmlf32.VecDotF32(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], qv) * scale
+					dot := ggmlf32.VecDotF32
+					if f16 {
+						dot = flashDot
+					}
+					x := dot(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], qv) * scale
 					xs = append(xs, x)
 					m = max(m, x)
 				}
-				var sum float32
+				var sum64 float64
+				var chunk [16]float32
 				o := make([]float32, hd)
 				for i, x := range xs {
 					pj := ggmlf32.ExpF(x - m)
-					sum += pj
+					chunk[i%16] = pj
+					if i%16 == 15 || i == len(xs)-1 {
+						sum64 += float64(ggmlf32.Reduce16(&chunk))
+						chunk = [16]float32{}
+					}
 					for d := range o {
 						o[d] = ggmlf32.FMA32(pj, vc[(j0+i)*kvw+kh*hd+d], o[d])
 					}
 				}
-				ms, ss, os = append(ms, m), append(ss, sum), append(os, o)
+				ms, ss, os = append(ms, m), append(ss, float32(sum64)), append(os, o)
 			}
 			M := ms[0]
 			for _, m := range ms {
@@ -100,9 +110,9 @@ func TestFlashAttention(t *testing.T) {
 		scale := float32(1 / math.Sqrt(float64(c.hd)))
 		exact := oracleAttention(q, k, v, pos, c.H, c.Hkv, c.hd, scale)
 		for _, kt := range []quant.Type{quant.F32, quant.F16} {
-			want := refFlash(q, k, v, pos, c.H, c.Hkv, c.hd, scale)
+			want := refFlash(q, k, v, pos, c.H, c.Hkv, c.hd, scale, false)
 			if kt == quant.F16 {
-				want = refFlash(h16(q), h16(k), h16(v), pos, c.H, c.Hkv, c.hd, scale)
+				want = refFlash(h16(q), h16(k), h16(v), pos, c.H, c.Hkv, c.hd, scale, true)
 			}
 			kv, _ := NewKV(kt)
 			kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
@@ -219,9 +229,10 @@ func BenchmarkPrefillDepth(b *testing.B) {
 
 // TestFlashMultiQueryKernels: the multi-query f16 kernels of each tier give
 // the bits of the pure-Go twins (scoresF16Q, vaccF16Q, which are the
-// one-query VecDotF32 and FMA chains), for every query count up to past a
-// pass, head sizes, row counts and values with zeros of both signs,
-// subnormals, huge and tiny magnitudes.
+// one-query flashDot and FMA chains; flashMerge's and roundF16's pure-Go
+// loops), for every query count up to past a pass, head sizes, row counts
+// across the groups of four keys and the key chunks, and values with zeros
+// of both signs, subnormals, huge and tiny magnitudes.
 func TestFlashMultiQueryKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(51, 52))
 	val := func() float32 {
@@ -257,9 +268,9 @@ func TestFlashMultiQueryKernels(t *testing.T) {
 			if !tier.ok {
 				t.Skip(tier.name + " float32 kernels unavailable: " + tier.why)
 			}
-			for _, hd := range []int{64, 128, 192, 256} {
-				for _, nq := range []int{1, 2, 3, 7, 8, 9, 17} {
-					for _, n := range []int{1, 2, 5, 33} {
+			for _, hd := range []int{8, 24, 64, 128, 136, 192, 256} {
+				for _, nq := range []int{1, 2, 3, 4, 5, 7, 8, 9, 17} {
+					for _, n := range []int{1, 2, 3, 4, 5, 8, 33, 64, 67, 130} {
 						kstride := 3*hd + 16
 						k := f16s((n-1)*kstride + hd)
 						q := f32s(nq * hd)
@@ -267,10 +278,42 @@ func TestFlashMultiQueryKernels(t *testing.T) {
 						want := make([]float32, nq*scs)
 						got := make([]float32, nq*scs)
 						scoresF16Q(want, scs, k, kstride, n, q, nq, hd, make([]float32, hd))
-						tier.scoresHQ(got, scs, k, kstride, n, q, nq, hd)
+						tier.scoresHT(got, scs, k, kstride, n, q, nq, hd)
 						sameBits(t, fmt.Sprintf("scores hd %d nq %d n %d", hd, nq, n), got, want)
 					}
 				}
+			}
+			for _, hd := range []int{8, 16, 64, 128, 200} {
+				for _, nb := range []int{1, 2, 3, 9} {
+					o := make([]float32, nb*hd)
+					for i := range o {
+						o[i] = val()
+					}
+					m, S := make([]float32, nb), make([]float32, nb)
+					for b := range m {
+						m[b] = float32(r.NormFloat64() * 10)
+						S[b] = float32(1 + r.Float64()*100)
+					}
+					want := make([]float32, hd)
+					got := make([]float32, hd)
+					withF32(nil, func() { flashMerge(want, make([]float32, hd), make([]float32, nb), o, m, S) })
+					withF32(tier, func() { flashMerge(got, make([]float32, hd), make([]float32, nb), o, m, S) })
+					sameBits(t, fmt.Sprintf("merge hd %d nb %d", hd, nb), got, want)
+				}
+			}
+			for _, n := range []int{1, 7, 8, 9, 64, 131} {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = val() * float32(r.NormFloat64())
+					if i == n/2 && n > 8 {
+						x[i] = float32(math.Inf(1)) // not a NaN: still the SIMD path
+					}
+				}
+				want := make([]float32, n)
+				got := make([]float32, n)
+				withF32(nil, func() { roundF16(want, x) })
+				tier.roundF16(got, x)
+				sameBits(t, fmt.Sprintf("round n %d", n), got, want)
 			}
 			for _, hd := range []int{16, 32, 48, 64, 80, 128, 208, 256} {
 				for _, nq := range []int{1, 2, 3, 4, 5, 7, 8, 14} {
@@ -285,9 +328,13 @@ func TestFlashMultiQueryKernels(t *testing.T) {
 						os := hd + 16
 						want := make([]float32, nq*os)
 						got := make([]float32, nq*os)
-						vaccF16Q(want, os, v, vstride, p, ps, nq, n, hd, make([]float32, hd))
-						tier.vaccHQ(got, os, v, vstride, p, ps, nq, n, hd)
+						vaccF16Q(want, os, v, vstride, p, ps, nq, n, hd, make([]float32, hd), false)
+						tier.vaccHQ(got, os, v, vstride, p, ps, nq, n, hd, false)
 						sameBits(t, fmt.Sprintf("v sums hd %d nq %d n %d", hd, nq, n), got, want)
+						// Continued over further rows (the same rows again).
+						vaccF16Q(want, os, v, vstride, p, ps, nq, n, hd, make([]float32, hd), true)
+						tier.vaccHQ(got, os, v, vstride, p, ps, nq, n, hd, true)
+						sameBits(t, fmt.Sprintf("continued v sums hd %d nq %d n %d", hd, nq, n), got, want)
 					}
 				}
 			}
@@ -337,6 +384,65 @@ func TestFlashBlockSplit(t *testing.T) {
 					})
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkFlashScores is one flash block's scores (256 keys of an f16
+// cache, head size 128, Qwen3-0.6B's cache row width) for nq queries: the
+// decode G = 2 and prefill tiles of 2 and 4 tokens × 2 heads.
+func BenchmarkFlashScores(b *testing.B) {
+	r := rand.New(rand.NewPCG(81, 82))
+	const n, hd, kstride = FlashBlock, 128, 8 * 128
+	k := make([]byte, 2*(n*kstride))
+	for i := 0; i < len(k); i += 2 {
+		h := quant.FP32ToFP16(float32(r.NormFloat64()))
+		k[i], k[i+1] = byte(h), byte(h>>8)
+	}
+	for _, tier := range f32Tiers {
+		for _, nq := range []int{2, 4, 8} {
+			q := make([]float32, nq*hd)
+			for i := range q {
+				q[i] = float32(r.NormFloat64())
+			}
+			sc := make([]float32, nq*n)
+			b.Run(fmt.Sprintf("%s/nq%d", tier.name, nq), func(b *testing.B) {
+				if !tier.ok {
+					b.Skip(tier.why)
+				}
+				for b.Loop() {
+					tier.scoresHT(sc, n, k, kstride, n, q, nq, hd)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkFlashVacc is one flash block's v sums (256 rows of an f16 cache,
+// head size 128, Qwen3-0.6B's cache row width) for nq queries.
+func BenchmarkFlashVacc(b *testing.B) {
+	r := rand.New(rand.NewPCG(83, 84))
+	const n, hd, vstride = FlashBlock, 128, 8 * 128
+	v := make([]byte, 2*(n*vstride))
+	for i := 0; i < len(v); i += 2 {
+		h := quant.FP32ToFP16(float32(r.NormFloat64()))
+		v[i], v[i+1] = byte(h), byte(h>>8)
+	}
+	for _, tier := range f32Tiers {
+		for _, nq := range []int{2, 8} {
+			p := make([]float32, nq*n)
+			for i := range p {
+				p[i] = r.Float32()
+			}
+			o := make([]float32, nq*hd)
+			b.Run(fmt.Sprintf("%s/nq%d", tier.name, nq), func(b *testing.B) {
+				if !tier.ok {
+					b.Skip(tier.why)
+				}
+				for b.Loop() {
+					tier.vaccHQ(o, hd, v, vstride, p, n, nq, n, hd, false)
+				}
+			})
 		}
 	}
 }

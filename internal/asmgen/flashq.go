@@ -2,25 +2,20 @@ package main
 
 import "fmt"
 
-// flashq_amd64.s: the multi-query kernels of flash attention over an f16
-// cache (backends/cpu/flash.go): each K or V row is converted from f16 once
-// (VCVTPH2PS, exact) and used, while in registers, by several query vectors
-// — the G query heads of a KV head in decode, the tokens × heads of a
+// flashq_amd64.s: the multi-query v sums of flash attention over an f16
+// cache (backends/cpu/flash.go): each V row is converted from f16 once
+// (VCVTPH2PS, exact) and used, while in registers, by several probability
+// rows — the G query heads of a KV head in decode, the tokens × heads of a
 // prefill tile — with every query's float order that of the one-query
-// kernels (dotsF16, vaccF16), so the bits are the same. Plus the f32→f16
-// conversion of the KV store (VCVTPS2PH, round to nearest even).
+// kernel (vaccF16), so the bits are the same. Plus the f32→f16 conversion
+// of the KV store (VCVTPS2PH, round to nearest even). The scores are
+// flasht.go's.
 func init() {
 	register("flashq_amd64.s", "!purego", func(a *Asm) {
 		a.Blank()
-		a.Comment(`Multi-query flash attention kernels over f16 rows (flash.go) and the f32→f16
+		a.Comment(`Multi-query flash attention v sums over f16 rows (flash.go) and the f32→f16
 conversion of the KV store (kv.go). Generated: one kernel per tier and
 number of queries per pass (qp), listed in f32simd_amd64.go.`)
-		for qp := 1; qp <= dotsQMax[false]; qp++ {
-			dotsQ(a, false, qp)
-		}
-		for qp := 1; qp <= dotsQMax[true]; qp++ {
-			dotsQ(a, true, qp)
-		}
 		for qp := 1; qp <= vaccQMax[false]; qp++ {
 			vaccQ(a, false, qp)
 		}
@@ -32,12 +27,9 @@ number of queries per pass (qp), listed in f32simd_amd64.go.`)
 	})
 }
 
-// Queries per pass of the score and v-sum kernels, by tier (z: AVX-512):
-// as many as the 16 YMM or 32 ZMM registers hold.
-var (
-	dotsQMax = map[bool]int{false: 2, true: 8}
-	vaccQMax = map[bool]int{false: 3, true: 4}
-)
+// Queries per pass of the v-sum kernels, by tier (z: AVX-512): as many as
+// the 16 YMM or 32 ZMM registers hold.
+var vaccQMax = map[bool]int{false: 3, true: 4}
 
 func tierSuffix(z bool) string {
 	if z {
@@ -65,160 +57,13 @@ func scaledAddr(off int, base string, r int, st1, st3, st5, st7 string) string {
 	return fmt.Sprintf("%d(%s)%s", off, base, idx)
 }
 
-// dotsQ writes dotsF16Q<qp><tier>(sc *float32, scs int, k *byte, kstride,
-// n int, q *float32, hd int): sc[r*scs+j] = ggmlf32.VecDotF32(float32(k_j),
-// q_r) for r < qp, j < n, k_j the hd halves at k + 2·j·kstride, q_r =
-// q[r*hd:], hd a positive multiple of 64. VecDotF32's order per query: four
-// 16-lane accumulators acc_a (a < 4) over the 64-value chunks c, acc_a
-// taking values c·64 + a·16 .. +16 with one FMA per chunk in increasing c
-// from zero; then (acc0+acc2)+(acc1+acc3) and Reduce16. The kernel runs
-// acc0 and acc2 over all chunks (half 0), adds them, then acc1 and acc3
-// (half 1): each accumulator's chain is unchanged, and each converted piece
-// of the row feeds all qp queries.
-func dotsQ(a *Asm, z bool, qp int) {
-	name := fmt.Sprintf("dotsF16Q%d%s", qp, tierSuffix(z))
-	vw := 8
-	if z {
-		vw = 16
-	}
-	pieces := 16 / vw // registers per 16-lane accumulator
-	// Per query r: P (acc of half's first a, then the sum), Q, R.
-	per := 3 * pieces
-	acc := func(r, which, piece int) string { return vreg(z, r*per+which*pieces+piece) }
-	tmp := func(piece int) string { return vreg(z, qp*per+piece) }
-	zero := "VXORPS"
-	if z {
-		zero = "VPXORD"
-	}
-	a.Blank()
-	regs := "Y"
-	if z {
-		regs = "Z"
-	}
-	a.Comment(fmt.Sprintf(`func %s(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
-Scores of %d queries over n f16 rows (see dotsQ in internal/asmgen/flashq.go).
-Registers: DI sc row j, R8 scs bytes, SI k_j, R9 kstride bytes, CX rows left,
-DX q, BX hd·4 (query stride; R13, R14 = 3, 5 times it; R15 7 times it for 8
-queries, else 16 rows of k for the prefetch), R10 chunks,
-AX chunk counter, R11 chunk of k_j, R12 chunk of q. Query r accumulates in
-the %d registers from %s%d·r (P, Q, R of 16 lanes each); the converted row
-piece is in %s.`, name, qp, per, regs, per, tmp(0)))
-	fmt.Fprintf(&a.b, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
-	a.I("MOVQ", "sc+0(FP), DI")
-	a.I("MOVQ", "scs+8(FP), R8")
-	a.I("SHLQ", "$2, R8")
-	a.I("MOVQ", "k+16(FP), SI")
-	a.I("MOVQ", "kstride+24(FP), R9")
-	a.I("SHLQ", "$1, R9")
-	a.I("MOVQ", "n+32(FP), CX")
-	a.I("MOVQ", "q+40(FP), DX")
-	a.I("MOVQ", "hd+48(FP), BX")
-	a.I("MOVQ", "BX, R10")
-	a.I("SHRQ", "$6, R10")
-	a.I("SHLQ", "$2, BX")
-	a.I("LEAQ", "(BX)(BX*2), R13")
-	a.I("LEAQ", "(BX)(BX*4), R14")
-	pf := "(R11)(R9*8)" // prefetch row j+8 (qp = 8: R15 holds 7·BX)
-	if qp < 8 {
-		a.I("MOVQ", "R9, R15")
-		a.I("SHLQ", "$4, R15")
-		pf = "(R11)(R15*1)" // row j+16
-	} else {
-		a.I("LEAQ", "(R13)(BX*4), R15")
-	}
-	a.I("TESTQ", "CX, CX")
-	a.I("JEQ", name+"_done")
-	a.Blank()
-	a.Label(name + "_row")
-	half := func(h int, as [2]int, which [2]int) {
-		for r := 0; r < qp; r++ {
-			for _, w := range which {
-				for p := 0; p < pieces; p++ {
-					a.I(zero, acc(r, w, p)+", "+acc(r, w, p)+", "+acc(r, w, p))
-				}
-			}
-		}
-		a.I("MOVQ", "SI, R11")
-		a.I("MOVQ", "DX, R12")
-		a.I("MOVQ", "R10, AX")
-		lbl := fmt.Sprintf("%s_h%d", name, h)
-		a.Label(lbl)
-		if h == 0 {
-			// A row ahead, for the hardware's stride detection.
-			a.I("PREFETCHT0", pf)
-			a.I("PREFETCHT0", "64"+pf)
-		}
-		for i, ai := range as {
-			for p := 0; p < pieces; p++ {
-				a.I("VCVTPH2PS", fmt.Sprintf("%d(R11), %s", ai*32+p*vw*2, tmp(p)))
-			}
-			for r := 0; r < qp; r++ {
-				for p := 0; p < pieces; p++ {
-					a.I("VFMADD231PS", scaledAddr(ai*64+p*vw*4, "R12", r, "BX", "R13", "R14", "R15"), tmp(p), acc(r, which[i], p))
-				}
-			}
-		}
-		a.I("ADDQ", "$128, R11")
-		a.I("ADDQ", "$256, R12")
-		a.I("DECQ", "AX")
-		a.I("JNZ", lbl)
-	}
-	// Half 0: acc0 in P, acc2 in Q; P = acc0 + acc2.
-	half(0, [2]int{0, 2}, [2]int{0, 1})
-	for r := 0; r < qp; r++ {
-		for p := 0; p < pieces; p++ {
-			a.I("VADDPS", acc(r, 1, p), acc(r, 0, p), acc(r, 0, p))
-		}
-	}
-	// Half 1: acc1 in Q, acc3 in R; Q = acc1 + acc3; P += Q.
-	half(1, [2]int{1, 3}, [2]int{1, 2})
-	for r := 0; r < qp; r++ {
-		for p := 0; p < pieces; p++ {
-			a.I("VADDPS", acc(r, 2, p), acc(r, 1, p), acc(r, 1, p))
-		}
-		for p := 0; p < pieces; p++ {
-			a.I("VADDPS", acc(r, 1, p), acc(r, 0, p), acc(r, 0, p))
-		}
-	}
-	// Reduce16 of each query's P into its low lane, stored at sc_r[j].
-	a.I("MOVQ", "DI, AX")
-	for r := 0; r < qp; r++ {
-		p0 := r * per       // P (first register)
-		s := r*per + pieces // Q's first register: scratch
-		if z {
-			a.I("VEXTRACTF64X4", "$1, "+vreg(z, p0)+", "+yreg(s))
-			a.I("VADDPS", yreg(s)+", "+yreg(p0)+", "+yreg(p0))
-			a.I("VEXTRACTF32X4", "$1, "+yreg(p0)+", "+xreg(s))
-		} else {
-			a.I("VADDPS", yreg(p0+1)+", "+yreg(p0)+", "+yreg(p0))
-			a.I("VEXTRACTF128", "$1, "+yreg(p0)+", "+xreg(s))
-		}
-		a.I("VADDPS", xreg(s)+", "+xreg(p0)+", "+xreg(p0))
-		a.I("VMOVHLPS", xreg(p0)+", "+xreg(p0)+", "+xreg(s))
-		a.I("VADDPS", xreg(s)+", "+xreg(p0)+", "+xreg(p0))
-		a.I("VMOVSHDUP", xreg(p0)+", "+xreg(s))
-		a.I("VADDSS", xreg(s)+", "+xreg(p0)+", "+xreg(p0))
-		a.I("VMOVSS", xreg(p0)+", (AX)")
-		if r+1 < qp {
-			a.I("ADDQ", "R8, AX")
-		}
-	}
-	a.I("ADDQ", "$4, DI")
-	a.I("ADDQ", "R9, SI")
-	a.I("DECQ", "CX")
-	a.I("JNZ", name+"_row")
-	a.Blank()
-	a.Label(name + "_done")
-	a.I("VZEROUPPER")
-	a.I("RET")
-}
-
 // vaccQ writes vaccF16Q<qp><tier>(o *float32, os int, v *byte, vstride int,
-// p *float32, ps int, n, hd int): for r < qp and d < hd (hd a multiple of
-// 16), o[r*os+d] = the fused multiply-add chain over the n ≥ 1 rows,
+// p *float32, ps int, n, hd, cont int): for r < qp and d < hd (hd a multiple
+// of 16), o[r*os+d] = the fused multiply-add chain over the n ≥ 1 rows,
 // fma(p[r*ps+j], float32(v[j*vstride+d]), ·) in increasing j from 0 — the
 // chain of vaccF16 for each query, the row piece converted once for all qp
-// of them. Blocks of 64 d (AVX-512, four ZMM per query) or 32 d (AVX2, four
+// of them — starting from +0, or with cont ≠ 0 from o's values (the chain
+// continued over a further run of rows). Blocks of 64 d (AVX-512, four ZMM per query) or 32 d (AVX2, four
 // YMM per query), then blocks of 16.
 func vaccQ(a *Asm, z bool, qp int) {
 	name := fmt.Sprintf("vaccF16Q%d%s", qp, tierSuffix(z))
@@ -235,14 +80,15 @@ func vaccQ(a *Asm, z bool, qp int) {
 		zero = "VPXORD"
 	}
 	a.Blank()
-	a.Comment(fmt.Sprintf(`func %s(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd int)
+	a.Comment(fmt.Sprintf(`func %s(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
 The v sums of %d queries over n ≥ 1 f16 rows (see vaccQ in
 internal/asmgen/flashq.go). Registers: DI o, R8 os bytes, SI v, R9 vstride
 bytes (R15 = 64 rows), DX p, BX ps bytes (R13 = 3·BX), CX n, R10 hd, AX d0,
-R11 v_j at d0, R12 rows left, R14 p at j. Query r accumulates a block of %d d in
+R11 v_j at d0 (o at d0 while the sums are loaded), R12 rows left (cont
+before), R14 p at j. Query r accumulates a block of %d d in
 %s..%s (four registers each), its p_r[j] broadcast in %s.., the
 converted row piece in %s.`, name, qp, W, acc(0, 0), acc(qp-1, 3), bc(0), tmp))
-	fmt.Fprintf(&a.b, "TEXT ·%s(SB), NOSPLIT, $0-64\n", name)
+	fmt.Fprintf(&a.b, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
 	a.I("MOVQ", "o+0(FP), DI")
 	a.I("MOVQ", "os+8(FP), R8")
 	a.I("SHLQ", "$2, R8")
@@ -269,11 +115,26 @@ converted row piece in %s.`, name, qp, W, acc(0, 0), acc(qp-1, 3), bc(0), tmp))
 			a.I("CMPQ", "R11, R10")
 			a.I("JGT", next)
 		}
+		a.I("MOVQ", "cont+64(FP), R12")
+		a.I("TESTQ", "R12, R12")
+		a.I("JNZ", lbl+"_load")
 		for r := 0; r < qp; r++ {
 			for i := 0; i < np; i++ {
 				a.I(zero, acc(r, i)+", "+acc(r, i)+", "+acc(r, i))
 			}
 		}
+		a.I("JMP", lbl+"_go")
+		a.Label(lbl + "_load")
+		a.I("LEAQ", "(DI)(AX*4), R11")
+		for r := 0; r < qp; r++ {
+			for i := 0; i < np; i++ {
+				a.I("VMOVUPS", fmt.Sprintf("%d(R11), %s", i*vw*4, acc(r, i)))
+			}
+			if r+1 < qp {
+				a.I("ADDQ", "R8, R11")
+			}
+		}
+		a.Label(lbl + "_go")
 		a.I("LEAQ", "(SI)(AX*2), R11")
 		a.I("MOVQ", "DX, R14")
 		a.I("MOVQ", "CX, R12")
