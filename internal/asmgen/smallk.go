@@ -87,9 +87,8 @@ and backends/cpu/smallk_amd64.go (the Go side).`)
 	data("smkMaskB", 0x3030303000000000, 0x3030303000000000)
 	// Bytes 8..15 (the mins) zero-extended to words.
 	data("smkMinsZX", 0x800b800a80098008, 0x800f800e800d800c)
-	// Scale bytes 0..3 / 4..7 to dwords s | s<<16.
-	data("smkScaleLo", 0x8001800180008000, 0x8003800380028002)
-	data("smkScaleHi", 0x8005800580048004, 0x8007800780068006)
+	// Swaps the two words of each dword.
+	data("smkSwapW", 0x0504070601000302, 0x0d0c0f0e09080b0a, 0x0504070601000302, 0x0d0c0f0e09080b0a)
 	// Q6_K: words [a, b, a, b, ...] to a in the low 128-bit lane and b
 	// in the high one.
 	data("smkPairW", 0x0100010001000100, 0x0100010001000100, 0x0302030203020302, 0x0302030203020302)
@@ -209,13 +208,13 @@ func dOff(k smallKKind) int {
 // smallKHeaderQ4K writes the header record of the Q4_K super-block at SI
 // (activation record at DI) to BX:
 //
-//	0..31    the scales s0..s7 as dwords s | s<<16 (VPMADDWD multipliers
-//	         once broadcast);
+//	0..15    the scales s0..s7 as words (dword j, broadcast, is chunk
+//	         j's VPMADDWD multiplier);
 //	32..47   the mins m0..m7 as words;
 //	64..95   d_w·d_a of the M activation rows;
 //	96..127  dmin_w·d_a of the M rows (negated by the FNMADD).
 //
-// Uses X3..X8, Y10.
+// Uses X3, X6, X7, Y10.
 func smallKHeaderQ4K(a *Asm) {
 	a.I("VPBROADCASTW", "(SI), X10")
 	a.I("VCVTPH2PS", "X10, Y10")
@@ -235,10 +234,8 @@ func smallKHeaderQ4K(a *Asm) {
 	a.I("VPOR", "X7, X6, X6")
 	a.I("VPSHUFB", "smkMinsZX<>(SB), X6, X7")
 	a.I("VMOVDQU", "X7, 32(BX)")
-	a.I("VPSHUFB", "smkScaleLo<>(SB), X6, X7")
-	a.I("VPSHUFB", "smkScaleHi<>(SB), X6, X8")
+	a.I("VPMOVZXBW", "X6, X7")
 	a.I("VMOVDQU", "X7, 0(BX)")
-	a.I("VMOVDQU", "X8, 16(BX)")
 }
 
 // smallKHeaderQ6K writes the header record of the Q6_K super-block at SI
@@ -267,36 +264,41 @@ func smallKHeaderQ6K(a *Asm) {
 	}
 }
 
-// smallKChunksQ4K writes the integer part of one Q4_K super-block: per
-// chunk j (64 elements: 32 bytes of nibbles) the low and high nibbles
-// once, their scales broadcast from the header record, then per
-// activation row VPMADDUBSW against its 32+32 quants, VPMADDWD by the
-// scales and VPADDD into the row's sums (the first chunk writes them).
-// Leaves the mins words in X15.
+// smallKChunksQ4K writes the integer part of one Q4_K super-block. Per
+// chunk j (64 elements: 32 bytes of nibbles, sub-blocks 2j and 2j+1) the
+// nibbles are unpacked once into two vectors that mix the sub-blocks word
+// by word: W1 has in dword k the low nibbles 4k, 4k+1 then the high
+// nibbles 4k+2, 4k+3, W2 the low nibbles 4k+2, 4k+3 then the high 4k,
+// 4k+1 (the records hold the activations in the same order). Per
+// activation row VPMADDUBSW of each against its 32 quants, VPADDW of the
+// two (word 2k: Σ of low nibbles 4k..4k+3 · q8, word 2k+1: the high
+// ones; |word| ≤ 4·15·128, exact), one VPMADDWD by the scale words
+// (s_2j, s_2j+1) — lane k is then ggml's s_2j·(low 4k..4k+3) +
+// s_2j+1·(high 4k..4k+3) — and VPADDD into the row's sums (the first
+// chunk writes them). Leaves the mins words in X15.
 func smallKChunksQ4K(a *Asm, M, q8 int) {
 	a.I("VMOVDQU", "32(BX), X15")
 	for j := 0; j < 4; j++ {
 		a.I("VMOVDQU", fmt.Sprintf("%d(SI), Y9", 16+32*j))
-		a.I("VPAND", "Y14, Y9, Y8")
-		a.I("VPSRLW", "$4, Y9, Y9")
+		a.I("VPSRLW", "$4, Y9, Y10")
 		a.I("VPAND", "Y14, Y9, Y9")
-		a.I("VPBROADCASTD", fmt.Sprintf("%d(BX), Y10", 8*j))
-		a.I("VPBROADCASTD", fmt.Sprintf("%d(BX), Y11", 8*j+4))
+		a.I("VPAND", "Y14, Y10, Y10")
+		a.I("VPBLENDW", "$0xAA, Y10, Y9, Y8")
+		a.I("VPBLENDW", "$0xAA, Y9, Y10, Y9")
+		a.I("VPSHUFB", "smkSwapW<>(SB), Y9, Y9")
+		a.I("VPBROADCASTD", fmt.Sprintf("%d(BX), Y10", 4*j))
 		for r := 0; r < M; r++ {
 			y := fmt.Sprintf("Y%d", r)
-			lo := q8 + 256*r + 64*j
-			a.I("VPMADDUBSW", fmt.Sprintf("%d(DI)", lo), "Y8", "Y12")
-			a.I("VPMADDWD", "Y10, Y12, Y12")
+			off := q8 + 256*r + 64*j
+			a.I("VPMADDUBSW", fmt.Sprintf("%d(DI)", off), "Y8", "Y12")
+			a.I("VPMADDUBSW", fmt.Sprintf("%d(DI)", off+32), "Y9", "Y13")
+			a.I("VPADDW", "Y13, Y12, Y12")
 			if j == 0 {
-				a.I("VPMADDUBSW", fmt.Sprintf("%d(DI)", lo+32), "Y9", y)
-				a.I("VPMADDWD", "Y11", y, y)
-				a.I("VPADDD", "Y12", y, y)
+				a.I("VPMADDWD", "Y10, Y12", y)
 				continue
 			}
-			a.I("VPMADDUBSW", fmt.Sprintf("%d(DI)", lo+32), "Y9", "Y13")
-			a.I("VPMADDWD", "Y11, Y13, Y13")
+			a.I("VPMADDWD", "Y10, Y12, Y12")
 			a.I("VPADDD", "Y12", y, y)
-			a.I("VPADDD", "Y13", y, y)
 		}
 	}
 }
