@@ -98,8 +98,8 @@ const (
 // bytes apart, nb super-blocks each) for rs-byte records: per super-block
 // the M scales d_a as float32 (padded to 32 bytes with zeros), then each
 // row's block sums (ss = 16: the 8 sums of 32 quants, bsums pairs added;
-// ss = 32: the 16 bsums as they are), then each row's 256 quants (for
-// Q4_K, ss = 16, in the order of smallKMixQ4K).
+// ss = 32: the 16 bsums as they are), then each row's 256 quants in the
+// order of smallKMix.
 func smallKRecords(p, act []byte, arb, nb, M, ss, rs int) {
 	q8 := 32 + ss*M
 	for b := 0; b < nb; b++ {
@@ -117,21 +117,17 @@ func smallKRecords(p, act []byte, arb, nb, M, ss, rs int) {
 					binary.LittleEndian.PutUint16(s[2*i:], uint16(v))
 				}
 			}
-			q := rec[q8+256*j : q8+256*(j+1)]
-			if ss == 32 {
-				copy(q, src[4:260])
-				continue
-			}
-			smallKMixQ4K(q, src[4:260])
+			smallKMix(rec[q8+256*j:q8+256*(j+1)], src[4:260])
 		}
 	}
 }
 
-// smallKMixQ4K copies the 256 quants of a Q8_K block in the order of the
-// Q4_K kernel's mixed weight vectors: per 64-element chunk (lo = its
-// first 32 quants, hi = the next 32) and dword k, first lo 4k, 4k+1, hi
-// 4k+2, 4k+3, then (32 bytes on) lo 4k+2, 4k+3, hi 4k, 4k+1.
-func smallKMixQ4K(dst, src []byte) {
+// smallKMix copies the 256 quants of a Q8_K block in the order of the
+// kernels' mixed weight vectors: per 64-element chunk (lo = its first 32
+// quants, hi = the next 32: a Q4_K chunk's two sub-blocks, a Q6_K quarter
+// pair) and dword k, first lo 4k, 4k+1, hi 4k+2, 4k+3, then (32 bytes on)
+// lo 4k+2, 4k+3, hi 4k, 4k+1.
+func smallKMix(dst, src []byte) {
 	_, _ = dst[255], src[255]
 	for j := 0; j < 256; j += 64 {
 		lo, hi := src[j:j+32], src[j+32:j+64]

@@ -89,9 +89,9 @@ and backends/cpu/smallk_amd64.go (the Go side).`)
 	data("smkMinsZX", 0x800b800a80098008, 0x800f800e800d800c)
 	// Swaps the two words of each dword.
 	data("smkSwapW", 0x0504070601000302, 0x0d0c0f0e09080b0a, 0x0504070601000302, 0x0d0c0f0e09080b0a)
-	// Q6_K: words [a, b, a, b, ...] to a in the low 128-bit lane and b
-	// in the high one.
-	data("smkPairW", 0x0100010001000100, 0x0100010001000100, 0x0302030203020302, 0x0302030203020302)
+	// Q6_K: words [a, b, c, d, a, b, c, d] in each lane to dwords (a, c)
+	// in the low 128-bit lane and (b, d) in the high one.
+	data("smkPairQ6", 0x0504010005040100, 0x0504010005040100, 0x0706030207060302, 0x0706030207060302)
 	for _, k := range smallKKinds {
 		for m := 2; m <= smallMaxM; m++ {
 			genSmallKAVX2(a, k, m)
@@ -241,10 +241,10 @@ func smallKHeaderQ4K(a *Asm) {
 // smallKHeaderQ6K writes the header record of the Q6_K super-block at SI
 // (activation record at DI) to BX:
 //
-//	0..255   per chunk c = 4n+i (half n, quarter i) the VPMADDWD
-//	         multiplier: scale 8n+2i as 8 words in the low 128-bit lane
-//	         (lanes 0..3: elements 0..15 of the chunk), 8n+2i+1 in the
-//	         high one;
+//	0..127   per half n and quarter pair p (at 32·(2n+p)) the VPMADDWD
+//	         multiplier: dwords (sc[8n+4p], sc[8n+4p+2]) in the low
+//	         128-bit lane (lanes 0..3: elements 0..15 of the quarters),
+//	         (sc[8n+4p+1], sc[8n+4p+3]) in the high one;
 //	256..287 the 16 scales as words (for the bsums term);
 //	288..319 d_w·d_a of the M activation rows.
 //
@@ -256,10 +256,10 @@ func smallKHeaderQ6K(a *Asm) {
 	a.I("VMOVUPS", "Y10, 288(BX)")
 	a.I("VPMOVSXBW", "192(SI), Y3")
 	a.I("VMOVDQU", "Y3, 256(BX)")
-	for c := 0; c < 8; c++ {
-		a.I("VPBROADCASTW", fmt.Sprintf("%d(SI), X3", 192+2*c))
+	for c := 0; c < 4; c++ {
+		a.I("VPBROADCASTD", fmt.Sprintf("%d(SI), X3", 192+4*c))
 		a.I("VPMOVSXBW", "X3, Y3")
-		a.I("VPSHUFB", "smkPairW<>(SB), Y3, Y3")
+		a.I("VPSHUFB", "smkPairQ6<>(SB), Y3, Y3")
 		a.I("VMOVDQU", fmt.Sprintf("Y3, %d(BX)", 32*c))
 	}
 }
@@ -303,55 +303,72 @@ func smallKChunksQ4K(a *Asm, M, q8 int) {
 	}
 }
 
-// smallKChunksQ6K writes the integer part of one Q6_K super-block: per
-// half n and quarter i (32 elements) the 6-bit values once (4 low bits
-// from ql, 2 high bits from qh, as unsigned bytes 0..63), then per
-// activation row VPMADDUBSW against its 32 quants (pairs ≤ 2·63·128:
-// exact), VPMADDWD by the chunk's scale words from the header record and
-// VPADDD into the row's sums (the first chunk writes them). Leaves the
-// 16 scales as words in Y9 (for the bsums term).
+// smallKChunksQ6K writes the integer part of one Q6_K super-block. Per
+// half n and quarter i (32 elements) the 6-bit values are unpacked once
+// (4 low bits from ql, 2 high bits from qh, unsigned bytes 0..63), and
+// the quarters 2p and 2p+1 mixed word by word as the Q4_K kernel mixes
+// its sub-blocks (W1: dword k = quarter 2p's values 4k, 4k+1 then 2p+1's
+// 4k+2, 4k+3; W2: 2p's 4k+2, 4k+3 then 2p+1's 4k, 4k+1; the records hold
+// the activations in the same order). Per activation row VPMADDUBSW of
+// each against its 32 quants, VPADDW (|word| ≤ 4·63·128 < 2^15, exact),
+// one VPMADDWD by the pair's scale words from the header record (lane k:
+// quarter 2p's scale, then 2p+1's, of lane k's 16-element group) and
+// VPADDD into the row's sums (the first pair writes them). Leaves the 16
+// scales as words in Y9 (for the bsums term).
 func smallKChunksQ6K(a *Asm, M, q8 int) {
+	// quarter writes the values of quarter i of the half into dst.
+	quarter := func(i int, dst string) {
+		ql := "Y9"
+		if i%2 == 1 {
+			ql = "Y10"
+		}
+		if i < 2 {
+			a.I("VPAND", "Y14", ql, dst)
+		} else {
+			a.I("VPSRLW", "$4", ql, dst)
+			a.I("VPAND", "Y14", dst, dst)
+		}
+		switch i {
+		case 0:
+			a.I("VPSLLW", "$4, Y8, Y12")
+			a.I("VPAND", "Y15, Y12, Y12")
+		case 1:
+			a.I("VPSLLW", "$2, Y8, Y12")
+			a.I("VPAND", "Y15, Y12, Y12")
+		case 2:
+			a.I("VPAND", "Y15, Y8, Y12")
+		case 3:
+			a.I("VPSRLW", "$2, Y8, Y12")
+			a.I("VPAND", "Y15, Y12, Y12")
+		}
+		a.I("VPOR", "Y12", dst, dst)
+	}
 	for n := 0; n < 2; n++ {
-		a.I("VMOVDQU", fmt.Sprintf("%d(SI), Y9", 64*n))
-		a.I("VMOVDQU", fmt.Sprintf("%d(SI), Y10", 64*n+32))
-		a.I("VMOVDQU", fmt.Sprintf("%d(SI), Y8", 128+32*n))
-		for i := 0; i < 4; i++ {
-			ql := "Y9"
-			if i%2 == 1 {
-				ql = "Y10"
-			}
-			// Y11 = low bits | high bits << 4.
-			if i < 2 {
-				a.I("VPAND", "Y14", ql, "Y11")
-			} else {
-				a.I("VPSRLW", "$4", ql, "Y11")
-				a.I("VPAND", "Y14, Y11, Y11")
-			}
-			switch i {
-			case 0:
-				a.I("VPSLLW", "$4, Y8, Y12")
-				a.I("VPAND", "Y15, Y12, Y12")
-			case 1:
-				a.I("VPSLLW", "$2, Y8, Y12")
-				a.I("VPAND", "Y15, Y12, Y12")
-			case 2:
-				a.I("VPAND", "Y15, Y8, Y12")
-			case 3:
-				a.I("VPSRLW", "$2, Y8, Y12")
-				a.I("VPAND", "Y15, Y12, Y12")
-			}
-			a.I("VPOR", "Y12, Y11, Y11")
-			sc := fmt.Sprintf("%d(BX)", 32*(4*n+i))
+		for p := 0; p < 2; p++ {
+			// The row loop takes Y8..Y10 as temporaries: each pair
+			// loads ql and qh anew.
+			a.I("VMOVDQU", fmt.Sprintf("%d(SI), Y9", 64*n))
+			a.I("VMOVDQU", fmt.Sprintf("%d(SI), Y10", 64*n+32))
+			a.I("VMOVDQU", fmt.Sprintf("%d(SI), Y8", 128+32*n))
+			quarter(2*p, "Y11")
+			quarter(2*p+1, "Y13")
+			a.I("VPBLENDW", "$0xAA, Y13, Y11, Y12")
+			a.I("VPBLENDW", "$0xAA, Y11, Y13, Y13")
+			a.I("VPSHUFB", "smkSwapW<>(SB), Y13, Y13")
+			// Y12: W1, Y13: W2.
+			sc := fmt.Sprintf("%d(BX)", 32*(2*n+p))
 			for r := 0; r < M; r++ {
 				y := fmt.Sprintf("Y%d", r)
-				off := q8 + 256*r + 128*n + 32*i
-				a.I("VPMADDUBSW", fmt.Sprintf("%d(DI)", off), "Y11", "Y12")
-				if n == 0 && i == 0 {
-					a.I("VPMADDWD", sc, "Y12", y)
+				off := q8 + 256*r + 128*n + 64*p
+				a.I("VPMADDUBSW", fmt.Sprintf("%d(DI)", off), "Y12", "Y9")
+				a.I("VPMADDUBSW", fmt.Sprintf("%d(DI)", off+32), "Y13", "Y10")
+				a.I("VPADDW", "Y10, Y9, Y9")
+				if n == 0 && p == 0 {
+					a.I("VPMADDWD", sc, "Y9", y)
 					continue
 				}
-				a.I("VPMADDWD", sc, "Y12", "Y12")
-				a.I("VPADDD", "Y12", y, y)
+				a.I("VPMADDWD", sc, "Y9", "Y9")
+				a.I("VPADDD", "Y9", y, y)
 			}
 		}
 	}
