@@ -347,6 +347,13 @@ func smallKernelTable() []struct {
 			f    GemmFunc
 		}{t, "avx512vnni", smallLegacy(smallVNNIZ[t], smallAVX2[t].wts, 0x80, true)})
 	}
+	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		r = append(r, struct {
+			typ  quant.Type
+			tier string
+			f    GemmFunc
+		}{t, "avx2", smallKGemm(smallKAVX2[t])})
+	}
 	return r
 }
 
@@ -364,11 +371,21 @@ func init() {
 			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0, false))
 		}
 	}
-	// The K-quants: their row kernels per activation row, on both tiers
-	// (measured at N=896, K=1024, ns per weight row, M=4 / M=8: Q4_K
-	// VNNI rows 77 / 128 against the GEMM's 209 / 271, Q6_K 91 / 179
-	// against 232 / 266; AVX2 about even at 4, rows 0.8× the GEMM at 8).
+	// The K-quants: their row kernels per activation row (measured at
+	// N=896, K=1024, ns per weight row, M=4 / M=8: Q4_K VNNI rows 77 /
+	// 128 against the GEMM's 209 / 271, Q6_K 91 / 179 against 232 / 266;
+	// AVX2 about even at 4, rows 0.8× the GEMM at 8) — but for Q4_K and
+	// Q6_K on the AVX2 tier the small-M kernels (smallk_amd64.go; cpu
+	// ns per weight row at K=1024, M=4 / M=8, medians of 3: Q4_K 63 / 121
+	// against the AVX2 rows' 84 / 179, Q6_K 77 / 136 against 110 / 215).
+	// On the VNNI tier they only match the VNNI rows at M=8 and lose
+	// below (Q4_K M=2: 53 against 29), so the rows stay there.
 	for _, t := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		smallRows[t] = 8
+	}
+	if !hasVNNI {
+		for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+			registerSmall(t, "avx2", 8, smallKGemm(smallKAVX2[t]))
+		}
 	}
 }

@@ -16,7 +16,9 @@ import (
 // TestSmallMKernels calls every small-M kernel of every tier directly (the
 // AVX2 ones on an AVX-512 machine too) and checks each output's bits
 // against quant's pure-Go dot: M = 2..8 activation rows (rows of random
-// and extreme activations mixed), K of one block up to qwen-sized rows,
+// and extreme activations mixed), K of one block up to qwen-sized rows
+// (for the K-quants up to 28 super-blocks: several of their segments),
+// weight-row ranges over several of their tiles,
 // odd weight-row ranges, an output stride wider than the rows, random,
 // raw-byte and extreme weight blocks; outputs outside the range must stay
 // untouched.
@@ -30,7 +32,7 @@ func TestSmallMKernels(t *testing.T) {
 			dot := quant.DotFor(k.typ)
 			vdt := k.typ.VecDotType()
 			bsz := k.typ.BlockSize()
-			const N, ldy = 13, 17
+			const N, ldy = 37, 41 // more than two of the K-quant kernels' 16-row tiles
 			for _, nb := range []int{1, 2, 3, 7, 28} {
 				K := nb * bsz
 				arb, _ := vdt.RowSize(K)
@@ -51,7 +53,7 @@ func TestSmallMKernels(t *testing.T) {
 								t.Fatal(err)
 							}
 						}
-						for _, rg := range [][2]int{{0, N}, {0, 1}, {1, 6}, {3, 10}, {5, 5}, {N - 1, N}} {
+						for _, rg := range [][2]int{{0, N}, {0, 1}, {1, 6}, {3, 10}, {3, 35}, {16, 33}, {5, 5}, {N - 1, N}} {
 							y := make([]float32, M*ldy)
 							for i := range y {
 								y[i] = float32(math.NaN())
@@ -150,10 +152,13 @@ func BenchmarkSmallM(b *testing.B) {
 				act := make([]byte, M*arb)
 				k.QuantizeRows(x, K, 0, M, act)
 				y := make([]float32, M*N)
-				var vnni GemmFunc
+				var vnni, avx2 GemmFunc
 				for _, sk := range smallKernelTable() {
 					if sk.typ == wt && sk.tier == "avx512vnni" && hasVNNI {
 						vnni = sk.f
+					}
+					if sk.typ == wt && sk.tier == "avx2" {
+						avx2 = sk.f
 					}
 				}
 				paths := map[string]func(){
@@ -162,6 +167,9 @@ func BenchmarkSmallM(b *testing.B) {
 				if M > 1 {
 					if k.small.f != nil {
 						paths["small"] = func() { k.small.f(K, w, wrb, act, arb, M, y, N, 0, N) }
+					}
+					if avx2 != nil {
+						paths["avx2"] = func() { avx2(K, w, wrb, act, arb, M, y, N, 0, N) }
 					}
 					if vnni != nil {
 						paths["vnni"] = func() { vnni(K, w, wrb, act, arb, M, y, N, 0, N) }
@@ -179,7 +187,7 @@ func BenchmarkSmallM(b *testing.B) {
 						}
 					}
 				}
-				for _, p := range []string{"run", "small", "vnni", "gemm", "rows"} {
+				for _, p := range []string{"run", "small", "avx2", "vnni", "gemm", "rows"} {
 					f := paths[p]
 					if f == nil {
 						continue
