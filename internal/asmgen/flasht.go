@@ -236,4 +236,3 @@ $0 into X2 and back. DI dst, SI src, CX n, AX floats done.`)
 	a.I("VZEROUPPER")
 	a.I("RET")
 }
-
