@@ -420,7 +420,7 @@ func (b *binder) rope(s *site) (step, error) {
 		for r := r0; r < r1; r++ {
 			copy(ys[r*width+c0:r*width+c1], xs[r*width+c0:r*width+c1])
 		}
-		cpu.RopeCols(ys[r0*width:], r1-r0, width, m.pos[r0:r1], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, freqs, a.RopeNeoX, c0, c1)
+		cpu.RopeColsCached(ys[r0*width:], r1-r0, width, m.pos[r0:r1], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, freqs, a.RopeNeoX, c0, c1, &wk.rope, wk.stamp)
 	}
 	return st, nil
 }
@@ -689,16 +689,17 @@ func (b *binder) matMul(s *site) (step, error) {
 		if wk.qVal != xv || wk.qKind != qkind || wk.qStamp != wk.stamp || wk.qRows != M {
 			k.QuantizeRows(x.get(wk), K, 0, M, wk.quant)
 			wk.qVal, wk.qKind, wk.qRows, wk.qStamp = xv, qkind, M, wk.stamp
+			wk.acts.Reset()
 		}
 		ys := y.get(wk)
-		k.Run(K, w, wk.quant[:M*actRow], M, ys, N, n0, n1)
+		k.RunCached(K, w, wk.quant[:M*actRow], M, ys, N, n0, n1, &wk.acts)
 		for _, e := range epis {
 			switch e.op {
 			case ir.OpAdd:
 				broadcastCols(cpu.AddCols, ys, ys, e.arg.get(wk), M, N, e.bcols, e.rowVec, n0, n1)
 			case ir.OpRope:
 				a := e.attrs
-				cpu.RopeCols(ys, M, N, m.pos[:M], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, e.freqs, a.RopeNeoX, n0, n1)
+				cpu.RopeColsCached(ys, M, N, m.pos[:M], a.HeadDim, a.RopeDims, a.RopeBase, a.RopeScale, e.freqs, a.RopeNeoX, n0, n1, &wk.rope, wk.stamp)
 			}
 		}
 	}

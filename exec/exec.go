@@ -104,6 +104,12 @@ type worker struct {
 	qKind  int
 	qStamp int64
 	qRows  int
+	// acts keeps what the GEMMs derive from the rows in quant (reset
+	// whenever quant is rewritten), shared by the group's mat-mul calls.
+	acts cpu.ActCache
+	// rope caches the rope angles' cos/sin of the group's rows (keyed by
+	// stamp), shared by the group's rope steps and chunks.
+	rope cpu.RopeTable
 	// stamp counts the groups this worker has entered.
 	stamp int64
 }

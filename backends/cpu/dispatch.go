@@ -45,9 +45,26 @@ type GemmFunc func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32
 // gemmKernels holds the SIMD GEMM kernels by weight type.
 var gemmKernels = map[quant.Type]GemmFunc{}
 
+// GemmCachedFunc is a GemmFunc that takes what it derives from the
+// activation rows from an ActCache (nil: derive per call).
+type GemmCachedFunc func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache)
+
+// gemmCachedKernels holds the GEMMs that use an ActCache, by weight type;
+// a type here has the same kernel in gemmKernels (without the cache).
+var gemmCachedKernels = map[quant.Type]GemmCachedFunc{}
+
+// registerGemmCached installs a SIMD GEMM kernel that can use an ActCache.
+func registerGemmCached(t quant.Type, tier string, f GemmCachedFunc) {
+	registerGemm(t, tier, func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+		f(K, w, wrb, act, arb, M, y, ldy, n0, n1, nil)
+	})
+	gemmCachedKernels[t] = f
+}
+
 // registerGemm installs a SIMD GEMM kernel.
 func registerGemm(t quant.Type, tier string, f GemmFunc) {
 	gemmKernels[t] = f
+	delete(gemmCachedKernels, t)
 	tiers = append(tiers, "gemm/"+t.String()+":"+tier)
 }
 

@@ -128,7 +128,7 @@ func init() {
 	// Q4_K, Q5_K, Q6_K: the generated AVX-512 K-quant GEMMs (8×4 tiles);
 	// for Q4_K and Q6_K 1.5–1.9× the hand-written 4×4 kernels they replaced (BenchmarkGemmKQuantAVX512
 	// at 8e13914 measured both).
-	registerGemm(quant.Q4_K, "avx512vnni", kqGemmsAVX512[quant.Q4_K][0].gemm)
-	registerGemm(quant.Q5_K, "avx512vnni", kqGemmsAVX512[quant.Q5_K][0].gemm)
-	registerGemm(quant.Q6_K, "avx512vnni", kqGemmsAVX512[quant.Q6_K][0].gemm)
+	registerGemmCached(quant.Q4_K, "avx512vnni", kqGemmsAVX512[quant.Q4_K][0].gemmCached)
+	registerGemmCached(quant.Q5_K, "avx512vnni", kqGemmsAVX512[quant.Q5_K][0].gemmCached)
+	registerGemmCached(quant.Q6_K, "avx512vnni", kqGemmsAVX512[quant.Q6_K][0].gemmCached)
 }

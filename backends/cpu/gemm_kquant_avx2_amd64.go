@@ -408,6 +408,20 @@ var kqScratchPool = sync.Pool{New: func() any { return new(kqScratch) }}
 
 // gemm is the GemmFunc.
 func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+	g.gemmCached(K, w, wrb, act, arb, M, y, ldy, n0, n1, nil)
+}
+
+// kqActKind is the kind of activation block a kqGemm derives (actKey.kind).
+const (
+	kqActPaired = 1 + iota // + the kqPairSums layout
+	kqActMins   = 16
+	kqActBiased = 17
+)
+
+// gemmCached is the GemmCachedFunc: gemm with its activation blocks (the
+// paired blocks, bsum pairs or biased quants of the first MC rows) taken
+// from c when an earlier call on the same rows derived them.
+func (g *kqGemm) gemmCached(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
 	if n1 <= n0 || M <= 0 {
 		return
 	}
@@ -457,17 +471,31 @@ func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []floa
 			pb = 256 * C
 		}
 		if pb > 0 {
-			if need := MC/C*nb*pb + 31; cap(sp.p) < need {
-				sp.p = make([]byte, need)
+			fill := func(pairs []byte) {
+				switch {
+				case g.paired:
+					kqPairActs(pairs, act, arb, nb, MC, C, R, g.sums)
+				case g.mins:
+					kqBsumPairs(pairs, act, arb, nb, MC, C)
+				default:
+					kqBiasedActs(pairs, act, arb, nb, MC, C)
+				}
 			}
-			pairs = kqAlign32(sp.p[:cap(sp.p)], MC/C*nb*pb)
-			switch {
-			case g.paired:
-				kqPairActs(pairs, act, arb, nb, MC, C, R, g.sums)
-			case g.mins:
-				kqBsumPairs(pairs, act, arb, nb, MC, C)
-			default:
-				kqBiasedActs(pairs, act, arb, nb, MC, C)
+			if c != nil {
+				key := actKey{act: &act[0], arb: arb, nb: nb, M: MC, C: C, kind: kqActBiased}
+				switch {
+				case g.paired:
+					key.R, key.kind = R, kqActPaired+int(g.sums)
+				case g.mins:
+					key.kind = kqActMins
+				}
+				pairs = c.derived(key, MC/C*nb*pb, fill)
+			} else {
+				if need := MC/C*nb*pb + 31; cap(sp.p) < need {
+					sp.p = make([]byte, need)
+				}
+				pairs = kqAlign32(sp.p[:cap(sp.p)], MC/C*nb*pb)
+				fill(pairs)
 			}
 		}
 		for ng := n0; ng < NR; ng += group * R {
@@ -574,9 +602,9 @@ func registerKQGemmAVX2() {
 		return
 	}
 	if !hasVNNI {
-		registerGemm(quant.Q4_K, "avx2", kqGemmsAVX2[quant.Q4_K][0].gemm)
-		registerGemm(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].gemm)
-		registerGemm(quant.Q6_K, "avx2", kqGemmsAVX2[quant.Q6_K][0].gemm)
+		registerGemmCached(quant.Q4_K, "avx2", kqGemmsAVX2[quant.Q4_K][0].gemmCached)
+		registerGemmCached(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].gemmCached)
+		registerGemmCached(quant.Q6_K, "avx2", kqGemmsAVX2[quant.Q6_K][0].gemmCached)
 	}
 	registerGemm(quant.Q2_K, "avx2", kqGemmsAVX2[quant.Q2_K][0].gemm)
 	registerGemm(quant.Q3_K, "avx2", kqGemmsAVX2[quant.Q3_K][0].gemm)

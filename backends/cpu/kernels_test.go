@@ -226,6 +226,23 @@ func TestRope(t *testing.T) {
 				}
 				sameBits(t, fmt.Sprintf("heads %v", c), y, want)
 			}
+			// The same chunks through one RopeTable (computed by the first,
+			// reused by the rest), and the table kept across a change of
+			// positions under a new generation: it must be refilled.
+			var tab RopeTable
+			for gen, ps := range [][]int32{pos, {3, 2, 1, 0, 9}, pos} {
+				wantP := want
+				if gen == 1 {
+					wantP = oracleRope(x, ps, tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.freqs, tc.neox)
+				}
+				for _, c := range cuts(tc.heads) {
+					y := append([]float32(nil), x...)
+					for i := 0; i+1 < len(c); i++ {
+						RopeColsCached(y, T, cols, ps, tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.freqs, tc.neox, c[i]*tc.headDim, c[i+1]*tc.headDim, &tab, int64(gen))
+					}
+					sameBits(t, fmt.Sprintf("table gen %d heads %v", gen, c), y, wantP)
+				}
+			}
 			// Row split by slicing.
 			y := append([]float32(nil), x...)
 			RopeCols(y, 2, cols, pos[:2], tc.headDim, tc.ropeDims, tc.base, tc.scale, tc.freqs, tc.neox, 0, cols)

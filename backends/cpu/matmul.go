@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/minfer/minfer/quant"
 )
@@ -17,9 +18,10 @@ type MatMul struct {
 
 	quantize func(src []float32, dst []byte)
 	dot      quant.DotFunc
-	rows     RowsFunc    // SIMD row kernel, nil when the pure-Go dot is used
-	gemm     GemmFunc    // SIMD kernel for several activation rows, or nil
-	small    smallKernel // SIMD kernel for 2..small.maxM rows (smallm.go), or none
+	rows     RowsFunc       // SIMD row kernel, nil when the pure-Go dot is used
+	gemm     GemmFunc       // SIMD kernel for several activation rows, or nil
+	gemmC    GemmCachedFunc // gemm taking an ActCache, or nil (then gemm is used)
+	small    smallKernel    // SIMD kernel for 2..small.maxM rows (smallm.go), or none
 	// block sizes and bytes per block of the weight and vec-dot types
 	wbs, wts, abs, ats int
 }
@@ -41,6 +43,7 @@ func NewMatMul(weight quant.Type) (*MatMul, error) {
 	}
 	k.rows = rowKernels[weight]
 	k.gemm = gemmKernels[weight]
+	k.gemmC = gemmCachedKernels[weight]
 	k.small = smallFor(weight, k.rows)
 	return k, nil
 }
@@ -88,8 +91,20 @@ const matMulTile = 16
 // quantized by QuantizeRows (row m at m*ActRowBytes(K)), and ldy is the
 // row stride of y (N for a plain [M][N] output).
 func (k *MatMul) Run(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n1 int) {
+	k.RunCached(K, w, act, M, y, ldy, n0, n1, nil)
+}
+
+// RunCached is Run with an ActCache: what the GEMM derives from the
+// activation rows (ActCache) is taken from c when an earlier call on the
+// same rows already derived it, instead of being derived again. c may be
+// nil. The result is the same bits either way.
+func (k *MatMul) RunCached(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
 	wrb, arb := k.WeightRowBytes(K), k.ActRowBytes(K)
 	if k.runSmall(K, w, wrb, act, arb, M, y, ldy, n0, n1) {
+		return
+	}
+	if k.gemmC != nil && M > 1 {
+		k.gemmC(K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
 		return
 	}
 	if k.gemm != nil && M > 1 {
@@ -133,4 +148,78 @@ func rowTiles(rows RowsFunc, K int, w []byte, wrb int, act []byte, arb, M int, y
 			rows(K, w, wrb, act[m*arb:(m+1)*arb], y[m*ldy:], nb, ne)
 		}
 	}
+}
+
+// ActCache keeps what a GEMM derives from a block of quantized activation
+// rows before its tiles run — the K-quant GEMMs' paired activation blocks,
+// bsum pairs or biased quants, a copy of every activation byte — so that
+// the mat-muls of a group that read the same rows (Q, K and V; gate and up)
+// and every chunk of their output columns derive it once, not once per
+// call: in a prefill split over two workers in four chunks each, a
+// mat-mul's columns come in eight calls. An ActCache belongs to one
+// goroutine. Its owner calls Reset whenever the activation rows it hands
+// to RunCached change (the rows are identified by their address, shape
+// and layout only). The zero value is ready to use.
+type ActCache struct {
+	gen  uint64
+	ents []actEntry
+}
+
+// actKey identifies one derived block: the rows (address, bytes per row,
+// blocks per row, rows), the kernel's tile shape and the kind of block.
+type actKey struct {
+	act                    *byte
+	arb, nb, M, C, R, kind int
+}
+
+type actEntry struct {
+	key actKey
+	gen uint64
+	buf []byte
+}
+
+// actCacheEntries bounds the blocks kept at once (a group reads one
+// activation matrix through at most a few tile shapes).
+const actCacheEntries = 4
+
+// Reset forgets every derived block: the activation rows changed.
+func (c *ActCache) Reset() { c.gen++ }
+
+// derived returns n bytes, 32-byte aligned, holding what fill writes for
+// key: from the cache when key was filled since the last Reset, else
+// filled now (reusing a stale entry's buffer when there is one).
+func (c *ActCache) derived(key actKey, n int, fill func(dst []byte)) []byte {
+	var slot *actEntry
+	for i := range c.ents {
+		e := &c.ents[i]
+		if e.gen == c.gen && e.key == key {
+			return align32(e.buf, n)
+		}
+		if slot == nil && e.gen != c.gen {
+			slot = e
+		}
+	}
+	if slot == nil {
+		if len(c.ents) < actCacheEntries {
+			c.ents = append(c.ents, actEntry{})
+			slot = &c.ents[len(c.ents)-1]
+		} else {
+			slot = &c.ents[0]
+		}
+	}
+	if cap(slot.buf) < n+31 {
+		slot.buf = make([]byte, n+31)
+	}
+	slot.buf = slot.buf[:cap(slot.buf)]
+	slot.key, slot.gen = key, c.gen
+	b := align32(slot.buf, n)
+	fill(b)
+	return b
+}
+
+// align32 returns n bytes of b starting at its first 32-byte boundary (b
+// must hold n+31 bytes).
+func align32(b []byte, n int) []byte {
+	o := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & 31)
+	return b[o : o+n]
 }

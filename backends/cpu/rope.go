@@ -20,6 +20,36 @@ import (
 // ggml_rope_cache_init (rope_yarn(theta/ff, freq_scale, ...)); the same for
 // NEOX and normal pairs.
 func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, base, scale float32, freqs []float32, neox bool, c0, c1 int) {
+	RopeColsCached(x, rows, cols, pos, headDim, ropeDims, base, scale, freqs, neox, c0, c1, nil, 0)
+}
+
+// RopeTable caches the cosines and sines of the rope angles of a run of
+// token rows, so the RopeCols calls that rotate other columns of the same
+// rows (the chunks of a prefill split across workers, Q and K of one
+// layer) compute each angle's cos/sin once. A table belongs to one
+// goroutine; it is keyed by the positions' address, the row count, the
+// rope parameters and a generation number the caller bumps whenever the
+// positions may have changed. The zero value is ready to use.
+type RopeTable struct {
+	key    ropeKey
+	cs, sn []float32
+}
+
+type ropeKey struct {
+	gen            int64
+	pos            *int32
+	freqs          *float32
+	rows, ropeDims int
+	base, scale    float32
+}
+
+// RopeColsCached is RopeCols taking the angles' cosines and sines from tab
+// (nil: none) when it holds them for these rows, positions, parameters and
+// generation gen, and filling it otherwise. The result is the same bits.
+func RopeColsCached(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, base, scale float32, freqs []float32, neox bool, c0, c1 int, tab *RopeTable, gen int64) {
+	if rows <= 0 {
+		return
+	}
 	thetaScale := float32(math.Pow(float64(base), float64(-2/float32(ropeDims))))
 	if scale == 0 {
 		scale = 1
@@ -28,56 +58,71 @@ func RopeCols(x []float32, rows, cols int, pos []int32, headDim, ropeDims int, b
 	if freqs != nil {
 		freqs = freqs[:half]
 	}
-	if neox && half <= ropeMaxHalf {
-		// the angles' cosines and sines once per token, then every head's
-		// rotation as vectors (ropeNeox)
-		var cs, sn [ropeMaxHalf]float32
+	// cs/sn rows of half values: token t's pair i at t*half+i
+	var cs, sn []float32
+	key := ropeKey{gen: gen, pos: &pos[0], rows: rows, ropeDims: ropeDims, base: base, scale: scale}
+	if freqs != nil {
+		key.freqs = &freqs[0]
+	}
+	if tab != nil && tab.key == key {
+		cs, sn = tab.cs, tab.sn
+	} else {
+		n := rows * half
+		if tab != nil {
+			if cap(tab.cs) < n {
+				tab.cs, tab.sn = make([]float32, n), make([]float32, n)
+			}
+			cs, sn = tab.cs[:n], tab.sn[:n]
+		} else if neox && half <= ropeMaxHalf && rows == 1 {
+			var c1a, s1a [ropeMaxHalf]float32
+			cs, sn = c1a[:half], s1a[:half]
+		} else {
+			cs, sn = make([]float32, n), make([]float32, n)
+		}
 		for t := 0; t < rows; t++ {
-			row := x[t*cols : (t+1)*cols]
 			theta := float32(pos[t])
+			c, s := cs[t*half:(t+1)*half], sn[t*half:(t+1)*half]
 			if freqs != nil {
 				for i := 0; i < half; i++ {
-					sn[i], cs[i] = ggmlf32.SinCosF(scale * (theta / freqs[i]))
+					s[i], c[i] = ggmlf32.SinCosF(scale * (theta / freqs[i]))
 					theta *= thetaScale
 				}
 			} else {
 				for i := 0; i < half; i++ {
-					sn[i], cs[i] = ggmlf32.SinCosF(scale * theta)
+					s[i], c[i] = ggmlf32.SinCosF(scale * theta)
 					theta *= thetaScale
 				}
 			}
-			for h := c0; h < c1; h += headDim {
-				ropeNeox(row[h:h+2*half], cs[:half], sn[:half], half)
-			}
 		}
-		return
+		if tab != nil {
+			tab.cs, tab.sn, tab.key = tab.cs[:cap(tab.cs)], tab.sn[:cap(tab.sn)], key
+		}
 	}
 	for t := 0; t < rows; t++ {
 		row := x[t*cols : (t+1)*cols]
-		theta := float32(pos[t])
-		// The angle sequence is the same for every head of the token, so
-		// each cos/sin is computed once and applied to all heads.
-		for i := 0; i < half; i++ {
-			th := scale * theta
-			if freqs != nil {
-				th = scale * (theta / freqs[i])
+		c, s := cs[t*half:(t+1)*half], sn[t*half:(t+1)*half]
+		switch {
+		case neox && half <= ropeMaxHalf:
+			// every head's rotation as vectors (ropeNeox)
+			for h := c0; h < c1; h += headDim {
+				ropeNeox(row[h:h+2*half], c, s, half)
 			}
-			s, c := ggmlf32.SinCosF(th)
-			switch {
-			case neox:
-				for h := c0; h < c1; h += headDim {
-					row[h+i], row[h+i+half] = ggmlf32.RopePair(row[h+i], row[h+i+half], c, s)
-				}
-			case ggmlf32.RopeNormalFused(i, half):
-				for h := c0; h < c1; h += headDim {
-					row[h+2*i], row[h+2*i+1] = ggmlf32.RopePair(row[h+2*i], row[h+2*i+1], c, s)
-				}
-			default:
-				for h := c0; h < c1; h += headDim {
-					row[h+2*i], row[h+2*i+1] = ggmlf32.RopePairUnfused(row[h+2*i], row[h+2*i+1], c, s)
+		case neox:
+			for h := c0; h < c1; h += headDim {
+				for i := 0; i < half; i++ {
+					row[h+i], row[h+i+half] = ggmlf32.RopePair(row[h+i], row[h+i+half], c[i], s[i])
 				}
 			}
-			theta *= thetaScale
+		default:
+			for h := c0; h < c1; h += headDim {
+				for i := 0; i < half; i++ {
+					if ggmlf32.RopeNormalFused(i, half) {
+						row[h+2*i], row[h+2*i+1] = ggmlf32.RopePair(row[h+2*i], row[h+2*i+1], c[i], s[i])
+					} else {
+						row[h+2*i], row[h+2*i+1] = ggmlf32.RopePairUnfused(row[h+2*i], row[h+2*i+1], c[i], s[i])
+					}
+				}
+			}
 		}
 	}
 }
