@@ -133,6 +133,9 @@ func rowsPairKernel(a *Asm, five bool) {
 		p, name, bs, ql, pf = "q5k", "kqRowsQ5KAVX2", 176, 48, 6
 	}
 	frame := q4kSeg*128 + 24
+	if !five {
+		frame = q4kSeg*256 + 24
+	}
 	a.Raw("TEXT ·%s(SB), $%d-48", name, frame)
 	save := q4kSeg * 128
 	a.I("MOVQ", "w+0(FP), SI")
@@ -143,6 +146,9 @@ func rowsPairKernel(a *Asm, five bool) {
 	a.I("MOVL", "$0x0f0f0f0f, AX")
 	a.I("VMOVD", "AX, X14")
 	a.I("VPBROADCASTD", "X14, Y14")
+	if !five {
+		rowsQ4KQuad(a)
+	}
 	a.Label(p + "pair")
 	a.I("TESTQ", "R10, R10")
 	a.I("JLE", p+"done")
