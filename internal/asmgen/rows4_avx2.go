@@ -153,35 +153,49 @@ func q4kPairHeader(a *Asm, ra, rb string, off int) {
 	a.I("VMOVDQU", "Y11", at(32))
 }
 
-// q4kQuadStore stores the four results of a quad to 0..15(R9): per row
-// hsum_float_8(acc) + ((m0+m2)+(m1+m3)), the steps of hsum8 and q4kStore
-// on the four rows at once (a transpose-and-add tree; each add has the
-// same two operands, in the same source order, as the row's own steps).
-// Temporaries Y6..Y13.
-func q4kQuadStore(a *Asm) {
+// q4kQuadStore stores the four results of a Q4_K quad to 0..15(R9):
+// per row hsum_float_8(acc) + ((m0+m2)+(m1+m3)) (see quadHsum).
+func q4kQuadStore(a *Asm) { quadHsum(a, []string{"Y0", "Y1", "Y3", "Y4"}, "Y2", "Y5") }
+
+// quadHsum stores to 0..15(R9) the four results hsum_float_8(acc_r) of
+// the accumulators of rows A..D, plus, if mAB and mCD are named (the mins
+// of rows A, B in lanes 0..3, 4..7 and of C, D), ((m0+m2)+(m1+m3)) of
+// each row's mins: the steps of hsum8 and q4kStore on the four rows at
+// once, a transpose-and-add tree in which each add has the same two
+// operands, in the same source order, as the row's own steps.
+// Temporaries Y6..Y11 (and Y12, Y13 with mins); the accumulators must not
+// be among them.
+func quadHsum(a *Asm, acc []string, mAB, mCD string) {
 	// [A.lo|B.lo] + [A.hi|B.hi] (hi first, as hsum8), same for C, D.
-	a.I("VPERM2F128", "$0x20, Y1, Y0, Y6")
-	a.I("VPERM2F128", "$0x31, Y1, Y0, Y7")
+	a.I("VPERM2F128", "$0x20", acc[1], acc[0], "Y6")
+	a.I("VPERM2F128", "$0x31", acc[1], acc[0], "Y7")
 	a.I("VADDPS", "Y6, Y7, Y6")
-	a.I("VPERM2F128", "$0x20, Y4, Y3, Y8")
-	a.I("VPERM2F128", "$0x31, Y4, Y3, Y9")
+	a.I("VPERM2F128", "$0x20", acc[3], acc[2], "Y8")
+	a.I("VPERM2F128", "$0x31", acc[3], acc[2], "Y9")
 	a.I("VADDPS", "Y8, Y9, Y8")
 	// Y6 = [tA|tB], Y8 = [tC|tD]: lanes (0+2), (1+3) of each row:
 	// [uA vA uC vC | uB vB uD vD].
 	a.I("VSHUFPS", "$0x44, Y8, Y6, Y10")
 	a.I("VSHUFPS", "$0xEE, Y8, Y6, Y11")
 	a.I("VADDPS", "Y11, Y10, Y10")
-	// The mins the same way: [mA0+mA2, mA1+mA3, mC.., mC.. | B, D].
-	a.I("VSHUFPS", "$0x44, Y5, Y2, Y12")
-	a.I("VSHUFPS", "$0xEE, Y5, Y2, Y13")
-	a.I("VADDPS", "Y13, Y12, Y12")
-	// u + v: [sA sC mA mC | sB sD mB mD].
-	a.I("VSHUFPS", "$0x88, Y12, Y10, Y6")
-	a.I("VSHUFPS", "$0xDD, Y12, Y10, Y7")
-	a.I("VADDPS", "Y7, Y6, Y6")
-	// sum + mins, then [rA rB rC rD].
-	a.I("VPERMILPS", "$0x4E, Y6, Y7")
-	a.I("VADDPS", "Y7, Y6, Y6")
+	if mAB == "" {
+		// u + v: [rA rC rA rC | rB rD rB rD], then [rA rB rC rD].
+		a.I("VSHUFPS", "$0x88, Y10, Y10, Y6")
+		a.I("VSHUFPS", "$0xDD, Y10, Y10, Y7")
+		a.I("VADDPS", "Y7, Y6, Y6")
+	} else {
+		// The mins the same way: [mA0+mA2, mA1+mA3, mC.., mC.. | B, D].
+		a.I("VSHUFPS", "$0x44", mCD, mAB, "Y12")
+		a.I("VSHUFPS", "$0xEE", mCD, mAB, "Y13")
+		a.I("VADDPS", "Y13, Y12, Y12")
+		// u + v: [sA sC mA mC | sB sD mB mD].
+		a.I("VSHUFPS", "$0x88, Y12, Y10, Y6")
+		a.I("VSHUFPS", "$0xDD, Y12, Y10, Y7")
+		a.I("VADDPS", "Y7, Y6, Y6")
+		// sum + mins.
+		a.I("VPERMILPS", "$0x4E, Y6, Y7")
+		a.I("VADDPS", "Y7, Y6, Y6")
+	}
 	a.I("VEXTRACTF128", "$1, Y6, X7")
 	a.I("VUNPCKLPS", "X7, X6, X6")
 	a.I("VMOVUPS", "X6, (R9)")

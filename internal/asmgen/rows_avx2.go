@@ -37,6 +37,7 @@ func init() {
 		rowsAVX2Consts(a)
 		rowsQ4KAVX2(a)
 		rowsQ5KAVX2(a)
+		rowsQ6KAVX2(a)
 	})
 }
 
