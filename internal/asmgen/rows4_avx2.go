@@ -30,8 +30,9 @@ func q4kQuadRow(r, off int) string {
 // rows A..D float accumulators; Y2 (A lanes 0..3, B 4..7) and Y5 (C, D)
 // the mins; Y6..Y9 rows A..D int32 sums; Y12/Y13 the chunk's
 // activations; Y10, Y11, Y15 temporaries; Y14 the nibble mask. Per
-// super-block a 256-byte stack record: pair A,B's q4kHeader record at 0,
-// pair C,D's at 128.
+// super-block a 256-byte stack record: the scale dwords of rows A,B at 0
+// and of C,D at 64, cvt(mins·bsum pairs) of A,B at 128 and of C,D at 160,
+// [dA dmA dC dmC dB dmB dD dmD]·d8 at 192.
 func rowsQ4KQuad(a *Asm) {
 	const seg, rec = q4kSeg, 256
 	save := seg * rec
@@ -56,15 +57,28 @@ func rowsQ4KQuad(a *Asm) {
 	a.I("MOVQ", "CX, R14")
 	a.I("XORL", "R11, R11")
 	a.Label("q4kqhdr")
-	// The activation half, once for the four rows: bsum pairs (Y13)
-	// and d8 (Y12).
-	a.I("VMOVDQU", "260(BX), X13")
-	a.I("VPHADDW", "276(BX), X13, X13")
-	a.I("VPERMQ", "$0x44, Y13, Y13")
+	// The activation half, once for the four rows: bsum pairs (Y13;
+	// VPMADDWD by ones, VPACKSSDW and VPERMQ give VPHADDW's words
+	// without VPHADDW, about 2 cycles a VPHADDW on the machine this was
+	// tuned on) and d8 (Y12).
+	a.I("VMOVDQU", "260(BX), Y13")
+	a.I("VPMADDWD", "rkOnes<>(SB), Y13, Y13")
+	a.I("VPACKSSDW", "Y13, Y13, Y13")
+	a.I("VPERMQ", "$0x88, Y13, Y13")
 	a.I("VBROADCASTSS", "(BX), Y12")
-	for pr := 0; pr < 2; pr++ {
-		q4kPairHeader(a, q4kQuadRow(2*pr, 0), q4kQuadRow(2*pr+1, 0), 128*pr)
-	}
+	// The rows' headers: Y6 = [A|B], Y7 = [C|D]; their f16 d|dmin in one
+	// VCVTPH2PS: [dA dmA dC dmC dB dmB dD dmD]·d8 at 192.
+	a.I("VMOVDQU", q4kQuadRow(0, 0), "X6")
+	a.I("VINSERTI128", "$1", q4kQuadRow(1, 0), "Y6, Y6")
+	a.I("VMOVDQU", q4kQuadRow(2, 0), "X7")
+	a.I("VINSERTI128", "$1", q4kQuadRow(3, 0), "Y7, Y7")
+	a.I("VPUNPCKLDQ", "Y7, Y6, Y8")
+	a.I("VPERMQ", "$0x08, Y8, Y8")
+	a.I("VCVTPH2PS", "X8, Y8")
+	a.I("VMULPS", "Y12, Y8, Y8")
+	a.I("VMOVUPS", "Y8, 192(SP)(R11*1)")
+	q4kPairScales(a, "Y6", 0, 128)
+	q4kPairScales(a, "Y7", 64, 160)
 	a.I("ADDQ", "$144, AX")
 	a.I("ADDQ", "$292, BX")
 	a.I("ADDQ", fmt.Sprintf("$%d, R11", rec))
@@ -78,16 +92,16 @@ func rowsQ4KQuad(a *Asm) {
 		a.I("PREFETCHT0", fmt.Sprintf("%d(R13)", 64*i))
 	}
 	a.I("ADDQ", "$576, R13")
-	a.I("VPERMILPS", "$0x55, 64(SP)(R11*1), Y10")
-	a.I("VFNMADD231PS", "96(SP)(R11*1), Y10, Y2")
 	a.I("VPERMILPS", "$0x55, 192(SP)(R11*1), Y10")
-	a.I("VFNMADD231PS", "224(SP)(R11*1), Y10, Y5")
+	a.I("VFNMADD231PS", "128(SP)(R11*1), Y10, Y2")
+	a.I("VPERMILPS", "$0xFF, 192(SP)(R11*1), Y10")
+	a.I("VFNMADD231PS", "160(SP)(R11*1), Y10, Y5")
 	sums := []string{"Y6", "Y7", "Y8", "Y9"}
 	for j := 0; j < 4; j++ {
 		a.I("VMOVDQU", fmt.Sprintf("%d(BX), Y12", 4+64*j))
 		a.I("VMOVDQU", fmt.Sprintf("%d(BX), Y13", 36+64*j))
 		for r := 0; r < 4; r++ {
-			base := 128*(r/2) + 16*(r%2)
+			base := 64*(r/2) + 16*(r%2)
 			a.I("VMOVDQU", q4kQuadRow(r, 16+32*j), "Y10")
 			a.I("VPSRLW", "$4, Y10, Y11")
 			a.I("VPAND", "Y14, Y10, Y10")
@@ -108,7 +122,7 @@ func rowsQ4KQuad(a *Asm) {
 	}
 	for r, acc := range []string{"Y0", "Y1", "Y3", "Y4"} {
 		a.I("VCVTDQ2PS", sums[r], sums[r])
-		a.I("VBROADCASTSS", fmt.Sprintf("%d(SP)(R11*1), Y15", 128*(r/2)+64+16*(r%2)))
+		a.I("VBROADCASTSS", fmt.Sprintf("%d(SP)(R11*1), Y15", 192+8*(r/2)+16*(r%2)))
 		a.I("VFMADD231PS", sums[r], "Y15", acc)
 	}
 	a.I("ADDQ", "$144, AX")
@@ -125,32 +139,29 @@ func rowsQ4KQuad(a *Asm) {
 	a.I("JMP", "q4kquad")
 }
 
-// q4kPairHeader is q4kHeader for the rows at ra and rb with the bsum
-// pairs already in Y13 and d8 broadcast in Y12, into the 128-byte record
-// at off(SP)(R11*1); temporaries Y6..Y11.
-func q4kPairHeader(a *Asm, ra, rb string, off int) {
-	at := func(o int) string { return fmt.Sprintf("%d(SP)(R11*1)", off+o) }
-	a.I("VMOVDQU", ra, "X6")
-	a.I("VINSERTI128", "$1", rb, "Y6, Y6")
-	a.I("VPERMQ", "$0x08, Y6, Y7")
-	a.I("VCVTPH2PS", "X7, Y7")
-	a.I("VMULPS", "Y12, Y7, Y7")
-	a.I("VMOVUPS", "Y7", at(64))
-	a.I("VPSHUFD", "$0xED, Y6, Y8")
+// q4kPairScales unpacks the scales and mins of the two rows whose
+// headers are in H (row A's low lane, B's high lane; bsum pairs in Y13)
+// into the record at R11: the scales as dwords s | s<<16 at sc (A's
+// s0..s3, B's s0..s3, A's s4..s7, B's s4..s7: q4kScaleOff),
+// cvt(mins·(bsum pairs)) at mn (lanes 0..3 A, 4..7 B). Temporaries
+// Y8..Y11.
+func q4kPairScales(a *Asm, h string, sc, mn int) {
+	at := func(o int) string { return fmt.Sprintf("%d(SP)(R11*1)", o) }
+	a.I("VPSHUFD", "$0xED", h, "Y8")
 	a.I("VPSRLVD", "rkK4Shift<>(SB), Y8, Y8")
 	a.I("VPAND", "rkK4MaskA<>(SB), Y8, Y8")
-	a.I("VPSHUFD", "$0xA5, Y6, Y9")
+	a.I("VPSHUFD", "$0xA5", h, "Y9")
 	a.I("VPSRLD", "$2, Y9, Y9")
 	a.I("VPAND", "rkK4MaskB<>(SB), Y9, Y9")
 	a.I("VPOR", "Y9, Y8, Y8")
 	a.I("VPSHUFB", "rkMinsZX<>(SB), Y8, Y9")
 	a.I("VPMADDWD", "Y13, Y9, Y9")
 	a.I("VCVTDQ2PS", "Y9, Y9")
-	a.I("VMOVUPS", "Y9", at(96))
+	a.I("VMOVUPS", "Y9", at(mn))
 	a.I("VPSHUFB", "rkScaleLo<>(SB), Y8, Y10")
 	a.I("VPSHUFB", "rkScaleHi<>(SB), Y8, Y11")
-	a.I("VMOVDQU", "Y10", at(0))
-	a.I("VMOVDQU", "Y11", at(32))
+	a.I("VMOVDQU", "Y10", at(sc))
+	a.I("VMOVDQU", "Y11", at(sc+32))
 }
 
 // q4kQuadStore stores the four results of a Q4_K quad to 0..15(R9):

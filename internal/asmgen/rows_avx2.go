@@ -69,6 +69,8 @@ func rowsAVX2Consts(a *Asm) {
 	data("rkMinsZX", 0x800b800a80098008, 0x800f800e800d800c, 0x800b800a80098008, 0x800f800e800d800c)
 	a.Comment("rkScaleLo / rkScaleHi: scale bytes 0..3 / 4..7 of each lane to dwords\ns | s<<16 (both words the scale: a VPMADDWD multiplier once broadcast).")
 	data("rkScaleLo", 0x8001800180008000, 0x8003800380028002, 0x8001800180008000, 0x8003800380028002)
+	a.Comment("rkOnes: words 1 (bsum pairs by VPMADDWD).")
+	data("rkOnes", 0x0001000100010001, 0x0001000100010001, 0x0001000100010001, 0x0001000100010001)
 	data("rkScaleHi", 0x8005800580048004, 0x8007800780068006, 0x8005800580048004, 0x8007800780068006)
 }
 
