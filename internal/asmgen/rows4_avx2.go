@@ -56,6 +56,12 @@ func rowsQ4KQuad(a *Asm) {
 	a.I("MOVQ", fmt.Sprintf("BX, %d(SP)", save+8))
 	a.I("MOVQ", "CX, R14")
 	a.I("XORL", "R11, R11")
+	// The header pass keeps its constants in registers (Y14's nibble
+	// mask is put back after it).
+	a.I("VMOVDQU", "rkK4Shift<>(SB), Y10")
+	a.I("VMOVDQU", "rkK4MaskA<>(SB), Y11")
+	a.I("VMOVDQU", "rkK4MaskB<>(SB), Y14")
+	a.I("VMOVDQU", "rkMinsZX<>(SB), Y15")
 	a.Label("q4kqhdr")
 	// The activation half, once for the four rows: bsum pairs (Y13;
 	// VPMADDWD by ones, VPACKSSDW and VPERMQ give VPHADDW's words
@@ -84,6 +90,9 @@ func rowsQ4KQuad(a *Asm) {
 	a.I("ADDQ", fmt.Sprintf("$%d, R11", rec))
 	a.I("DECQ", "R14")
 	a.I("JNZ", "q4kqhdr")
+	a.I("MOVL", "$0x0f0f0f0f, R14")
+	a.I("VMOVD", "R14, X14")
+	a.I("VPBROADCASTD", "X14, Y14")
 	a.I("MOVQ", fmt.Sprintf("%d(SP), AX", save))
 	a.I("MOVQ", fmt.Sprintf("%d(SP), BX", save+8))
 	a.I("XORL", "R11, R11")
@@ -143,25 +152,26 @@ func rowsQ4KQuad(a *Asm) {
 // headers are in H (row A's low lane, B's high lane; bsum pairs in Y13)
 // into the record at R11: the scales as dwords s | s<<16 at sc (A's
 // s0..s3, B's s0..s3, A's s4..s7, B's s4..s7: q4kScaleOff),
-// cvt(mins·(bsum pairs)) at mn (lanes 0..3 A, 4..7 B). Temporaries
-// Y8..Y11.
+// cvt(mins·(bsum pairs)) at mn (lanes 0..3 A, 4..7 B). Constants:
+// Y10 rkK4Shift, Y11 rkK4MaskA, Y14 rkK4MaskB, Y15 rkMinsZX; temporaries
+// Y8, Y9.
 func q4kPairScales(a *Asm, h string, sc, mn int) {
 	at := func(o int) string { return fmt.Sprintf("%d(SP)(R11*1)", o) }
 	a.I("VPSHUFD", "$0xED", h, "Y8")
-	a.I("VPSRLVD", "rkK4Shift<>(SB), Y8, Y8")
-	a.I("VPAND", "rkK4MaskA<>(SB), Y8, Y8")
+	a.I("VPSRLVD", "Y10, Y8, Y8")
+	a.I("VPAND", "Y11, Y8, Y8")
 	a.I("VPSHUFD", "$0xA5", h, "Y9")
 	a.I("VPSRLD", "$2, Y9, Y9")
-	a.I("VPAND", "rkK4MaskB<>(SB), Y9, Y9")
+	a.I("VPAND", "Y14, Y9, Y9")
 	a.I("VPOR", "Y9, Y8, Y8")
-	a.I("VPSHUFB", "rkMinsZX<>(SB), Y8, Y9")
+	a.I("VPSHUFB", "Y15, Y8, Y9")
 	a.I("VPMADDWD", "Y13, Y9, Y9")
 	a.I("VCVTDQ2PS", "Y9, Y9")
 	a.I("VMOVUPS", "Y9", at(mn))
-	a.I("VPSHUFB", "rkScaleLo<>(SB), Y8, Y10")
-	a.I("VPSHUFB", "rkScaleHi<>(SB), Y8, Y11")
-	a.I("VMOVDQU", "Y10", at(sc))
-	a.I("VMOVDQU", "Y11", at(sc+32))
+	a.I("VPSHUFB", "rkScaleLo<>(SB), Y8, Y9")
+	a.I("VMOVDQU", "Y9", at(sc))
+	a.I("VPSHUFB", "rkScaleHi<>(SB), Y8, Y9")
+	a.I("VMOVDQU", "Y9", at(sc+32))
 }
 
 // q4kQuadStore stores the four results of a Q4_K quad to 0..15(R9):
