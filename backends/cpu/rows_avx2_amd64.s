@@ -7,10 +7,11 @@
 // AVX2 decode row kernels (see internal/asmgen/rows_avx2.go and the Go
 // declarations in dot_kquant_amd64.go / dot_legacy_amd64.go).
 //
-// Every kernel takes rows in pairs (row A and row B of one step share each
-// activation load); a last odd row runs the pair code with row B = row A
-// and stores row A only, so every row's float steps are the same whatever
-// its position. The integer sums are exact and grouped as in ggml's AVX2
+// Rows go four at a time (Q4_K, Q6_K: rows A..D of a step share each
+// activation load), then in pairs (row A and row B share them); a last odd
+// row runs the pair code with row B = row A (Q4_K, Q5_K) or its own
+// one-row loop (Q6_K) and stores row A only, so every row's float steps
+// are the same whatever its position. The integer sums are exact and grouped as in ggml's AVX2
 // kernels (lane k of a 32-element chunk holds its elements 4k..4k+3), so
 // only the float steps have to follow the oracle (quant's pure-Go dots),
 // and they do instruction for instruction.
@@ -65,9 +66,10 @@ GLOBL rkScaleHi<>(SB), RODATA|NOPTR, $32
 // the mins: 4 lanes accM = FMA(-(d_a·dmin_w), m_2k·(bsum pair) +
 // m_2k+1·(next bsum pair), accM). Result hsum_float_8(acc) +
 // ((accM0+accM2)+(accM1+accM3)).
-// Rows go in pairs (a last odd row paired with itself). Per pair, the
-// headers of up to q4kSeg super-blocks are unpacked first into 128-byte
-// stack records (q4kHeader), then their chunks run. Per chunk and row: AND
+// Rows go four at a time first (rows4_avx2.go: the quad loop, 256-byte
+// records), then in pairs (a last odd row paired with itself). Per step,
+// the headers of up to q4kSeg super-blocks are unpacked first into stack
+// records (q4kHeader: 128 bytes per pair), then their chunks run. Per chunk and row: AND
 // / shift / AND for the nibbles, VPMADDUBSW against the 32+32 activations
 // (loaded once for both rows), VPMADDWD of each half by its scale broadcast
 // as 16 words from the record, VPADDD.
