@@ -443,8 +443,11 @@ q3kblock:
 // Rows go four at a time first (q4kvquad): the pairs A,B and C,D in Z0 and
 // Z1 share one header pass on four 128-bit lanes (Q4KHDR4V, mins of the
 // four rows in Z2) and one broadcast of each activation half (Z11), their
-// integer sums in Z15 and Z25, Z26..Z31 the weights and scales; then a
-// pair, then an odd row. The float steps per row are the pair's.
+// integer sums in Z15 and Z25 (low nibble halves) and Z3 and Z5 (high
+// halves, added in at the end of the super-block: two shorter VPDPWSSD
+// chains), Z26..Z31 the weights and scales, the scales picked by VPSHUFD
+// from Z9/Z10 (s0..s3) and Z6/Z7 (s4..s7) (Q4KQCHUNKS); then a pair, then
+// an odd row. The float steps per row are the pair's.
 
 DATA kqVScale0<>+0(SB)/8, $0x0000000000000000
 DATA kqVScale0<>+8(SB)/8, $0x0000000000000000
@@ -716,6 +719,38 @@ GLOBL kqQuadDM<>(SB), RODATA|NOPTR, $64
 	Q4KQHALF(Z27, Z29, AOFF, IDXL)              \
 	Q4KQHALF(Z26, Z28, AOFF+32, IDXH)
 
+// Q4KQHALFS / Q4KQCHUNKS: Q4KQHALF / Q4KQCHUNK with the scale dwords taken
+// by an in-lane VPSHUFD (immediate IMM: dword k%4 to every dword of each
+// 128-bit lane) from SAB / SCD = the pair's scales s0..s3 (or s4..s7) of
+// row A in 128-bit lanes 0,1 and of row B in lanes 2,3, instead of a
+// VPERMD by an index register: the same dwords, and on the Zen 5 machine
+// the kernels were tuned on VPSHUFD mixes with VPDPBUSD/VPDPWSSD better
+// than VPERMD does.
+#define Q4KQHALFS(NAB, NCD, AOFF, SAB, SCD, IMM, AAB, ACD) \
+	VBROADCASTI64X4 AOFF(BX), Z11    \
+	VPXORD          Z12, Z12, Z12    \
+	VPDPBUSD        Z11, NAB, Z12    \
+	VPSHUFD         IMM, SAB, Z31    \
+	VPDPWSSD        Z31, Z12, AAB    \
+	VPXORD          Z13, Z13, Z13    \
+	VPDPBUSD        Z11, NCD, Z13    \
+	VPSHUFD         IMM, SCD, Z30    \
+	VPDPWSSD        Z30, Z13, ACD
+
+#define Q4KQCHUNKS(WOFF, AOFF, SAB, SCD, IMML, IMMH) \
+	VMOVDQU64    WOFF(AX), Y26                  \
+	VINSERTI64X4 $1, WOFF(DX), Z26, Z26         \
+	VMOVDQU64    WOFF(R11), Y28                 \
+	VINSERTI64X4 $1, WOFF(R12), Z28, Z28        \
+	VPANDD       Z14, Z26, Z27                  \
+	VPSRLW       $4, Z26, Z26                   \
+	VPANDD       Z14, Z26, Z26                  \
+	VPANDD       Z14, Z28, Z29                  \
+	VPSRLW       $4, Z28, Z28                   \
+	VPANDD       Z14, Z28, Z28                  \
+	Q4KQHALFS(Z27, Z29, AOFF, SAB, SCD, IMML, Z15, Z25)   \
+	Q4KQHALFS(Z26, Z28, AOFF+32, SAB, SCD, IMMH, Z3, Z5)
+
 // func kqRowsQ4KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 TEXT ·kqRowsQ4KVNNI(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
@@ -762,12 +797,22 @@ q4kvqblock:
 	PREFETCHT0 512(R13)
 	ADDQ $576, R13
 	Q4KHDR4V
+	// Z9 / Z10 = [A s0..s3 | A s4..s7 | B s0..s3 | B s4..s7] (C, D):
+	// s0..s3 of each row to both its lanes in Z9 / Z10, s4..s7 in Z6 / Z7.
+	VSHUFI64X2   $0xF5, Z9, Z9, Z6
+	VSHUFI64X2   $0xA0, Z9, Z9, Z9
+	VSHUFI64X2   $0xF5, Z10, Z10, Z7
+	VSHUFI64X2   $0xA0, Z10, Z10, Z10
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z25, Z25, Z25
-	Q4KQCHUNK(16, 4, Z16, Z17)
-	Q4KQCHUNK(48, 68, Z18, Z19)
-	Q4KQCHUNK(80, 132, Z20, Z21)
-	Q4KQCHUNK(112, 196, Z22, Z23)
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z5, Z5, Z5
+	Q4KQCHUNKS(16, 4, Z9, Z10, $0x00, $0x55)
+	Q4KQCHUNKS(48, 68, Z9, Z10, $0xAA, $0xFF)
+	Q4KQCHUNKS(80, 132, Z6, Z7, $0x00, $0x55)
+	Q4KQCHUNKS(112, 196, Z6, Z7, $0xAA, $0xFF)
+	VPADDD       Z3, Z15, Z15
+	VPADDD       Z5, Z25, Z25
 	VCVTDQ2PS    Z15, Z15
 	VMOVDQU64    kqQuadDAB<>(SB), Z8
 	VPERMPS      Z4, Z8, Z8
