@@ -19,14 +19,17 @@ import (
 // Every asm kernel loops over rows inside: w points at the first weight
 // row, y at its output; nb is the number of 256-element super-blocks in a
 // row. The Go wrappers check every bound the asm will touch. The Q4_K,
-// Q5_K and Q6_K kernels take rows in pairs sharing the activation walk
-// (and for Q4_K/Q5_K one header unpack for both rows) and prefetch the next
-// pair's bytes 4 KiB ahead; the Q4_K and Q5_K ones are generated
-// (internal/asmgen/rows_avx2.go, rows_avx2_amd64.s) and unpack the headers
-// of up to 16 super-blocks of the pair before their chunks; Q4_K, Q5_K (four rows per step) and Q6_K also
-// have AVX-512 VNNI kernels (ZMM, VPDPBUSD/VPDPWSSD) with the same bits. Measured (BenchmarkDecode) the
-// AVX2 kernels are bound by vector ALU throughput (their in-L2 speed is
-// close to their streamed speed), not by the memory read.
+// Q5_K and Q6_K AVX2 kernels are generated (internal/asmgen/rows_avx2.go,
+// rows4_avx2.go, rows_q6k_avx2.go; rows_avx2_amd64.s): Q4_K and Q6_K take
+// rows four at a time (then a pair, then one) sharing the activation
+// loads, the activation half of the header work and one reduction tree
+// for the four results, Q5_K takes them in pairs; Q4_K/Q5_K unpack the
+// headers of up to 16 super-blocks before their chunks; all prefetch the
+// next step's bytes 4 KiB ahead. Q4_K, Q5_K (four rows per step) and Q6_K
+// also have AVX-512 VNNI kernels (ZMM, VPDPBUSD/VPDPWSSD) with the same
+// bits. Measured (BenchmarkDecode, BenchmarkStreamRowsBest) the AVX2
+// kernels are bound by vector ALU and load throughput (their in-L2 speed is
+// within 1.1–1.5× of their streamed speed), not by the memory read.
 
 //go:noescape
 func kqRowsQ4KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)

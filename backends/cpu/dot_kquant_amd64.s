@@ -186,138 +186,6 @@ DATA kqMinsZX<>+16(SB)/8, $0x800b800a80098008
 DATA kqMinsZX<>+24(SB)/8, $0x800f800e800d800c
 GLOBL kqMinsZX<>(SB), RODATA|NOPTR, $32
 
-// Q6_K chunk c (0..3) of a 128-element half: Y10 = the 6-bit values
-// (built by the caller), against q8 at AOFF, scales by split mask c
-// from Y6 (the half's 8 scale words in both lanes).
-#define Q6KDOT(AOFF, MOFF) \
-	VPMADDUBSW AOFF(BX), Y10, Y10 \
-	VPSHUFB    kqSplitShuf<>+MOFF(SB), Y6, Y11 \
-	VPMADDWD   Y11, Y10, Y10 \
-	VPADDD     Y10, Y1, Y1
-
-// One 128-element half of a Q6_K block: ql at QL, QL+32, qh at QH,
-// q8 at A; Y6 = that half's scale words.
-#define Q6KHALF(W, QL, QH, A) \
-	VMOVDQU QL(W), Y7      \
-	VMOVDQU QL+32(W), Y8   \
-	VMOVDQU QH(W), Y9      \
-	VPAND   Y14, Y7, Y10   \
-	VPSLLW  $4, Y9, Y11    \
-	VPAND   Y13, Y11, Y11  \
-	VPOR    Y11, Y10, Y10  \
-	Q6KDOT(A, 0)           \
-	VPAND   Y14, Y8, Y10   \
-	VPSLLW  $2, Y9, Y11    \
-	VPAND   Y13, Y11, Y11  \
-	VPOR    Y11, Y10, Y10  \
-	Q6KDOT(A+32, 32)       \
-	VPSRLW  $4, Y7, Y10    \
-	VPAND   Y14, Y10, Y10  \
-	VPAND   Y13, Y9, Y11   \
-	VPOR    Y11, Y10, Y10  \
-	Q6KDOT(A+64, 64)       \
-	VPSRLW  $4, Y8, Y10    \
-	VPAND   Y14, Y10, Y10  \
-	VPSRLW  $2, Y9, Y11    \
-	VPAND   Y13, Y11, Y11  \
-	VPOR    Y11, Y10, Y10  \
-	Q6KDOT(A+96, 96)
-
-// One Q6_K super-block of the row at W against the activation block at
-// BX: sumi = Σ sc·q·a (q unsigned 0..63) - 32·madd(sc, bsums),
-// ACC += d8·d × sumi. Uses Y1..Y11.
-#define Q6KBLOCK(W, ACC) \
-	MOVWLZX      208(W), R11          \
-	VMOVD        R11, X3              \
-	VCVTPH2PS    X3, X3               \
-	VMULSS       (BX), X3, X3         \
-	VBROADCASTSS X3, Y4               \
-	VPMOVSXBW    192(W), Y5           \
-	VPMADDWD     260(BX), Y5, Y2      \
-	VPSLLD       $5, Y2, Y2           \
-	VPXOR        Y1, Y1, Y1           \
-	VPSUBD       Y2, Y1, Y1           \
-	VPERMQ       $0x44, Y5, Y6        \
-	Q6KHALF(W, 0, 128, 4)             \
-	VPERMQ       $0xEE, Y5, Y6        \
-	Q6KHALF(W, 64, 160, 132)          \
-	VCVTDQ2PS    Y1, Y1               \
-	VFMADD231PS  Y1, Y4, ACC
-
-// func kqRowsQ6KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
-// Rows go two at a time (accumulators Y0, Y12) with the next pair
-// prefetched as in the Q4_K kernel; result hsum_float_8(acc) per row.
-TEXT ·kqRowsQ6KAVX2(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ wrb+8(FP), R8
-	MOVQ a+16(FP), DI
-	MOVQ y+24(FP), R9
-	MOVQ rows+32(FP), R10
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x30303030, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13
-
-q6kpair:
-	CMPQ R10, $2
-	JLT  q6kone
-	VXORPS Y0, Y0, Y0
-	VXORPS Y12, Y12, Y12
-	MOVQ SI, AX
-	LEAQ (SI)(R8*1), DX
-	LEAQ KQPFDIST(SI)(R8*2), R13
-	MOVQ DI, BX
-	MOVQ nb+40(FP), CX
-
-q6kblock2:
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	PREFETCHT0 192(R13)
-	PREFETCHT0 256(R13)
-	PREFETCHT0 320(R13)
-	PREFETCHT0 384(R13)
-	ADDQ $420, R13
-	Q6KBLOCK(AX, Y0)
-	Q6KBLOCK(DX, Y12)
-	ADDQ $210, AX
-	ADDQ $210, DX
-	ADDQ $292, BX
-	DECQ CX
-	JNZ  q6kblock2
-
-	HSUM8(Y0, X0, X2)
-	VMOVSS X0, (R9)
-	HSUM8(Y12, X12, X2)
-	VMOVSS X12, 4(R9)
-	ADDQ $8, R9
-	LEAQ (SI)(R8*2), SI
-	SUBQ $2, R10
-	JMP  q6kpair
-
-q6kone:
-	TESTQ R10, R10
-	JZ    q6kdone
-	VXORPS Y0, Y0, Y0
-	MOVQ SI, AX
-	MOVQ DI, BX
-	MOVQ nb+40(FP), CX
-
-q6kblock1:
-	Q6KBLOCK(AX, Y0)
-	ADDQ $210, AX
-	ADDQ $292, BX
-	DECQ CX
-	JNZ  q6kblock1
-	HSUM8(Y0, X0, X2)
-	VMOVSS X0, (R9)
-
-q6kdone:
-	VZEROUPPER
-	RET
-
 DATA kqQ3ShiftLo<>+0(SB)/8, $0
 DATA kqQ3ShiftLo<>+8(SB)/8, $0x0000000400000004
 GLOBL kqQ3ShiftLo<>(SB), RODATA|NOPTR, $16
@@ -575,8 +443,11 @@ q3kblock:
 // Rows go four at a time first (q4kvquad): the pairs A,B and C,D in Z0 and
 // Z1 share one header pass on four 128-bit lanes (Q4KHDR4V, mins of the
 // four rows in Z2) and one broadcast of each activation half (Z11), their
-// integer sums in Z15 and Z25, Z26..Z31 the weights and scales; then a
-// pair, then an odd row. The float steps per row are the pair's.
+// integer sums in Z15 and Z25 (low nibble halves) and Z3 and Z5 (high
+// halves, added in at the end of the super-block: two shorter VPDPWSSD
+// chains), Z26..Z31 the weights and scales, the scales picked by VPSHUFD
+// from Z9/Z10 (s0..s3) and Z6/Z7 (s4..s7) (Q4KQCHUNKS); then a pair, then
+// an odd row. The float steps per row are the pair's.
 
 DATA kqVScale0<>+0(SB)/8, $0x0000000000000000
 DATA kqVScale0<>+8(SB)/8, $0x0000000000000000
@@ -848,6 +719,38 @@ GLOBL kqQuadDM<>(SB), RODATA|NOPTR, $64
 	Q4KQHALF(Z27, Z29, AOFF, IDXL)              \
 	Q4KQHALF(Z26, Z28, AOFF+32, IDXH)
 
+// Q4KQHALFS / Q4KQCHUNKS: Q4KQHALF / Q4KQCHUNK with the scale dwords taken
+// by an in-lane VPSHUFD (immediate IMM: dword k%4 to every dword of each
+// 128-bit lane) from SAB / SCD = the pair's scales s0..s3 (or s4..s7) of
+// row A in 128-bit lanes 0,1 and of row B in lanes 2,3, instead of a
+// VPERMD by an index register: the same dwords, and on the Zen 5 machine
+// the kernels were tuned on VPSHUFD mixes with VPDPBUSD/VPDPWSSD better
+// than VPERMD does.
+#define Q4KQHALFS(NAB, NCD, AOFF, SAB, SCD, IMM, AAB, ACD) \
+	VBROADCASTI64X4 AOFF(BX), Z11    \
+	VPXORD          Z12, Z12, Z12    \
+	VPDPBUSD        Z11, NAB, Z12    \
+	VPSHUFD         IMM, SAB, Z31    \
+	VPDPWSSD        Z31, Z12, AAB    \
+	VPXORD          Z13, Z13, Z13    \
+	VPDPBUSD        Z11, NCD, Z13    \
+	VPSHUFD         IMM, SCD, Z30    \
+	VPDPWSSD        Z30, Z13, ACD
+
+#define Q4KQCHUNKS(WOFF, AOFF, SAB, SCD, IMML, IMMH) \
+	VMOVDQU64    WOFF(AX), Y26                  \
+	VINSERTI64X4 $1, WOFF(DX), Z26, Z26         \
+	VMOVDQU64    WOFF(R11), Y28                 \
+	VINSERTI64X4 $1, WOFF(R12), Z28, Z28        \
+	VPANDD       Z14, Z26, Z27                  \
+	VPSRLW       $4, Z26, Z26                   \
+	VPANDD       Z14, Z26, Z26                  \
+	VPANDD       Z14, Z28, Z29                  \
+	VPSRLW       $4, Z28, Z28                   \
+	VPANDD       Z14, Z28, Z28                  \
+	Q4KQHALFS(Z27, Z29, AOFF, SAB, SCD, IMML, Z15, Z25)   \
+	Q4KQHALFS(Z26, Z28, AOFF+32, SAB, SCD, IMMH, Z3, Z5)
+
 // func kqRowsQ4KVNNI(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
 TEXT ·kqRowsQ4KVNNI(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
@@ -894,12 +797,22 @@ q4kvqblock:
 	PREFETCHT0 512(R13)
 	ADDQ $576, R13
 	Q4KHDR4V
+	// Z9 / Z10 = [A s0..s3 | A s4..s7 | B s0..s3 | B s4..s7] (C, D):
+	// s0..s3 of each row to both its lanes in Z9 / Z10, s4..s7 in Z6 / Z7.
+	VSHUFI64X2   $0xF5, Z9, Z9, Z6
+	VSHUFI64X2   $0xA0, Z9, Z9, Z9
+	VSHUFI64X2   $0xF5, Z10, Z10, Z7
+	VSHUFI64X2   $0xA0, Z10, Z10, Z10
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z25, Z25, Z25
-	Q4KQCHUNK(16, 4, Z16, Z17)
-	Q4KQCHUNK(48, 68, Z18, Z19)
-	Q4KQCHUNK(80, 132, Z20, Z21)
-	Q4KQCHUNK(112, 196, Z22, Z23)
+	VPXORD       Z3, Z3, Z3
+	VPXORD       Z5, Z5, Z5
+	Q4KQCHUNKS(16, 4, Z9, Z10, $0x00, $0x55)
+	Q4KQCHUNKS(48, 68, Z9, Z10, $0xAA, $0xFF)
+	Q4KQCHUNKS(80, 132, Z6, Z7, $0x00, $0x55)
+	Q4KQCHUNKS(112, 196, Z6, Z7, $0xAA, $0xFF)
+	VPADDD       Z3, Z15, Z15
+	VPADDD       Z5, Z25, Z25
 	VCVTDQ2PS    Z15, Z15
 	VMOVDQU64    kqQuadDAB<>(SB), Z8
 	VPERMPS      Z4, Z8, Z8

@@ -17,6 +17,7 @@ func generatedAVX2Rows() []rowKernel {
 	return []rowKernel{
 		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
 		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
+		{quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210)},
 	}
 }
 
@@ -91,7 +92,10 @@ func TestGeneratedAVX2RowsEdges(t *testing.T) {
 	for _, k := range generatedAVX2Rows() {
 		t.Run(k.typ.String(), func(t *testing.T) {
 			dot := quant.DotFor(k.typ)
-			bs, halfs := map[quant.Type]int{quant.Q4_K: 144, quant.Q5_K: 176}[k.typ], []int{0, 2}
+			bs, halfs := map[quant.Type]int{quant.Q4_K: 144, quant.Q5_K: 176, quant.Q6_K: 210}[k.typ], []int{0, 2}
+			if k.typ == quant.Q6_K {
+				halfs = []int{208}
+			}
 			const N = 7
 			for _, nb := range []int{1, 2, 16, 17, 33} {
 				K := nb * 256
@@ -117,6 +121,71 @@ func TestGeneratedAVX2RowsEdges(t *testing.T) {
 								if math.Float32bits(y[n]) != math.Float32bits(want) {
 									t.Fatalf("nb=%d weights %d act %d rows %v: y[%d] = %v (%#08x), oracle %v (%#08x)",
 										nb, wk, ak, rg, n, y[n], math.Float32bits(y[n]), want, math.Float32bits(want))
+								}
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAVX2RowsStepCounts checks the AVX2 Q4_K and Q6_K row kernels, called
+// directly, bit for bit against the pure-Go dot for every row count 1..9
+// from two starting rows: the four-row step, the pair and the single row
+// that finish a range (odd tails included), and every position of a row
+// within a step. Weights are quantized from random rows, raw random bytes
+// and all-0x00 / all-0xff blocks; activations are quantized random rows
+// and the edgeQ8K patterns (±127, -128, zero); row lengths cross the
+// 16-super-block header segments of the Q4_K kernel.
+func TestAVX2RowsStepCounts(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 (or MINFER_NO_AVX2 set): the AVX2 kernels cannot run")
+	}
+	r := rand.New(rand.NewPCG(23, 29))
+	for _, k := range []rowKernel{
+		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
+		{quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210)},
+	} {
+		t.Run(k.typ.String(), func(t *testing.T) {
+			dot := quant.DotFor(k.typ)
+			const N = 10
+			for _, nb := range []int{1, 3, 4, 12, 17} {
+				K := nb * 256
+				for wk := 0; wk < 3; wk++ {
+					w, wrb := rowTestWeights(t, r, k.typ, N, K, wk)
+					for ak := 0; ak < 6; ak++ {
+						var a []byte
+						if ak == 5 {
+							a = make([]byte, nb*kqBlockQ8K)
+							quant.QuantizeQ8K(kqRandRow(r, K, nb), a)
+						} else {
+							a = edgeQ8K(r, nb, ak)
+						}
+						want := make([]float32, N)
+						for n := range want {
+							want[n] = dot(K, w[n*wrb:(n+1)*wrb], a)
+						}
+						for n0 := 0; n0 < 2; n0++ {
+							for rows := 1; rows <= 9; rows++ {
+								n1 := n0 + rows
+								y := make([]float32, N)
+								for i := range y {
+									y[i] = float32(math.NaN())
+								}
+								k.f(K, w[:n1*wrb], wrb, a, y, n0, n1)
+								for n := range y {
+									if n < n0 || n >= n1 {
+										if !math.IsNaN(float64(y[n])) {
+											t.Fatalf("nb=%d rows [%d,%d): wrote y[%d]", nb, n0, n1, n)
+										}
+										continue
+									}
+									if math.Float32bits(y[n]) != math.Float32bits(want[n]) {
+										t.Fatalf("nb=%d weights %d act %d rows [%d,%d): y[%d] = %v (%#08x), oracle %v (%#08x)",
+											nb, wk, ak, n0, n1, n, y[n], math.Float32bits(y[n]), want[n], math.Float32bits(want[n]))
+									}
 								}
 							}
 						}

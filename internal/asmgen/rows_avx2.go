@@ -8,10 +8,11 @@ import "fmt"
 // wraps them; rows_asm.go checks every bound they rely on.
 //
 // The kernels are tuned to stream weights at the machine's read bandwidth:
-// rows go two at a time sharing every activation load and the
-// per-super-block activation work, the integer part uses the fewest
-// vector ops that keep each int32 lane exact (ggml's lane grouping), and
-// the next row pair is prefetched ahead of the hardware prefetcher.
+// rows go two (Q5_K) or four (Q4_K: rows4_avx2.go; Q6_K: rows_q6k_avx2.go)
+// at a time sharing every activation load and the per-super-block
+// activation work, the integer part uses the fewest vector ops that keep
+// each int32 lane exact (ggml's lane grouping), and the next step's rows
+// are prefetched ahead of the hardware prefetcher.
 //
 // What bounds them, measured on the machine they were tuned on (a Zen 5
 // class EPYC VM, ~3.4 GHz; throughput microbenchmarks of single
@@ -29,6 +30,19 @@ import "fmt"
 // does not follow two interleaved streams here); its distance (2-16 KiB)
 // made no measurable difference. Software-pipelining the next pair's
 // header pass before this pair's chunks gained nothing.
+//
+// Later measurements (same machine, L1-resident loops; the Q4_K quad of
+// rows4_avx2.go): the Q4_K chunk's 9 ops per row run at 4 per cycle
+// (~9 cycles per row and super-block), the whole kernel at ~14: the rest is
+// the header pass (removing it, wrong results, ran ~40% faster), the
+// per-block float steps and the loads (about 20 per row and super-block
+// at 2 vector loads per cycle). VPHADDW costs ~2 cycles of throughput and
+// VCVTPH2PS (YMM) ~0.8, so the quad gets its bsum pairs by VPMADDWD by
+// ones + VPACKSSDW + VPERMQ and converts the four rows' d|dmin in one
+// VCVTPH2PS. No cheaper exact AVX2 form of the chunk was found: the
+// nibble split needs its shift and two masks (VPMADDUBSW saturates on
+// unmasked or pre-shifted high nibbles), and each half needs its own
+// scale multiply.
 
 func init() {
 	register("rows_avx2_amd64.s", "amd64 && !purego", func(a *Asm) {
@@ -37,16 +51,18 @@ func init() {
 		rowsAVX2Consts(a)
 		rowsQ4KAVX2(a)
 		rowsQ5KAVX2(a)
+		rowsQ6KAVX2(a)
 	})
 }
 
 const rowsAVX2Doc = `AVX2 decode row kernels (see internal/asmgen/rows_avx2.go and the Go
 declarations in dot_kquant_amd64.go / dot_legacy_amd64.go).
 
-Every kernel takes rows in pairs (row A and row B of one step share each
-activation load); a last odd row runs the pair code with row B = row A
-and stores row A only, so every row's float steps are the same whatever
-its position. The integer sums are exact and grouped as in ggml's AVX2
+Rows go four at a time (Q4_K, Q6_K: rows A..D of a step share each
+activation load), then in pairs (row A and row B share them); a last odd
+row runs the pair code with row B = row A (Q4_K, Q5_K) or its own
+one-row loop (Q6_K) and stores row A only, so every row's float steps
+are the same whatever its position. The integer sums are exact and grouped as in ggml's AVX2
 kernels (lane k of a 32-element chunk holds its elements 4k..4k+3), so
 only the float steps have to follow the oracle (quant's pure-Go dots),
 and they do instruction for instruction.`
@@ -68,6 +84,8 @@ func rowsAVX2Consts(a *Asm) {
 	data("rkMinsZX", 0x800b800a80098008, 0x800f800e800d800c, 0x800b800a80098008, 0x800f800e800d800c)
 	a.Comment("rkScaleLo / rkScaleHi: scale bytes 0..3 / 4..7 of each lane to dwords\ns | s<<16 (both words the scale: a VPMADDWD multiplier once broadcast).")
 	data("rkScaleLo", 0x8001800180008000, 0x8003800380028002, 0x8001800180008000, 0x8003800380028002)
+	a.Comment("rkOnes: words 1 (bsum pairs by VPMADDWD).")
+	data("rkOnes", 0x0001000100010001, 0x0001000100010001, 0x0001000100010001, 0x0001000100010001)
 	data("rkScaleHi", 0x8005800580048004, 0x8007800780068006, 0x8005800580048004, 0x8007800780068006)
 }
 
@@ -98,9 +116,10 @@ s_2j+1·(high nibbles, same bytes), then acc = FMA(cvt(sumi), d_a·d_w, acc);
 the mins: 4 lanes accM = FMA(-(d_a·dmin_w), m_2k·(bsum pair) +
 m_2k+1·(next bsum pair), accM). Result hsum_float_8(acc) +
 ((accM0+accM2)+(accM1+accM3)).
-Rows go in pairs (a last odd row paired with itself). Per pair, the
-headers of up to q4kSeg super-blocks are unpacked first into 128-byte
-stack records (q4kHeader), then their chunks run. Per chunk and row: AND
+Rows go four at a time first (rows4_avx2.go: the quad loop, 256-byte
+records), then in pairs (a last odd row paired with itself). Per step,
+the headers of up to q4kSeg super-blocks are unpacked first into stack
+records (q4kHeader: 128 bytes per pair), then their chunks run. Per chunk and row: AND
 / shift / AND for the nibbles, VPMADDUBSW against the 32+32 activations
 (loaded once for both rows), VPMADDWD of each half by its scale broadcast
 as 16 words from the record, VPADDD.
@@ -133,6 +152,9 @@ func rowsPairKernel(a *Asm, five bool) {
 		p, name, bs, ql, pf = "q5k", "kqRowsQ5KAVX2", 176, 48, 6
 	}
 	frame := q4kSeg*128 + 24
+	if !five {
+		frame = q4kSeg*256 + 24
+	}
 	a.Raw("TEXT ·%s(SB), $%d-48", name, frame)
 	save := q4kSeg * 128
 	a.I("MOVQ", "w+0(FP), SI")
@@ -143,6 +165,9 @@ func rowsPairKernel(a *Asm, five bool) {
 	a.I("MOVL", "$0x0f0f0f0f, AX")
 	a.I("VMOVD", "AX, X14")
 	a.I("VPBROADCASTD", "X14, Y14")
+	if !five {
+		rowsQ4KQuad(a)
+	}
 	a.Label(p + "pair")
 	a.I("TESTQ", "R10, R10")
 	a.I("JLE", p+"done")
