@@ -320,39 +320,29 @@ func smallLegacy(ks [7]smallAsm, wts int, bias byte, pairs bool) GemmFunc {
 	}
 }
 
-// smallKernelTable lists every small-M kernel of every tier, whether or
-// not the CPU has the tier (callers check hasAVX2 / hasVNNI).
-func smallKernelTable() []struct {
+// smallKernelEntry is one small-M kernel of smallKernelTable: its weight
+// type, tier, a name for tests and benchmarks, and its GemmFunc.
+type smallKernelEntry struct {
 	typ  quant.Type
 	tier string
+	name string
 	f    GemmFunc
-} {
-	var r []struct {
-		typ  quant.Type
-		tier string
-		f    GemmFunc
-	}
+}
+
+// smallKernelTable lists every small-M kernel of every tier, whether or
+// not the CPU has the tier (callers check hasAVX2 / hasVNNI).
+func smallKernelTable() []smallKernelEntry {
+	var r []smallKernelEntry
 	for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
-		r = append(r, struct {
-			typ  quant.Type
-			tier string
-			f    GemmFunc
-		}{t, "avx2", smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0, false)}, struct {
-			typ  quant.Type
-			tier string
-			f    GemmFunc
-		}{t, "avx512vnni", smallLegacy(smallVNNI[t].k, smallAVX2[t].wts, 0x80, false)}, struct {
-			typ  quant.Type
-			tier string
-			f    GemmFunc
-		}{t, "avx512vnni", smallLegacy(smallVNNIZ[t], smallAVX2[t].wts, 0x80, true)})
+		wts := smallAVX2[t].wts
+		r = append(r,
+			smallKernelEntry{t, "avx2", "avx2", smallLegacy(smallAVX2[t].k, wts, 0, false)},
+			smallKernelEntry{t, "avx512vnni", "vnniy", smallLegacy(smallVNNI[t].k, wts, 0x80, false)},
+			smallKernelEntry{t, "avx512vnni", "vnniz", smallLegacy(smallVNNIZ[t], wts, 0x80, true)},
+			smallKernelEntry{t, "avx512vnni", "zmm2", smallZGemm(smallZ[t].k, wts, smallZ[t].c)})
 	}
 	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
-		r = append(r, struct {
-			typ  quant.Type
-			tier string
-			f    GemmFunc
-		}{t, "avx2", smallKGemm(smallKAVX2[t])})
+		r = append(r, smallKernelEntry{t, "avx2", "avx2", smallKGemm(smallKAVX2[t])})
 	}
 	return r
 }
@@ -364,10 +354,12 @@ func init() {
 	// Q8_0, Q5_0, Q4_0: on the AVX2 tier (measured at N=896, K=1024, ns
 	// per weight row, M=4 / M=8: Q8_0 100 / 164 against the AVX2 GEMM's
 	// 164 / 240 and the row kernels' 104 / 204; Q5_0 113 / 197 against
-	// 155 / 246 and 198 / 457). The AVX-512 VNNI GEMMs are faster than
-	// these AVX2 kernels (Q8_0 75 / 140, Q5_0 86 / 132), so they stay.
-	if !hasVNNI {
-		for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
+	// 155 / 246 and 198 / 457). On AVX-512 VNNI the two-weight-row ZMM
+	// kernels (smallz_amd64.go): FIGURES.
+	for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
+		if hasVNNI {
+			registerSmall(t, "avx512vnni", 8, smallZGemm(smallZ[t].k, smallAVX2[t].wts, smallZ[t].c))
+		} else {
 			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0, false))
 		}
 	}

@@ -25,7 +25,7 @@ import (
 func TestSmallMKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
 	for _, k := range smallKernelTable() {
-		t.Run(k.typ.String()+"/"+k.tier, func(t *testing.T) {
+		t.Run(k.typ.String()+"/"+k.name, func(t *testing.T) {
 			if !tierOK(k.tier) {
 				t.Skipf("the %s tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it", k.tier)
 			}
@@ -152,15 +152,6 @@ func BenchmarkSmallM(b *testing.B) {
 				act := make([]byte, M*arb)
 				k.QuantizeRows(x, K, 0, M, act)
 				y := make([]float32, M*N)
-				var vnni, avx2 GemmFunc
-				for _, sk := range smallKernelTable() {
-					if sk.typ == wt && sk.tier == "avx512vnni" && hasVNNI {
-						vnni = sk.f
-					}
-					if sk.typ == wt && sk.tier == "avx2" {
-						avx2 = sk.f
-					}
-				}
 				paths := map[string]func(){
 					"run": func() { k.Run(K, w, act, M, y, N, 0, N) },
 				}
@@ -168,11 +159,11 @@ func BenchmarkSmallM(b *testing.B) {
 					if k.small.f != nil {
 						paths["small"] = func() { k.small.f(K, w, wrb, act, arb, M, y, N, 0, N) }
 					}
-					if avx2 != nil {
-						paths["avx2"] = func() { avx2(K, w, wrb, act, arb, M, y, N, 0, N) }
-					}
-					if vnni != nil {
-						paths["vnni"] = func() { vnni(K, w, wrb, act, arb, M, y, N, 0, N) }
+					for _, sk := range smallKernelTable() {
+						if sk.typ == wt && tierOK(sk.tier) {
+							f := sk.f
+							paths[sk.name] = func() { f(K, w, wrb, act, arb, M, y, N, 0, N) }
+						}
 					}
 					if k.gemm != nil {
 						paths["gemm"] = func() { k.gemm(K, w, wrb, act, arb, M, y, N, 0, N) }
@@ -187,7 +178,7 @@ func BenchmarkSmallM(b *testing.B) {
 						}
 					}
 				}
-				for _, p := range []string{"run", "small", "avx2", "vnni", "gemm", "rows"} {
+				for _, p := range []string{"run", "small", "avx2", "vnniy", "vnniz", "zmm2", "zmm2k", "gemm", "rows"} {
 					f := paths[p]
 					if f == nil {
 						continue

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Small-M mat-mul kernels on ZMM for AVX-512 VNNI (smallz_amd64.s): Q8_0,
+// Q5_0 and Q4_0 weights against 2..8 Q8_0 activation rows, two weight rows
+// per step. They replace the earlier ZMM kernels (smallm.go's VNNIZ), which
+// spent most of a block on work outside the dots: per weight row a pass
+// that wrote a table of the products d_w·d_a (one VPERMPS and one 64-byte
+// store per row pair and block) and read it back, and per block the
+// weight's offset (a VPDPBUSD and a subtract) — about 12.7 cycles per
+// block at M=8 where the dots and FMAs need 4.
+//
+// What bounds them (throughput microbenchmarks on the Zen 5 VM, cycles per
+// ZMM instruction): VPDPBUSD, VFMADD231PS and VMULPS share two pipes (2
+// per cycle together); VSUBPS and VCVTDQ2PS share two others; VPERMPS and
+// the bitwise ops go on either; 4 vector instructions per cycle in all,
+// 2 ZMM loads and 1 ZMM store per cycle. Per weight-row block and pair of
+// activation rows the float order needs one VPDPBUSD, one int→float
+// conversion, one product d_w·d_a per lane and one FMA, so these kernels
+// do just that and move everything else off the multiply pipes or out of
+// the block:
+//
+//   - The weights are the unsigned operand of VPDPBUSD (Q5_0's q5 and
+//     Q4_0's q4 as stored, Q8_0's x XOR 0x80 = x+128) and the activations
+//     the signed one, so the offset that makes Σ u·y into Σ x·y
+//     (-c·Σ of each 4 consecutive y, c = 16, 8, 128) depends on the
+//     activation row only: the Go side stores it in the records, with
+//     0x4B400000 (1.5·2^23 as float32) added, and the kernel starts each
+//     lane's dot from it. The lane then holds 1.5·2^23 + Σ x·y exactly
+//     (|Σ x·y| ≤ 4·128·127 < 2^22), and VSUBPS of 1.5·2^23 gives
+//     float32(Σ x·y) exactly, as VCVTDQ2PS would.
+//   - The two weight rows' d_w (f16, converted as a pair: [d_A ×8 | d_B ×8])
+//     times the record's activation scales ([d_a0..7 | d_a0..7]) is one
+//     VMULPS for all 16 products of the block; one VPERMPS per weight row
+//     and row pair spreads them to the halves (no table, no stores).
+//   - The activation quants and offsets of a row pair are loaded once for
+//     both weight rows.
+//
+// The float order is the row kernels' (see smallm.go): per block the 8
+// exact int32 lane sums, converted, one FMA with float32(d_w·d_a), blocks
+// in order, then hsum_float_8 — the bits of quant's pure-Go dot.
+//
+//	func smz<T>x<M>(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int)
+//
+// w: the first weight row (rows rows, wrb bytes apart, nb blocks each); p:
+// the records (64-byte aligned), per block 64 + 128·Mp bytes for the Mp =
+// M rounded up to even activation rows (an odd M gets a row of zero
+// quants, scale 0, offset 0x4B400000, whose outputs are not stored): the
+// Mp scales d_a as float32 (row j at 4j, zeros to 32 bytes), the same 32
+// bytes again, then per row pair q at 64+128q the 32 quants of row 2q and
+// of row 2q+1 (signed, as in the Q8_0 block), then at 128+128q their 8
+// offsets each (int32); y: the output of weight row 0, activation row 0
+// (activation row j's at j·ldy floats). An odd rows runs the last weight
+// row as both rows of a step and stores it once.
+//
+// Registers: Z0..Z3 the pair accumulators of weight row A, Z4..Z7 of
+// weight row B, Z8 and Z9 A's and B's unsigned weights (the block in both
+// halves), Z10..Z15 temporaries, Z16 the 16 products, Z20..Z23 and
+// Z24..Z27 the VPERMPS indexes of A's and B's pairs, Z28 the nibble
+// shifts (Q5_0, Q4_0), Z29 bytes 16 (Q5_0), Z30 bytes 0x0F (Q5_0, Q4_0)
+// or 0x80 (Q8_0), Z31 0x4B400000; K1, K2 the 5th bits of A and B (Q5_0).
+// SI and DX walk weight rows A and B, DI the records, BX counts blocks,
+// R9 the weight row pair, R8 wrb, R10 the records, R11 nb, AX the output,
+// R13 ldy in bytes, R12 the output of an activation row, CX rows left.
+
+func init() {
+	register("smallz_amd64.s", "amd64 && !purego", genSmallZ)
+}
+
+func genSmallZ(a *Asm) {
+	a.Blank()
+	a.Comment(`Small-M mat-mul kernels on ZMM (AVX-512 VNNI), two weight rows per step:
+2..8 Q8_0 activation rows against raw Q8_0 / Q5_0 / Q4_0 weight rows;
+see internal/asmgen/smallz.go (the generator) and
+backends/cpu/smallm_amd64.go (the Go side).`)
+	a.Blank()
+	// VPERMPS indexes: weight row A's pair q takes product 2q to the low 8
+	// lanes and 2q+1 to the high 8; B's the same from lanes 8.. of the
+	// products.
+	for r := 0; r < 2; r++ {
+		for q := 0; q < smallMaxM/2; q++ {
+			for l := 0; l < 16; l += 2 {
+				v := 8*r + 2*q
+				if l >= 8 {
+					v++
+				}
+				a.Raw("DATA smzidx<>+%d(SB)/8, $0x%08x%08x", 256*r+64*q+4*l, v, v)
+			}
+		}
+	}
+	a.Raw("GLOBL smzidx<>(SB), RODATA|NOPTR, $512")
+	a.Blank()
+	// Per-dword right shifts of the nibble bytes: the low nibbles to the
+	// first 16 bytes of each half, the high ones to the next 16.
+	for h := 0; h < 2; h++ {
+		a.Raw("DATA smzshift<>+%d(SB)/8, $0", 32*h)
+		a.Raw("DATA smzshift<>+%d(SB)/8, $0", 32*h+8)
+		a.Raw("DATA smzshift<>+%d(SB)/8, $0x0000000400000004", 32*h+16)
+		a.Raw("DATA smzshift<>+%d(SB)/8, $0x0000000400000004", 32*h+24)
+	}
+	a.Raw("GLOBL smzshift<>(SB), RODATA|NOPTR, $64")
+	for _, k := range smallKinds {
+		for m := 2; m <= smallMaxM; m++ {
+			genSmallZ2(a, k, m)
+		}
+	}
+}
+
+// smallZWeights writes the unpacking of the weight block at (src) into its
+// unsigned values in both halves of z; kr is the mask register for Q5_0.
+func smallZWeights(a *Asm, k smallKind, src, z, kr string) {
+	switch k.name {
+	case "Q8_0":
+		a.I("VBROADCASTI64X4", "2("+src+"), "+z)
+		a.I("VPXORD", "Z30, "+z+", "+z)
+	case "Q4_0":
+		a.I("VBROADCASTI32X4", "2("+src+"), "+z)
+		a.I("VPSRLVD", "Z28, "+z+", "+z)
+		a.I("VPANDD", "Z30, "+z+", "+z)
+	case "Q5_0":
+		a.I("VBROADCASTI32X4", "6("+src+"), "+z)
+		a.I("KMOVD", "2("+src+"), "+kr)
+		a.I("VPSRLVD", "Z28, "+z+", "+z)
+		a.I("KUNPCKDQ", kr+", "+kr+", "+kr)
+		a.I("VPANDD", "Z30, "+z+", "+z)
+		a.I("VPADDB", "Z29, "+z+", "+kr+", "+z)
+	}
+}
+
+// genSmallZ2 writes the kernel of type k for M activation rows.
+func genSmallZ2(a *Asm, k smallKind, M int) {
+	name := fmt.Sprintf("smz%sx%d", k.name, M)
+	lbl := strings.ToLower(fmt.Sprintf("smz%s_%d_", strings.ReplaceAll(k.name, "_", ""), M))
+	mp := (M + 1) &^ 1
+	np := mp / 2
+	bs := 64 + 128*np // record bytes per block
+	a.Text(name, 0, 56)
+	a.I("MOVQ", "w+0(FP), R9")
+	a.I("MOVQ", "wrb+8(FP), R8")
+	a.I("MOVQ", "p+16(FP), R10")
+	a.I("MOVQ", "nb+24(FP), R11")
+	a.I("MOVQ", "y+32(FP), AX")
+	a.I("MOVQ", "ldy+40(FP), R13")
+	a.I("SHLQ", "$2, R13")
+	a.I("MOVQ", "rows+48(FP), CX")
+	a.I("TESTQ", "CX, CX")
+	a.I("JZ", lbl+"done")
+	a.I("MOVL", "$0x4B400000, BX")
+	a.I("VPBROADCASTD", "BX, Z31")
+	switch k.name {
+	case "Q8_0":
+		a.I("MOVL", "$0x80808080, BX")
+		a.I("VPBROADCASTD", "BX, Z30")
+	default:
+		a.I("MOVL", "$0x0F0F0F0F, BX")
+		a.I("VPBROADCASTD", "BX, Z30")
+		a.I("VMOVDQU64", "smzshift<>(SB), Z28")
+	}
+	if k.name == "Q5_0" {
+		a.I("MOVL", "$0x10101010, BX")
+		a.I("VPBROADCASTD", "BX, Z29")
+	}
+	a.I("MOVL", "$0xFF00, BX")
+	a.I("KMOVW", "BX, K3")
+	for q := 0; q < np; q++ {
+		a.I("VMOVDQU64", fmt.Sprintf("smzidx<>+%d(SB), Z%d", 64*q, 20+q))
+		a.I("VMOVDQU64", fmt.Sprintf("smzidx<>+%d(SB), Z%d", 256+64*q, 24+q))
+	}
+	a.Label(lbl + "row")
+	for q := 0; q < np; q++ {
+		a.I("VPXORD", fmt.Sprintf("Z%d, Z%d, Z%d", q, q, q))
+		a.I("VPXORD", fmt.Sprintf("Z%d, Z%d, Z%d", 4+q, 4+q, 4+q))
+	}
+	a.I("MOVQ", "R9, SI")
+	a.I("LEAQ", "(R9)(R8*1), DX")
+	a.I("CMPQ", "CX, $1")
+	a.I("JNE", lbl+"two")
+	a.I("MOVQ", "R9, DX") // one row left: run it as both rows
+	a.Label(lbl + "two")
+	a.I("MOVQ", "R10, DI")
+	a.I("MOVQ", "R11, BX")
+	a.Label(lbl + "blk")
+	// The 16 products [d_A·d_a0..7 | d_B·d_a0..7].
+	a.I("VPBROADCASTW", "(SI), Y16")
+	a.I("VPBROADCASTW", "(DX), K3, Y16")
+	a.I("VCVTPH2PS", "Y16, Z16")
+	a.I("VMULPS", "(DI), Z16, Z16")
+	smallZWeights(a, k, "SI", "Z8", "K1")
+	smallZWeights(a, k, "DX", "Z9", "K2")
+	for q := 0; q < np; q++ {
+		qo, oo := 64+128*q, 128+128*q
+		a.I("VMOVDQU64", fmt.Sprintf("%d(DI), Z11", qo))
+		a.I("VMOVDQU64", fmt.Sprintf("%d(DI), Z10", oo))
+		a.I("VMOVDQA64", "Z10, Z12")
+		a.I("VPDPBUSD", "Z11, Z8, Z12")
+		a.I("VPDPBUSD", "Z11, Z9, Z10")
+		a.I("VSUBPS", "Z31, Z12, Z12")
+		a.I("VSUBPS", "Z31, Z10, Z10")
+		a.I("VPERMPS", fmt.Sprintf("Z16, Z%d, Z13", 20+q))
+		a.I("VPERMPS", fmt.Sprintf("Z16, Z%d, Z14", 24+q))
+		a.I("VFMADD231PS", fmt.Sprintf("Z13, Z12, Z%d", q))
+		a.I("VFMADD231PS", fmt.Sprintf("Z14, Z10, Z%d", 4+q))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, SI", k.wts))
+	a.I("ADDQ", fmt.Sprintf("$%d, DX", k.wts))
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
+	a.I("DECQ", "BX")
+	a.I("JNZ", lbl+"blk")
+	// hsum_float_8 of each half of each accumulator, stored to its row:
+	// A's at AX, B's at AX+4 (not for the pad row, nor B when it is A).
+	hsum := func(acc, accx string) {
+		a.I("VEXTRACTF128", "$1, "+acc+", X11")
+		a.I("VADDPS", "X11, "+accx+", "+accx)
+		a.I("VMOVHLPS", accx+", "+accx+", X11")
+		a.I("VADDPS", "X11, "+accx+", "+accx)
+		a.I("VMOVSHDUP", accx+", X11")
+		a.I("VADDSS", "X11, "+accx+", "+accx)
+	}
+	store := func(base, off int) {
+		a.I("MOVQ", "AX, R12")
+		for q := 0; q < np; q++ {
+			z := base + q
+			a.I("VEXTRACTF64X4", fmt.Sprintf("$1, Z%d, Y10", z))
+			hsum(fmt.Sprintf("Y%d", z), fmt.Sprintf("X%d", z))
+			a.I("VMOVSS", fmt.Sprintf("X%d, %d(R12)", z, off))
+			if 2*q+1 < M {
+				a.I("ADDQ", "R13, R12")
+				hsum("Y10", "X10")
+				a.I("VMOVSS", fmt.Sprintf("X10, %d(R12)", off))
+				if 2*q+2 < M {
+					a.I("ADDQ", "R13, R12")
+				}
+			}
+		}
+	}
+	store(0, 0)
+	a.I("CMPQ", "CX, $1")
+	a.I("JEQ", lbl+"done")
+	store(4, 4)
+	a.I("ADDQ", "$8, AX")
+	a.I("LEAQ", "(R9)(R8*2), R9")
+	a.I("SUBQ", "$2, CX")
+	a.I("JNZ", lbl+"row")
+	a.Label(lbl + "done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
