@@ -342,7 +342,8 @@ func smallKernelTable() []smallKernelEntry {
 			smallKernelEntry{t, "avx512vnni", "zmm2", smallZGemm(smallZ[t].k, wts, smallZ[t].c)})
 	}
 	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
-		r = append(r, smallKernelEntry{t, "avx2", "avx2", smallKGemm(smallKAVX2[t])})
+		r = append(r, smallKernelEntry{t, "avx2", "avx2", smallKGemm(smallKAVX2[t])},
+			smallKernelEntry{t, "avx512vnni", "zmm2", smallKZGemm(smallKZ[t])})
 	}
 	return r
 }
@@ -369,14 +370,16 @@ func init() {
 	// AVX2 about even at 4, rows 0.8× the GEMM at 8) — but for Q4_K and
 	// Q6_K on the AVX2 tier the small-M kernels (smallk_amd64.go; cpu
 	// ns per weight row at K=1024, M=4 / M=8, medians of 3: Q4_K 63 / 121
-	// against the AVX2 rows' 84 / 179, Q6_K 77 / 136 against 110 / 215).
-	// On the VNNI tier they only match the VNNI rows at M=8 and lose
-	// below (Q4_K M=2: 53 against 29), so the rows stay there.
+	// against the AVX2 rows' 84 / 179, Q6_K 77 / 136 against 110 / 215),
+	// and on the VNNI tier from M=4 the ZMM ones (smallkz_amd64.go):
+	// KFIGURES.
 	for _, t := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		smallRows[t] = 8
 	}
-	if !hasVNNI {
-		for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		if hasVNNI {
+			registerSmallFrom(t, "avx512vnni", 4, 8, smallKZGemm(smallKZ[t]))
+		} else {
 			registerSmall(t, "avx2", 8, smallKGemm(smallKAVX2[t]))
 		}
 	}

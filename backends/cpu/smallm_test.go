@@ -198,3 +198,43 @@ func BenchmarkSmallM(b *testing.B) {
 		}
 	}
 }
+
+// TestSmallZRecords checks the record builders of the two-weight-row ZMM
+// kernels (asm) against smallZRecords (Go) for every M and offset factor,
+// on raw activation bytes (any quant, -128 included; any finite f16 scale).
+func TestSmallZRecords(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("the AVX-512 VNNI tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it")
+	}
+	r := rand.New(rand.NewPCG(77, 78))
+	for M := 2; M <= 8; M++ {
+		for _, nb := range []int{1, 3, 28} {
+			for _, c := range []int32{128, 16, 8} {
+				arb := nb*34 + 6
+				act := make([]byte, M*arb)
+				for i := range act {
+					act[i] = byte(r.Uint32())
+				}
+				for j := 0; j < M; j++ {
+					for b := 0; b < nb; b++ {
+						act[j*arb+b*34+1] &^= 0x40 // a finite scale: VCVTPH2PS quiets NaNs, the table does not
+					}
+				}
+				mp := (M + 1) &^ 1
+				n := nb * (64 + 64*mp)
+				want, got := make([]byte, n), make([]byte, n)
+				for i := range got {
+					got[i] = 0xAA
+				}
+				smallZRecords(want, act, arb, nb, M, mp, c)
+				smallZRecordsAsm[M-2](&got[0], &act[0], arb, nb, int(c))
+				for i := range want {
+					if want[i] != got[i] {
+						t.Fatalf("M=%d nb=%d c=%d: record byte %d (block %d, offset %d) = %#02x, want %#02x",
+							M, nb, c, i, i/(64+64*mp), i%(64+64*mp), got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -92,6 +92,30 @@ var smallZ = map[quant.Type]struct {
 	quant.Q4_0: {[7]smallZAsm{smzQ4_0x2, smzQ4_0x3, smzQ4_0x4, smzQ4_0x5, smzQ4_0x6, smzQ4_0x7, smzQ4_0x8}, 8},
 }
 
+//go:noescape
+func smzRecordsx2(p *byte, act *byte, arb int, nb int, c int)
+
+//go:noescape
+func smzRecordsx3(p *byte, act *byte, arb int, nb int, c int)
+
+//go:noescape
+func smzRecordsx4(p *byte, act *byte, arb int, nb int, c int)
+
+//go:noescape
+func smzRecordsx5(p *byte, act *byte, arb int, nb int, c int)
+
+//go:noescape
+func smzRecordsx6(p *byte, act *byte, arb int, nb int, c int)
+
+//go:noescape
+func smzRecordsx7(p *byte, act *byte, arb int, nb int, c int)
+
+//go:noescape
+func smzRecordsx8(p *byte, act *byte, arb int, nb int, c int)
+
+// smallZRecordsAsm lists the record builders by M (index M-2).
+var smallZRecordsAsm = [7]func(p *byte, act *byte, arb int, nb int, c int){smzRecordsx2, smzRecordsx3, smzRecordsx4, smzRecordsx5, smzRecordsx6, smzRecordsx7, smzRecordsx8}
+
 // smallZMagic is 1.5·2^23 as float32 bits: the kernels' lanes start from
 // it, so that the int32 sum read as float32 minus 1.5·2^23 is the sum.
 const smallZMagic = 0x4B400000
@@ -121,8 +145,9 @@ func smallZRecords(p, act []byte, arb, nb, M, mp int, c int32) {
 			}
 			src := act[j*arb+b*34 : j*arb+b*34+34]
 			d := math.Float32bits(quant.FP16ToFP32(uint16(src[0]) | uint16(src[1])<<8))
-			binary.LittleEndian.PutUint32(blk[4*j:], d)
-			binary.LittleEndian.PutUint32(blk[32+4*j:], d)
+			so := 4 * (8*(j%2) + j/2)
+			binary.LittleEndian.PutUint32(blk[so:], d)
+			binary.LittleEndian.PutUint32(blk[so+16:], d)
 			for l := 0; l < 32; l += 8 {
 				v := binary.LittleEndian.Uint64(src[2+l:])
 				binary.LittleEndian.PutUint64(q[l:], v)
@@ -180,7 +205,7 @@ func smallZGemm(ks [7]smallZAsm, wts int, c int32) GemmFunc {
 		mp := (M + 1) &^ 1
 		bp := smallRecs.Get().(*[]byte)
 		p := aligned64(bp, nb*(64+128*mp/2))
-		smallZRecords(p, act, arb, nb, M, mp, c)
+		smallZRecordsAsm[M-2](&p[0], &act[0], arb, nb, int(c))
 		ks[M-2](&w[n0*wrb], wrb, &p[0], nb, &y[n0], ldy, n1-n0)
 		smallRecs.Put(bp)
 	}

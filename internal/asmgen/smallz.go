@@ -78,22 +78,6 @@ func genSmallZ(a *Asm) {
 see internal/asmgen/smallz.go (the generator) and
 backends/cpu/smallm_amd64.go (the Go side).`)
 	a.Blank()
-	// VPERMPS indexes: weight row A's pair q takes product 2q to the low 8
-	// lanes and 2q+1 to the high 8; B's the same from lanes 8.. of the
-	// products.
-	for r := 0; r < 2; r++ {
-		for q := 0; q < smallMaxM/2; q++ {
-			for l := 0; l < 16; l += 2 {
-				v := 8*r + 2*q
-				if l >= 8 {
-					v++
-				}
-				a.Raw("DATA smzidx<>+%d(SB)/8, $0x%08x%08x", 256*r+64*q+4*l, v, v)
-			}
-		}
-	}
-	a.Raw("GLOBL smzidx<>(SB), RODATA|NOPTR, $512")
-	a.Blank()
 	// Per-dword right shifts of the nibble bytes: the low nibbles to the
 	// first 16 bytes of each half, the high ones to the next 16.
 	for h := 0; h < 2; h++ {
@@ -108,6 +92,73 @@ backends/cpu/smallm_amd64.go (the Go side).`)
 			genSmallZ2(a, k, m)
 		}
 	}
+	for m := 2; m <= smallMaxM; m++ {
+		genSmallZRecords(a, m)
+	}
+}
+
+// genSmallZRecords writes the record builder of the kernels for M
+// activation rows:
+//
+//	func smzRecordsx<M>(p *byte, act *byte, arb int, nb int, c int)
+//
+// p: the records (layout in the header comment); act: M Q8_0 rows, arb
+// bytes apart, nb blocks each; c: the offset factor of the weight type
+// (128, 16, 8). Per row and block it copies the 32 quants, converts d_a
+// (f16) and makes the 8 offsets 0x4B400000 - c·Σ (VPDPBUSD of bytes c
+// with the quants, subtracted from 0x4B400000). Registers: Y0..Y2
+// temporaries, Y13 zero, Y14 0x4B400000, Y15 bytes c; DI the records, R12
+// the block's quants of row 0, R13 of row j, R8 arb, R9 blocks left.
+func genSmallZRecords(a *Asm, M int) {
+	name := fmt.Sprintf("smzRecordsx%d", M)
+	lbl := fmt.Sprintf("smzrec_%d_", M)
+	mp := (M + 1) &^ 1
+	bs := 64 + 64*mp
+	a.Text(name, 0, 40)
+	a.I("MOVQ", "p+0(FP), DI")
+	a.I("MOVQ", "act+8(FP), R12")
+	a.I("MOVQ", "arb+16(FP), R8")
+	a.I("MOVQ", "nb+24(FP), R9")
+	a.I("MOVQ", "c+32(FP), BX")
+	a.I("TESTQ", "R9, R9")
+	a.I("JZ", lbl+"done")
+	a.I("VPBROADCASTB", "BX, Y15")
+	a.I("MOVL", "$0x4B400000, BX")
+	a.I("VPBROADCASTD", "BX, Y14")
+	a.I("VPXOR", "Y13, Y13, Y13")
+	a.Label(lbl + "blk")
+	a.I("VMOVDQU", "Y13, (DI)")
+	a.I("VMOVDQU", "Y13, 32(DI)")
+	a.I("MOVQ", "R12, R13")
+	for j := 0; j < mp; j++ {
+		qo := 64 + 128*(j/2) + 32*(j%2)
+		if j >= M {
+			a.I("VMOVDQU", fmt.Sprintf("Y13, %d(DI)", qo))
+			a.I("VMOVDQU", fmt.Sprintf("Y14, %d(DI)", qo+64))
+			continue
+		}
+		a.I("VMOVDQU", "2(R13), Y0")
+		a.I("VMOVDQU", fmt.Sprintf("Y0, %d(DI)", qo))
+		a.I("VPXOR", "Y1, Y1, Y1")
+		a.I("VPDPBUSD", "Y0, Y15, Y1")
+		a.I("VPSUBD", "Y1, Y14, Y1")
+		a.I("VMOVDQU", fmt.Sprintf("Y1, %d(DI)", qo+64))
+		a.I("VPBROADCASTW", "(R13), X2")
+		a.I("VCVTPH2PS", "X2, X2")
+		so := 4 * (8*(j%2) + j/2) // see the header comment: the scales' order
+		a.I("VMOVSS", fmt.Sprintf("X2, %d(DI)", so))
+		a.I("VMOVSS", fmt.Sprintf("X2, %d(DI)", so+16))
+		if j < M-1 {
+			a.I("ADDQ", "R8, R13")
+		}
+	}
+	a.I("ADDQ", "$34, R12")
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
+	a.I("DECQ", "R9")
+	a.I("JNZ", lbl+"blk")
+	a.Label(lbl + "done")
+	a.I("VZEROUPPER")
+	a.I("RET")
 }
 
 // smallZWeights writes the unpacking of the weight block at (src) into its
@@ -164,12 +215,6 @@ func genSmallZ2(a *Asm, k smallKind, M int) {
 		a.I("MOVL", "$0x10101010, BX")
 		a.I("VPBROADCASTD", "BX, Z29")
 	}
-	a.I("MOVL", "$0xFF00, BX")
-	a.I("KMOVW", "BX, K3")
-	for q := 0; q < np; q++ {
-		a.I("VMOVDQU64", fmt.Sprintf("smzidx<>+%d(SB), Z%d", 64*q, 20+q))
-		a.I("VMOVDQU64", fmt.Sprintf("smzidx<>+%d(SB), Z%d", 256+64*q, 24+q))
-	}
 	a.Label(lbl + "row")
 	for q := 0; q < np; q++ {
 		a.I("VPXORD", fmt.Sprintf("Z%d, Z%d, Z%d", q, q, q))
@@ -185,10 +230,13 @@ func genSmallZ2(a *Asm, k smallKind, M int) {
 	a.I("MOVQ", "R11, BX")
 	a.Label(lbl + "blk")
 	// The 16 products [d_A·d_a0..7 | d_B·d_a0..7].
+	a.I("VMOVUPS", "(DI), Z15")
 	a.I("VPBROADCASTW", "(SI), Y16")
-	a.I("VPBROADCASTW", "(DX), K3, Y16")
+	a.I("VPBROADCASTW", "(DX), Y17")
 	a.I("VCVTPH2PS", "Y16, Z16")
-	a.I("VMULPS", "(DI), Z16, Z16")
+	a.I("VCVTPH2PS", "Y17, Z17")
+	a.I("VMULPS", "Z15, Z16, Z16")
+	a.I("VMULPS", "Z15, Z17, Z17")
 	smallZWeights(a, k, "SI", "Z8", "K1")
 	smallZWeights(a, k, "DX", "Z9", "K2")
 	for q := 0; q < np; q++ {
@@ -200,8 +248,8 @@ func genSmallZ2(a *Asm, k smallKind, M int) {
 		a.I("VPDPBUSD", "Z11, Z9, Z10")
 		a.I("VSUBPS", "Z31, Z12, Z12")
 		a.I("VSUBPS", "Z31, Z10, Z10")
-		a.I("VPERMPS", fmt.Sprintf("Z16, Z%d, Z13", 20+q))
-		a.I("VPERMPS", fmt.Sprintf("Z16, Z%d, Z14", 24+q))
+		a.I("VPERMILPS", fmt.Sprintf("$0x%02x, Z16, Z13", 0x55*q))
+		a.I("VPERMILPS", fmt.Sprintf("$0x%02x, Z17, Z14", 0x55*q))
 		a.I("VFMADD231PS", fmt.Sprintf("Z13, Z12, Z%d", q))
 		a.I("VFMADD231PS", fmt.Sprintf("Z14, Z10, Z%d", 4+q))
 	}
