@@ -123,10 +123,13 @@ const smallZMagic = 0x4B400000
 // smallZRecords fills p (64-byte aligned) with the records of M Q8_0
 // activation rows (arb bytes apart, nb blocks each) for the kernels of
 // offset factor c, per block (64 + 128·mp bytes, mp = M rounded up to
-// even): the scales d_a as float32 (zeros past M) twice over 32 bytes
-// each, then per row pair q the 32 quants of rows 2q and 2q+1 and their 8
-// lane offsets each, 0x4B400000 - c·(sum of each 4 consecutive quants).
-// Rows M..mp-1 are zero quants (offset 0x4B400000, scale 0).
+// even): the 16 scales d_a as float32 in the kernels' order (row j's at
+// floats 8·(j%2)+j/2 and 4 on, zeros past M), then per row pair q the 32
+// quants of rows 2q and 2q+1 and their 8 lane offsets each, 0x4B400000 -
+// c·(sum of each 4 consecutive quants). Rows M..mp-1 are zero quants
+// (offset 0x4B400000, scale 0). The kernels' records come from the
+// generated smzRecordsx<M> (the same bytes, TestSmallZRecords); this is
+// their reference.
 func smallZRecords(p, act []byte, arb, nb, M, mp int, c int32) {
 	bs := 64 + 128*mp/2
 	_ = p[nb*bs-1]
