@@ -58,7 +58,7 @@ import (
 // acc lanes, Y24..Y27 the pairs' mins lanes (Q4_K), Y28 the mins words in
 // both 128-bit lanes, K1 and K2 the low and high 8 lanes, K3 and K4 the
 // low and high 4 of 8; the header passes use X3, X6, X7, Y10, Y11. The
-// general registers as the AVX2 kernels'.
+// general registers as the AVX2 kernels', and R15 16·wrb (the prefetch).
 
 func init() {
 	register("smallkz_amd64.s", "amd64 && !purego", genSmallKZ)
@@ -148,6 +148,8 @@ func genSmallKZ1(a *Asm, k smallKKind, M int) {
 		a.I("MOVL", fmt.Sprintf("$0x%04x, BX", m))
 		a.I("KMOVW", fmt.Sprintf("BX, K%d", i+1))
 	}
+	a.I("MOVQ", "R8, R15")
+	a.I("SHLQ", "$4, R15")
 	a.Label(lbl + "row")
 	// The header pass.
 	a.I("MOVQ", "R9, SI")
@@ -188,8 +190,10 @@ func genSmallKZ1(a *Asm, k smallKKind, M int) {
 	a.I("MOVQ", "R11, DX")
 	a.I("MOVQ", "R14, BX")
 	a.Label(lbl + "blk")
+	// Prefetch the super-block of the weight row 16 rows on: the next
+	// tile's (smallKTile on the Go side), read a tile later, from L2.
 	for i := 0; i < k.wbs; i += 64 {
-		a.I("PREFETCHT0", fmt.Sprintf("%d(SI)(R8*1)", i))
+		a.I("PREFETCHT0", fmt.Sprintf("%d(SI)(R15*1)", i))
 	}
 	// Sub-block i adds into chain i%nc of each pair (register
 	// Z(np·(i%nc)+q)), so that the VPDPWSSD latency chains are short; the
