@@ -355,8 +355,13 @@ func init() {
 	// Q8_0, Q5_0, Q4_0: on the AVX2 tier (measured at N=896, K=1024, ns
 	// per weight row, M=4 / M=8: Q8_0 100 / 164 against the AVX2 GEMM's
 	// 164 / 240 and the row kernels' 104 / 204; Q5_0 113 / 197 against
-	// 155 / 246 and 198 / 457). On AVX-512 VNNI the two-weight-row ZMM
-	// kernels (smallz_amd64.go): FIGURES.
+	// 155 / 246 and 198 / 457). On AVX-512 VNNI the ZMM kernels
+	// (smallz_amd64.go) instead of the VNNI GEMM (BenchmarkSmallM "run",
+	// K=1024, cpu-ns per weight row, medians of 5 alternated runs on a
+	// busy machine, GEMM -> ZMM: Q8_0 M=2 41 -> 33, M=4 94 -> 50, M=8
+	// 156 -> 83; Q5_0 66 -> 51, 106 -> 62, 152 -> 87; with the weights
+	// out of cache, as a model's are, the GEMM's M=8 is 200-230 and
+	// these stay at 72-83 thanks to their prefetch).
 	for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
 		if hasVNNI {
 			registerSmall(t, "avx512vnni", 8, smallZGemm(smallZ[t].k, smallAVX2[t].wts, smallZ[t].c))
@@ -371,8 +376,12 @@ func init() {
 	// Q6_K on the AVX2 tier the small-M kernels (smallk_amd64.go; cpu
 	// ns per weight row at K=1024, M=4 / M=8, medians of 3: Q4_K 63 / 121
 	// against the AVX2 rows' 84 / 179, Q6_K 77 / 136 against 110 / 215),
-	// and on the VNNI tier from M=4 the ZMM ones (smallkz_amd64.go):
-	// KFIGURES.
+	// and on the VNNI tier from M=4 the ZMM ones (smallkz_amd64.go; K=4864,
+	// cpu-ns per weight row, medians of 5 alternated runs on a busy
+	// machine, VNNI rows -> ZMM: Q4_K M=4 336 -> 238, M=8 660 -> 418;
+	// Q6_K 436 -> 387, 888 -> 568; below M=4 they do not pay: at M=2,
+	// called directly, Q4_K 0.9-1.3x the rows' time and Q6_K 1.3-1.45x,
+	// and M=3 runs padded to 4 rows).
 	for _, t := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		smallRows[t] = 8
 	}

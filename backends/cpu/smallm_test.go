@@ -121,11 +121,15 @@ func TestSmallMDispatch(t *testing.T) {
 
 // BenchmarkSmallM measures the mat-mul of a batched decode step: N=896
 // weight rows of K=1024 (and, for Q4_K and Q6_K, K=4864: qwen2-0.5b's
-// ffn_down) against M = 1, 2, 4, 8 activation rows, through MatMul.Run (the path the dispatch
-// chooses: "run") and, for types with one, the small-M kernel called
-// directly ("small") and the GEMM ("gemm") and row-kernel loop ("rows")
-// it replaces. ns/row is per weight row (all M outputs of it); cpu-ns/row
-// the same in the thread's CPU time (robust to other processes).
+// ffn_down) against M = 1, 2, 4, 8 activation rows, through MatMul.Run
+// (the path the dispatch chooses: "run") and, for types with them, the
+// installed small-M kernel called directly ("small"), every small-M
+// kernel of smallKernelTable the CPU can run (by name: "avx2", "vnniy",
+// "vnniz", "zmm2"), and the GEMM ("gemm") and row-kernel loop ("rows").
+// ns/row is per weight row (all M outputs of it); cpu-ns/row the same in
+// the thread's CPU time (robust to other processes). The weights (under
+// 1 MB) stay in L2 across iterations; a model's come from DRAM every
+// step, where software prefetch matters (see internal/asmgen/smallz.go).
 func BenchmarkSmallM(b *testing.B) {
 	const N = 896
 	r := rand.New(rand.NewPCG(75, 76))
@@ -178,7 +182,7 @@ func BenchmarkSmallM(b *testing.B) {
 						}
 					}
 				}
-				for _, p := range []string{"run", "small", "avx2", "vnniy", "vnniz", "zmm2", "zmm2k", "gemm", "rows"} {
+				for _, p := range []string{"run", "small", "avx2", "vnniy", "vnniz", "zmm2", "gemm", "rows"} {
 					f := paths[p]
 					if f == nil {
 						continue
