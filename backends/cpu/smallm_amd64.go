@@ -87,132 +87,6 @@ func smQ4_0AVX2x7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows i
 //go:noescape
 func smQ4_0AVX2x8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
 
-//go:noescape
-func smQ8_0VNNIx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
 // smallAVX2 lists the AVX2 kernels by weight type, index M-2 for M rows,
 // with the weight block size.
 var smallAVX2 = map[quant.Type]struct {
@@ -224,38 +98,16 @@ var smallAVX2 = map[quant.Type]struct {
 	quant.Q4_0: {[7]smallAsm{smQ4_0AVX2x2, smQ4_0AVX2x3, smQ4_0AVX2x4, smQ4_0AVX2x5, smQ4_0AVX2x6, smQ4_0AVX2x7, smQ4_0AVX2x8}, 18},
 }
 
-// smallVNNI lists the AVX-512 VNNI kernels as smallAVX2 does.
-var smallVNNI = map[quant.Type]struct {
-	k [7]smallAsm
-}{
-	quant.Q8_0: {[7]smallAsm{smQ8_0VNNIx2, smQ8_0VNNIx3, smQ8_0VNNIx4, smQ8_0VNNIx5, smQ8_0VNNIx6, smQ8_0VNNIx7, smQ8_0VNNIx8}},
-	quant.Q5_0: {[7]smallAsm{smQ5_0VNNIx2, smQ5_0VNNIx3, smQ5_0VNNIx4, smQ5_0VNNIx5, smQ5_0VNNIx6, smQ5_0VNNIx7, smQ5_0VNNIx8}},
-	quant.Q4_0: {[7]smallAsm{smQ4_0VNNIx2, smQ4_0VNNIx3, smQ4_0VNNIx4, smQ4_0VNNIx5, smQ4_0VNNIx6, smQ4_0VNNIx7, smQ4_0VNNIx8}},
-}
-
-// smallVNNIZ lists the AVX-512 VNNI kernels on ZMM (two activation rows
-// per register) as smallAVX2 does.
-var smallVNNIZ = map[quant.Type][7]smallAsm{
-	quant.Q8_0: {smQ8_0VNNIZx2, smQ8_0VNNIZx3, smQ8_0VNNIZx4, smQ8_0VNNIZx5, smQ8_0VNNIZx6, smQ8_0VNNIZx7, smQ8_0VNNIZx8},
-	quant.Q5_0: {smQ5_0VNNIZx2, smQ5_0VNNIZx3, smQ5_0VNNIZx4, smQ5_0VNNIZx5, smQ5_0VNNIZx6, smQ5_0VNNIZx7, smQ5_0VNNIZx8},
-	quant.Q4_0: {smQ4_0VNNIZx2, smQ4_0VNNIZx3, smQ4_0VNNIZx4, smQ4_0VNNIZx5, smQ4_0VNNIZx6, smQ4_0VNNIZx7, smQ4_0VNNIZx8},
-}
-
 // smallRecs pools the record buffers (grown when a larger shape first
 // needs one; no allocation per call in steady state).
 var smallRecs = sync.Pool{New: func() any { return new([]byte) }}
 
-// smallLegacyRecords fills p with the records of M Q8_0 activation rows
-// (arb bytes apart, nb blocks each), per block: the M scales d_a as
-// float32 (padded to 8), then per row its 32 quants, XORed with bias
-// (0x80 for the VNNI kernels, which take them unsigned; 0 for AVX2).
-//
-// With mp > M the records hold mp rows, the last mp-M of zero activations
-// (the biased zero, scale 0): the ZMM kernels take rows in pairs.
-func smallLegacyRecords(p, act []byte, arb, nb, M, mp int, bias byte) {
-	bs := 32 + 32*mp
+// smallLegacyRecords fills p with the records of the AVX2 kernels for M
+// Q8_0 activation rows (arb bytes apart, nb blocks each), per block: the M
+// scales d_a as float32 (padded to 8), then per row its 32 quants.
+func smallLegacyRecords(p, act []byte, arb, nb, M int) {
+	bs := 32 + 32*M
 	_ = p[nb*bs-1]
-	x := uint64(bias) * 0x0101010101010101
 	for b := 0; b < nb; b++ {
 		blk := p[b*bs : (b+1)*bs]
 		clear(blk[:32])
@@ -263,26 +115,14 @@ func smallLegacyRecords(p, act []byte, arb, nb, M, mp int, bias byte) {
 			src := act[j*arb+b*34 : j*arb+b*34+34]
 			d := quant.FP16ToFP32(uint16(src[0]) | uint16(src[1])<<8)
 			binary.LittleEndian.PutUint32(blk[4*j:], math.Float32bits(d))
-			r := blk[32+32*j : 64+32*j]
-			for l := 0; l < 32; l += 8 {
-				binary.LittleEndian.PutUint64(r[l:], binary.LittleEndian.Uint64(src[2+l:])^x)
-			}
-		}
-		for j := M; j < mp; j++ {
-			r := blk[32+32*j : 64+32*j]
-			for l := 0; l < 32; l += 8 {
-				binary.LittleEndian.PutUint64(r[l:], x)
-			}
+			copy(blk[32+32*j:64+32*j], src[2:34])
 		}
 	}
 }
 
-// smallLegacy returns the GemmFunc of the kernels ks (index M-2) for
-// weight blocks of wts bytes, checking every bound the asm relies on;
-// bias is what the kernels take the activation quants XORed with (the
-// AVX2 kernels 0, the VNNI ones 0x80); pairs says the kernels take the
-// rows in pairs (the ZMM ones: an odd M gets a row of zeros).
-func smallLegacy(ks [7]smallAsm, wts int, bias byte, pairs bool) GemmFunc {
+// smallLegacy returns the GemmFunc of the AVX2 kernels ks (index M-2) for
+// weight blocks of wts bytes, checking every bound the asm relies on.
+func smallLegacy(ks [7]smallAsm, wts int) GemmFunc {
 	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
 		if n1 <= n0 || M <= 0 {
 			return
@@ -307,14 +147,9 @@ func smallLegacy(ks [7]smallAsm, wts int, bias byte, pairs bool) GemmFunc {
 		_ = act[(M-1)*arb+nb*34-1]
 		_ = y[(M-1)*ldy+n1-1]
 		bp := smallRecs.Get().(*[]byte)
-		mp, tb := M, 32 // rows in the records, table bytes per block
-		if pairs {
-			mp = (M + 1) &^ 1
-			tb = 32 * mp
-		}
-		p := aligned32(bp, nb*(32+32*mp)+nb*tb)
-		smallLegacyRecords(p, act, arb, nb, M, mp, bias)
-		t := p[nb*(32+32*mp):]
+		p := aligned32(bp, nb*(32+32*M)+nb*32)
+		smallLegacyRecords(p, act, arb, nb, M)
+		t := p[nb*(32+32*M):]
 		ks[M-2](&w[n0*wrb], wrb, &p[0], nb, &y[n0], ldy, n1-n0, (*float32)(unsafe.Pointer(&t[0])))
 		smallRecs.Put(bp)
 	}
@@ -336,9 +171,7 @@ func smallKernelTable() []smallKernelEntry {
 	for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
 		wts := smallAVX2[t].wts
 		r = append(r,
-			smallKernelEntry{t, "avx2", "avx2", smallLegacy(smallAVX2[t].k, wts, 0, false)},
-			smallKernelEntry{t, "avx512vnni", "vnniy", smallLegacy(smallVNNI[t].k, wts, 0x80, false)},
-			smallKernelEntry{t, "avx512vnni", "vnniz", smallLegacy(smallVNNIZ[t], wts, 0x80, true)},
+			smallKernelEntry{t, "avx2", "avx2", smallLegacy(smallAVX2[t].k, wts)},
 			smallKernelEntry{t, "avx512vnni", "zmm2", smallZGemm(smallZ[t].k, wts, smallZ[t].c)})
 	}
 	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
@@ -366,7 +199,7 @@ func init() {
 		if hasVNNI {
 			registerSmall(t, "avx512vnni", 8, smallZGemm(smallZ[t].k, smallAVX2[t].wts, smallZ[t].c))
 		} else {
-			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0, false))
+			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts))
 		}
 	}
 	// The K-quants: their row kernels per activation row (measured at

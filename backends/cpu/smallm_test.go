@@ -124,8 +124,8 @@ func TestSmallMDispatch(t *testing.T) {
 // ffn_down) against M = 1, 2, 4, 8 activation rows, through MatMul.Run
 // (the path the dispatch chooses: "run") and, for types with them, the
 // installed small-M kernel called directly ("small"), every small-M
-// kernel of smallKernelTable the CPU can run (by name: "avx2", "vnniy",
-// "vnniz", "zmm2"), and the GEMM ("gemm") and row-kernel loop ("rows").
+// kernel of smallKernelTable the CPU can run (by name: "avx2", "zmm2"),
+// and the GEMM ("gemm") and row-kernel loop ("rows").
 // ns/row is per weight row (all M outputs of it); cpu-ns/row the same in
 // the thread's CPU time (robust to other processes). The weights (under
 // 1 MB) stay in L2 across iterations; a model's come from DRAM every
@@ -182,7 +182,7 @@ func BenchmarkSmallM(b *testing.B) {
 						}
 					}
 				}
-				for _, p := range []string{"run", "small", "avx2", "vnniy", "vnniz", "zmm2", "gemm", "rows"} {
+				for _, p := range []string{"run", "small", "avx2", "zmm2", "gemm", "rows"} {
 					f := paths[p]
 					if f == nil {
 						continue

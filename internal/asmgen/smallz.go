@@ -9,8 +9,8 @@ import (
 // Q5_0 and Q4_0 weights against 2..8 Q8_0 activation rows, two activation
 // rows per register (row 2q in the low 256 bits, 2q+1 in the high), four
 // weight rows per step while four are left (smallZFour), then two. They
-// replace the earlier ZMM kernels (smallm.go's VNNIZ), which spent most of
-// a block on work outside the dots: per weight row a pass that wrote a
+// replace the earlier ZMM kernels (smallm.go's, removed), which spent most
+// of a block on work outside the dots: per weight row a pass that wrote a
 // table of the products d_w·d_a (one VPERMPS and one 64-byte store per
 // row pair and block) and read it back, and per block the weight's offset
 // (a VPDPBUSD and a subtract) — about 12.7 cycles per block at M=8.
