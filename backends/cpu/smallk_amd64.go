@@ -139,14 +139,14 @@ func smallKMix(dst, src []byte) {
 	}
 }
 
-// smallKReduce stores the outputs of rows weight rows from their
-// accumulators (16 floats per activation row, M per weight row) as the
-// oracle reduces them: hsum_float_8(acc), plus for Q4_K the 4 mins lanes
-// as (m0+m2)+(m1+m3).
-func smallKReduce(acc []float32, M, rows int, mins bool, y []float32, ldy, n int) {
+// smallKReduce stores the outputs of rows weight rows and M activation
+// rows from their accumulators (16 floats per activation row, ms ≥ M per
+// weight row) as the oracle reduces them: hsum_float_8(acc), plus for
+// Q4_K the 4 mins lanes as (m0+m2)+(m1+m3).
+func smallKReduce(acc []float32, M, ms, rows int, mins bool, y []float32, ldy, n int) {
 	for i := 0; i < rows; i++ {
 		for r := 0; r < M; r++ {
-			a := acc[(i*M+r)*16 : (i*M+r)*16+16]
+			a := acc[(i*ms+r)*16 : (i*ms+r)*16+16]
 			v := ggmlf32.HSum8((*[8]float32)(a[:8]))
 			if mins {
 				v += (a[8] + a[10]) + (a[9] + a[11])
@@ -197,7 +197,7 @@ func smallKGemm(k smallKKind) GemmFunc {
 			for s := 0; s < nb; s += seg {
 				f(&w[n*wrb+s*k.wbs], wrb, &p[s*rs], min(seg, nb-s), &acc[0], rows, &t[0])
 			}
-			smallKReduce(acc, M, rows, k.mins, y, ldy, n)
+			smallKReduce(acc, M, M, rows, k.mins, y, ldy, n)
 		}
 		smallRecs.Put(bp)
 	}

@@ -12,11 +12,13 @@ import "github.com/minfer/minfer/quant"
 // the result is the same.
 
 // smallKernel is the small-M mat-mul of one weight type: f computes what a
-// GemmFunc computes, for 2 ≤ M ≤ maxM activation rows.
+// GemmFunc computes, for minM ≤ M ≤ maxM activation rows (minM 0 or 2:
+// from 2).
 type smallKernel struct {
 	f    GemmFunc
 	maxM int
 	tier string
+	minM int
 }
 
 // smallKernels holds the small-M kernels the start-up dispatch installed,
@@ -25,7 +27,14 @@ var smallKernels = map[quant.Type]smallKernel{}
 
 // registerSmall installs a small-M kernel (called from arch files' init).
 func registerSmall(t quant.Type, tier string, maxM int, f GemmFunc) {
-	smallKernels[t] = smallKernel{f, maxM, tier}
+	registerSmallFrom(t, tier, 2, maxM, f)
+}
+
+// registerSmallFrom installs a small-M kernel for minM ≤ M ≤ maxM; below
+// minM the type's row kernel runs once per activation row (smallFor), or,
+// without one, MatMul.Run's other paths.
+func registerSmallFrom(t quant.Type, tier string, minM, maxM int, f GemmFunc) {
+	smallKernels[t] = smallKernel{f, maxM, tier, minM}
 	tiers = append(tiers, "smallm/"+t.String()+":"+tier)
 }
 
@@ -40,10 +49,21 @@ var smallRows = map[quant.Type]int{}
 // kernel, or nil), or none.
 func smallFor(t quant.Type, rows RowsFunc) smallKernel {
 	if s, ok := smallKernels[t]; ok {
+		if s.minM > 2 && rows != nil {
+			f, lo, rl := s.f, s.minM, rowsLoop(rows)
+			s.f = func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+				if M < lo {
+					rl(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+					return
+				}
+				f(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+			}
+			s.minM = 2
+		}
 		return s
 	}
 	if m := smallRows[t]; m > 0 && rows != nil {
-		return smallKernel{rowsLoop(rows), m, "rows"}
+		return smallKernel{rowsLoop(rows), m, "rows", 2}
 	}
 	return smallKernel{}
 }
@@ -59,7 +79,7 @@ func rowsLoop(rows RowsFunc) GemmFunc {
 // runSmall runs the small-M kernel of k's weight type when it has one for
 // M rows, and reports whether it did.
 func (k *MatMul) runSmall(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) bool {
-	if M < 2 || M > k.small.maxM || k.small.f == nil {
+	if M < max(2, k.small.minM) || M > k.small.maxM || k.small.f == nil {
 		return false
 	}
 	k.small.f(K, w, wrb, act, arb, M, y, ldy, n0, n1)

@@ -87,132 +87,6 @@ func smQ4_0AVX2x7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows i
 //go:noescape
 func smQ4_0AVX2x8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
 
-//go:noescape
-func smQ8_0VNNIx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ8_0VNNIZx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ5_0VNNIZx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
-//go:noescape
-func smQ4_0VNNIZx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
-
 // smallAVX2 lists the AVX2 kernels by weight type, index M-2 for M rows,
 // with the weight block size.
 var smallAVX2 = map[quant.Type]struct {
@@ -224,38 +98,16 @@ var smallAVX2 = map[quant.Type]struct {
 	quant.Q4_0: {[7]smallAsm{smQ4_0AVX2x2, smQ4_0AVX2x3, smQ4_0AVX2x4, smQ4_0AVX2x5, smQ4_0AVX2x6, smQ4_0AVX2x7, smQ4_0AVX2x8}, 18},
 }
 
-// smallVNNI lists the AVX-512 VNNI kernels as smallAVX2 does.
-var smallVNNI = map[quant.Type]struct {
-	k [7]smallAsm
-}{
-	quant.Q8_0: {[7]smallAsm{smQ8_0VNNIx2, smQ8_0VNNIx3, smQ8_0VNNIx4, smQ8_0VNNIx5, smQ8_0VNNIx6, smQ8_0VNNIx7, smQ8_0VNNIx8}},
-	quant.Q5_0: {[7]smallAsm{smQ5_0VNNIx2, smQ5_0VNNIx3, smQ5_0VNNIx4, smQ5_0VNNIx5, smQ5_0VNNIx6, smQ5_0VNNIx7, smQ5_0VNNIx8}},
-	quant.Q4_0: {[7]smallAsm{smQ4_0VNNIx2, smQ4_0VNNIx3, smQ4_0VNNIx4, smQ4_0VNNIx5, smQ4_0VNNIx6, smQ4_0VNNIx7, smQ4_0VNNIx8}},
-}
-
-// smallVNNIZ lists the AVX-512 VNNI kernels on ZMM (two activation rows
-// per register) as smallAVX2 does.
-var smallVNNIZ = map[quant.Type][7]smallAsm{
-	quant.Q8_0: {smQ8_0VNNIZx2, smQ8_0VNNIZx3, smQ8_0VNNIZx4, smQ8_0VNNIZx5, smQ8_0VNNIZx6, smQ8_0VNNIZx7, smQ8_0VNNIZx8},
-	quant.Q5_0: {smQ5_0VNNIZx2, smQ5_0VNNIZx3, smQ5_0VNNIZx4, smQ5_0VNNIZx5, smQ5_0VNNIZx6, smQ5_0VNNIZx7, smQ5_0VNNIZx8},
-	quant.Q4_0: {smQ4_0VNNIZx2, smQ4_0VNNIZx3, smQ4_0VNNIZx4, smQ4_0VNNIZx5, smQ4_0VNNIZx6, smQ4_0VNNIZx7, smQ4_0VNNIZx8},
-}
-
 // smallRecs pools the record buffers (grown when a larger shape first
 // needs one; no allocation per call in steady state).
 var smallRecs = sync.Pool{New: func() any { return new([]byte) }}
 
-// smallLegacyRecords fills p with the records of M Q8_0 activation rows
-// (arb bytes apart, nb blocks each), per block: the M scales d_a as
-// float32 (padded to 8), then per row its 32 quants, XORed with bias
-// (0x80 for the VNNI kernels, which take them unsigned; 0 for AVX2).
-//
-// With mp > M the records hold mp rows, the last mp-M of zero activations
-// (the biased zero, scale 0): the ZMM kernels take rows in pairs.
-func smallLegacyRecords(p, act []byte, arb, nb, M, mp int, bias byte) {
-	bs := 32 + 32*mp
+// smallLegacyRecords fills p with the records of the AVX2 kernels for M
+// Q8_0 activation rows (arb bytes apart, nb blocks each), per block: the M
+// scales d_a as float32 (padded to 8), then per row its 32 quants.
+func smallLegacyRecords(p, act []byte, arb, nb, M int) {
+	bs := 32 + 32*M
 	_ = p[nb*bs-1]
-	x := uint64(bias) * 0x0101010101010101
 	for b := 0; b < nb; b++ {
 		blk := p[b*bs : (b+1)*bs]
 		clear(blk[:32])
@@ -263,26 +115,14 @@ func smallLegacyRecords(p, act []byte, arb, nb, M, mp int, bias byte) {
 			src := act[j*arb+b*34 : j*arb+b*34+34]
 			d := quant.FP16ToFP32(uint16(src[0]) | uint16(src[1])<<8)
 			binary.LittleEndian.PutUint32(blk[4*j:], math.Float32bits(d))
-			r := blk[32+32*j : 64+32*j]
-			for l := 0; l < 32; l += 8 {
-				binary.LittleEndian.PutUint64(r[l:], binary.LittleEndian.Uint64(src[2+l:])^x)
-			}
-		}
-		for j := M; j < mp; j++ {
-			r := blk[32+32*j : 64+32*j]
-			for l := 0; l < 32; l += 8 {
-				binary.LittleEndian.PutUint64(r[l:], x)
-			}
+			copy(blk[32+32*j:64+32*j], src[2:34])
 		}
 	}
 }
 
-// smallLegacy returns the GemmFunc of the kernels ks (index M-2) for
-// weight blocks of wts bytes, checking every bound the asm relies on;
-// bias is what the kernels take the activation quants XORed with (the
-// AVX2 kernels 0, the VNNI ones 0x80); pairs says the kernels take the
-// rows in pairs (the ZMM ones: an odd M gets a row of zeros).
-func smallLegacy(ks [7]smallAsm, wts int, bias byte, pairs bool) GemmFunc {
+// smallLegacy returns the GemmFunc of the AVX2 kernels ks (index M-2) for
+// weight blocks of wts bytes, checking every bound the asm relies on.
+func smallLegacy(ks [7]smallAsm, wts int) GemmFunc {
 	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
 		if n1 <= n0 || M <= 0 {
 			return
@@ -307,52 +147,36 @@ func smallLegacy(ks [7]smallAsm, wts int, bias byte, pairs bool) GemmFunc {
 		_ = act[(M-1)*arb+nb*34-1]
 		_ = y[(M-1)*ldy+n1-1]
 		bp := smallRecs.Get().(*[]byte)
-		mp, tb := M, 32 // rows in the records, table bytes per block
-		if pairs {
-			mp = (M + 1) &^ 1
-			tb = 32 * mp
-		}
-		p := aligned32(bp, nb*(32+32*mp)+nb*tb)
-		smallLegacyRecords(p, act, arb, nb, M, mp, bias)
-		t := p[nb*(32+32*mp):]
+		p := aligned32(bp, nb*(32+32*M)+nb*32)
+		smallLegacyRecords(p, act, arb, nb, M)
+		t := p[nb*(32+32*M):]
 		ks[M-2](&w[n0*wrb], wrb, &p[0], nb, &y[n0], ldy, n1-n0, (*float32)(unsafe.Pointer(&t[0])))
 		smallRecs.Put(bp)
 	}
 }
 
-// smallKernelTable lists every small-M kernel of every tier, whether or
-// not the CPU has the tier (callers check hasAVX2 / hasVNNI).
-func smallKernelTable() []struct {
+// smallKernelEntry is one small-M kernel of smallKernelTable: its weight
+// type, tier, a name for tests and benchmarks, and its GemmFunc.
+type smallKernelEntry struct {
 	typ  quant.Type
 	tier string
+	name string
 	f    GemmFunc
-} {
-	var r []struct {
-		typ  quant.Type
-		tier string
-		f    GemmFunc
-	}
+}
+
+// smallKernelTable lists every small-M kernel of every tier, whether or
+// not the CPU has the tier (callers check hasAVX2 / hasVNNI).
+func smallKernelTable() []smallKernelEntry {
+	var r []smallKernelEntry
 	for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
-		r = append(r, struct {
-			typ  quant.Type
-			tier string
-			f    GemmFunc
-		}{t, "avx2", smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0, false)}, struct {
-			typ  quant.Type
-			tier string
-			f    GemmFunc
-		}{t, "avx512vnni", smallLegacy(smallVNNI[t].k, smallAVX2[t].wts, 0x80, false)}, struct {
-			typ  quant.Type
-			tier string
-			f    GemmFunc
-		}{t, "avx512vnni", smallLegacy(smallVNNIZ[t], smallAVX2[t].wts, 0x80, true)})
+		wts := smallAVX2[t].wts
+		r = append(r,
+			smallKernelEntry{t, "avx2", "avx2", smallLegacy(smallAVX2[t].k, wts)},
+			smallKernelEntry{t, "avx512vnni", "zmm2", smallZGemm(smallZ[t].k, wts, smallZ[t].c)})
 	}
 	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
-		r = append(r, struct {
-			typ  quant.Type
-			tier string
-			f    GemmFunc
-		}{t, "avx2", smallKGemm(smallKAVX2[t])})
+		r = append(r, smallKernelEntry{t, "avx2", "avx2", smallKGemm(smallKAVX2[t])},
+			smallKernelEntry{t, "avx512vnni", "zmm2", smallKZGemm(smallKZ[t])})
 	}
 	return r
 }
@@ -364,11 +188,18 @@ func init() {
 	// Q8_0, Q5_0, Q4_0: on the AVX2 tier (measured at N=896, K=1024, ns
 	// per weight row, M=4 / M=8: Q8_0 100 / 164 against the AVX2 GEMM's
 	// 164 / 240 and the row kernels' 104 / 204; Q5_0 113 / 197 against
-	// 155 / 246 and 198 / 457). The AVX-512 VNNI GEMMs are faster than
-	// these AVX2 kernels (Q8_0 75 / 140, Q5_0 86 / 132), so they stay.
-	if !hasVNNI {
-		for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
-			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts, 0, false))
+	// 155 / 246 and 198 / 457). On AVX-512 VNNI the ZMM kernels
+	// (smallz_amd64.go) instead of the VNNI GEMM (BenchmarkSmallM "run",
+	// K=1024, cpu-ns per weight row, medians of 5 alternated runs on a
+	// busy machine, GEMM -> ZMM: Q8_0 M=2 41 -> 33, M=4 94 -> 50, M=8
+	// 156 -> 83; Q5_0 66 -> 51, 106 -> 62, 152 -> 87; with the weights
+	// out of cache, as a model's are, the GEMM's M=8 is 200-230 and
+	// these stay at 72-83 thanks to their prefetch).
+	for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
+		if hasVNNI {
+			registerSmall(t, "avx512vnni", 8, smallZGemm(smallZ[t].k, smallAVX2[t].wts, smallZ[t].c))
+		} else {
+			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts))
 		}
 	}
 	// The K-quants: their row kernels per activation row (measured at
@@ -377,14 +208,20 @@ func init() {
 	// AVX2 about even at 4, rows 0.8× the GEMM at 8) — but for Q4_K and
 	// Q6_K on the AVX2 tier the small-M kernels (smallk_amd64.go; cpu
 	// ns per weight row at K=1024, M=4 / M=8, medians of 3: Q4_K 63 / 121
-	// against the AVX2 rows' 84 / 179, Q6_K 77 / 136 against 110 / 215).
-	// On the VNNI tier they only match the VNNI rows at M=8 and lose
-	// below (Q4_K M=2: 53 against 29), so the rows stay there.
+	// against the AVX2 rows' 84 / 179, Q6_K 77 / 136 against 110 / 215),
+	// and on the VNNI tier from M=4 the ZMM ones (smallkz_amd64.go; K=4864,
+	// cpu-ns per weight row, medians of 5 alternated runs on a busy
+	// machine, VNNI rows -> ZMM: Q4_K M=4 336 -> 238, M=8 660 -> 418;
+	// Q6_K 436 -> 387, 888 -> 568; below M=4 they do not pay: at M=2,
+	// called directly, Q4_K 0.9-1.3x the rows' time and Q6_K 1.3-1.45x,
+	// and M=3 runs padded to 4 rows).
 	for _, t := range []quant.Type{quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		smallRows[t] = 8
 	}
-	if !hasVNNI {
-		for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		if hasVNNI {
+			registerSmallFrom(t, "avx512vnni", 4, 8, smallKZGemm(smallKZ[t]))
+		} else {
 			registerSmall(t, "avx2", 8, smallKGemm(smallKAVX2[t]))
 		}
 	}

@@ -25,7 +25,7 @@ import (
 func TestSmallMKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
 	for _, k := range smallKernelTable() {
-		t.Run(k.typ.String()+"/"+k.tier, func(t *testing.T) {
+		t.Run(k.typ.String()+"/"+k.name, func(t *testing.T) {
 			if !tierOK(k.tier) {
 				t.Skipf("the %s tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it", k.tier)
 			}
@@ -121,11 +121,15 @@ func TestSmallMDispatch(t *testing.T) {
 
 // BenchmarkSmallM measures the mat-mul of a batched decode step: N=896
 // weight rows of K=1024 (and, for Q4_K and Q6_K, K=4864: qwen2-0.5b's
-// ffn_down) against M = 1, 2, 4, 8 activation rows, through MatMul.Run (the path the dispatch
-// chooses: "run") and, for types with one, the small-M kernel called
-// directly ("small") and the GEMM ("gemm") and row-kernel loop ("rows")
-// it replaces. ns/row is per weight row (all M outputs of it); cpu-ns/row
-// the same in the thread's CPU time (robust to other processes).
+// ffn_down) against M = 1, 2, 4, 8 activation rows, through MatMul.Run
+// (the path the dispatch chooses: "run") and, for types with them, the
+// installed small-M kernel called directly ("small"), every small-M
+// kernel of smallKernelTable the CPU can run (by name: "avx2", "zmm2"),
+// and the GEMM ("gemm") and row-kernel loop ("rows").
+// ns/row is per weight row (all M outputs of it); cpu-ns/row the same in
+// the thread's CPU time (robust to other processes). The weights (under
+// 1 MB) stay in L2 across iterations; a model's come from DRAM every
+// step, where software prefetch matters (see internal/asmgen/smallz.go).
 func BenchmarkSmallM(b *testing.B) {
 	const N = 896
 	r := rand.New(rand.NewPCG(75, 76))
@@ -152,15 +156,6 @@ func BenchmarkSmallM(b *testing.B) {
 				act := make([]byte, M*arb)
 				k.QuantizeRows(x, K, 0, M, act)
 				y := make([]float32, M*N)
-				var vnni, avx2 GemmFunc
-				for _, sk := range smallKernelTable() {
-					if sk.typ == wt && sk.tier == "avx512vnni" && hasVNNI {
-						vnni = sk.f
-					}
-					if sk.typ == wt && sk.tier == "avx2" {
-						avx2 = sk.f
-					}
-				}
 				paths := map[string]func(){
 					"run": func() { k.Run(K, w, act, M, y, N, 0, N) },
 				}
@@ -168,11 +163,11 @@ func BenchmarkSmallM(b *testing.B) {
 					if k.small.f != nil {
 						paths["small"] = func() { k.small.f(K, w, wrb, act, arb, M, y, N, 0, N) }
 					}
-					if avx2 != nil {
-						paths["avx2"] = func() { avx2(K, w, wrb, act, arb, M, y, N, 0, N) }
-					}
-					if vnni != nil {
-						paths["vnni"] = func() { vnni(K, w, wrb, act, arb, M, y, N, 0, N) }
+					for _, sk := range smallKernelTable() {
+						if sk.typ == wt && tierOK(sk.tier) {
+							f := sk.f
+							paths[sk.name] = func() { f(K, w, wrb, act, arb, M, y, N, 0, N) }
+						}
 					}
 					if k.gemm != nil {
 						paths["gemm"] = func() { k.gemm(K, w, wrb, act, arb, M, y, N, 0, N) }
@@ -187,7 +182,7 @@ func BenchmarkSmallM(b *testing.B) {
 						}
 					}
 				}
-				for _, p := range []string{"run", "small", "avx2", "vnni", "gemm", "rows"} {
+				for _, p := range []string{"run", "small", "avx2", "zmm2", "gemm", "rows"} {
 					f := paths[p]
 					if f == nil {
 						continue
@@ -202,6 +197,46 @@ func BenchmarkSmallM(b *testing.B) {
 						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N, "ns/row")
 						b.ReportMetric(float64(threadCPU()-c0)/float64(b.N)/N, "cpu-ns/row")
 					})
+				}
+			}
+		}
+	}
+}
+
+// TestSmallZRecords checks the record builders of the two-weight-row ZMM
+// kernels (asm) against smallZRecords (Go) for every M and offset factor,
+// on raw activation bytes (any quant, -128 included; any finite f16 scale).
+func TestSmallZRecords(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("the AVX-512 VNNI tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it")
+	}
+	r := rand.New(rand.NewPCG(77, 78))
+	for M := 2; M <= 8; M++ {
+		for _, nb := range []int{1, 3, 28} {
+			for _, c := range []int32{128, 16, 8} {
+				arb := nb*34 + 6
+				act := make([]byte, M*arb)
+				for i := range act {
+					act[i] = byte(r.Uint32())
+				}
+				for j := 0; j < M; j++ {
+					for b := 0; b < nb; b++ {
+						act[j*arb+b*34+1] &^= 0x40 // a finite scale: VCVTPH2PS quiets NaNs, the table does not
+					}
+				}
+				mp := (M + 1) &^ 1
+				n := nb * (64 + 64*mp)
+				want, got := make([]byte, n), make([]byte, n)
+				for i := range got {
+					got[i] = 0xAA
+				}
+				smallZRecords(want, act, arb, nb, M, mp, c)
+				smallZRecordsAsm[M-2](&got[0], &act[0], arb, nb, int(c))
+				for i := range want {
+					if want[i] != got[i] {
+						t.Fatalf("M=%d nb=%d c=%d: record byte %d (block %d, offset %d) = %#02x, want %#02x",
+							M, nb, c, i, i/(64+64*mp), i%(64+64*mp), got[i], want[i])
+					}
 				}
 			}
 		}

@@ -72,26 +72,7 @@ func genSmallK(a *Asm) {
 Q4_K / Q6_K weight rows; see internal/asmgen/smallk.go (the generator)
 and backends/cpu/smallk_amd64.go (the Go side).`)
 	a.Blank()
-	data := func(name string, qwords ...uint64) {
-		for i, q := range qwords {
-			a.Raw("DATA %s<>+%d(SB)/8, $0x%016x", name, 8*i, q)
-		}
-		a.Raw("GLOBL %s<>(SB), RODATA|NOPTR, $%d", name, 8*len(qwords))
-	}
-	// get_scale_min_k4 on one 16-byte Q4_K header (dwords: d|dmin, u0,
-	// u1, u2): after VPSHUFD $0xED [u0, u2, u1, u2] >> [0, 0, 0, 4] &
-	// [3f.., 0f.., 3f.., 0f..] | ([u0, u0, u1, u1] >> 2 & [0, 30.., 0,
-	// 30..]) = bytes s0..s3, s4..s7, m0..m3, m4..m7.
-	data("smkShift", 0, 0x0000000400000000)
-	data("smkMaskA", 0x0f0f0f0f3f3f3f3f, 0x0f0f0f0f3f3f3f3f)
-	data("smkMaskB", 0x3030303000000000, 0x3030303000000000)
-	// Bytes 8..15 (the mins) zero-extended to words.
-	data("smkMinsZX", 0x800b800a80098008, 0x800f800e800d800c)
-	// Swaps the two words of each dword.
-	data("smkSwapW", 0x0504070601000302, 0x0d0c0f0e09080b0a, 0x0504070601000302, 0x0d0c0f0e09080b0a)
-	// Q6_K: words [a, b, c, d, a, b, c, d] in each lane to dwords (a, c)
-	// in the low 128-bit lane and (b, d) in the high one.
-	data("smkPairQ6", 0x0504010005040100, 0x0504010005040100, 0x0706030207060302, 0x0706030207060302)
+	smallKData(a)
 	for _, k := range smallKKinds {
 		for m := 2; m <= smallMaxM; m++ {
 			genSmallKAVX2(a, k, m)
@@ -373,4 +354,29 @@ func smallKChunksQ6K(a *Asm, M, q8 int) {
 		}
 	}
 	a.I("VMOVDQU", "256(BX), Y9")
+}
+
+// smallKData writes the file-local constants the K-quant header passes
+// and chunks use (each generated file that calls them writes its own).
+func smallKData(a *Asm) {
+	data := func(name string, qwords ...uint64) {
+		for i, q := range qwords {
+			a.Raw("DATA %s<>+%d(SB)/8, $0x%016x", name, 8*i, q)
+		}
+		a.Raw("GLOBL %s<>(SB), RODATA|NOPTR, $%d", name, 8*len(qwords))
+	}
+	// get_scale_min_k4 on one 16-byte Q4_K header (dwords: d|dmin, u0,
+	// u1, u2): after VPSHUFD $0xED [u0, u2, u1, u2] >> [0, 0, 0, 4] &
+	// [3f.., 0f.., 3f.., 0f..] | ([u0, u0, u1, u1] >> 2 & [0, 30.., 0,
+	// 30..]) = bytes s0..s3, s4..s7, m0..m3, m4..m7.
+	data("smkShift", 0, 0x0000000400000000)
+	data("smkMaskA", 0x0f0f0f0f3f3f3f3f, 0x0f0f0f0f3f3f3f3f)
+	data("smkMaskB", 0x3030303000000000, 0x3030303000000000)
+	// Bytes 8..15 (the mins) zero-extended to words.
+	data("smkMinsZX", 0x800b800a80098008, 0x800f800e800d800c)
+	// Swaps the two words of each dword.
+	data("smkSwapW", 0x0504070601000302, 0x0d0c0f0e09080b0a, 0x0504070601000302, 0x0d0c0f0e09080b0a)
+	// Q6_K: words [a, b, c, d, a, b, c, d] in each lane to dwords (a, c)
+	// in the low 128-bit lane and (b, d) in the high one.
+	data("smkPairQ6", 0x0504010005040100, 0x0504010005040100, 0x0706030207060302, 0x0706030207060302)
 }
