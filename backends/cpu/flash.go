@@ -68,6 +68,7 @@ type flashScratch struct {
 	x             []float32 // tile·group·FlashBlock: one block's scores, then probabilities, per query
 	cnt           []int     // tile: rows of the block per token of a run
 	qf            []float32 // tile·group·headDim: queries rounded through f16
+	qb            []byte    // tile·group·headDim/32 Q8_0 blocks: queries quantized for a q8_0 cache
 	o             []float32 // tile·group·nb·headDim: the partials o_b of each (token, query head)
 	m, s          []float32 // tile·group·nb: m_b, S_b
 	acc           []float32 // headDim: the merged o
@@ -103,29 +104,33 @@ func (f *flashScratch) grow(tile int) {
 	f.x = make([]float32, tile*f.group*FlashBlock)
 	f.cnt = make([]int, tile)
 	f.qf = make([]float32, tile*f.group*f.hd)
+	f.qb = make([]byte, tile*f.group*q8Bytes(f.hd))
 	f.o = make([]float32, tile*f.group*f.nb*f.hd)
 	f.m = make([]float32, tile*f.group*f.nb)
 	f.s = make([]float32, tile*f.group*f.nb)
 }
 
-// faCache is one cache as the flash path reads it: f32 rows (f) or f16
-// rows (b), of width values each.
+// faCache is one cache as the flash path reads it: f32 rows (f), f16
+// rows (b) or q8_0 rows (b, q8), of width values each.
 type faCache struct {
 	f     []float32
 	b     []byte
 	width int
+	q8    bool
 }
 
 // FlashHeads is flash attention (the order above) for the query heads of
 // KV heads kvh0..kvh1 and the batch tokens t0..t1, with the shapes of
-// AttentionHeads; kc and vc are f32 or f16 caches (KV.Check refuses q8_0
-// for the flash kernels).
+// AttentionHeads; kc and vc are f32, f16 or q8_0 caches (a q8_0 one with
+// headDim a multiple of 32, KV.Check).
 func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
 	hd, G := headDim, nHead/nHeadKV
 	qw, kvw := nHead*hd, nHeadKV*hd
-	k := faCache{kc.F, kc.B, kvw}
-	v := faCache{vc.F, vc.B, kvw}
-	f16 := kc.F == nil
+	k := faCache{kc.F, kc.B, kvw, kc.Type == quant.Q8_0}
+	v := faCache{vc.F, vc.B, kvw, vc.Type == quant.Q8_0}
+	q8 := k.q8
+	f16 := kc.F == nil && !q8
+	hb := q8Bytes(hd)
 	fs := &s.flash
 	tile := min(flashTile, t1-t0)
 	nkv := kvh1 - kvh0
@@ -143,6 +148,10 @@ func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, he
 		for kh := kvh0; kh < kvh1; kh++ {
 			for t := ta; t < tb; t++ {
 				qt := q[t*qw+kh*G*hd : t*qw+(kh+1)*G*hd]
+				if q8 {
+					quantizeQ8Act(qt, fs.qb[row(kh, t)*G*hb:(row(kh, t)+1)*G*hb])
+					continue
+				}
 				dst := qs[row(kh, t)*G*hd : (row(kh, t)+1)*G*hd]
 				if f16 {
 					roundF16(dst, qt)
@@ -157,10 +166,10 @@ func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, he
 		for b := 0; b < nbMax; b++ {
 			j0 := b * FlashBlock
 			for kh := kvh0; kh < kvh1; kh++ {
-				if f16 {
+				if f16 || q8 {
 					// Runs of consecutive tokens with rows in the block:
-					// their G·tokens queries are contiguous in qs and share
-					// each converted row.
+					// their G·tokens queries are contiguous in qs (fs.qb)
+					// and share each converted row.
 					for t := ta; t < tb; {
 						if int(pos[t])+1 <= j0 {
 							t++
@@ -175,7 +184,11 @@ func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, he
 							cnt[i] = min(FlashBlock, int(pos[t+i])+1-j0)
 						}
 						r0 := row(kh, t) * G
-						flashBlocksF16(fs, k, v, kh*hd, j0, b, qs[r0*hd:(r0+(u-t)*G)*hd], r0, cnt, G, scale, s)
+						if q8 {
+							flashBlocksQ8(fs, k, v, kh*hd, j0, b, fs.qb[r0*hb:(r0+(u-t)*G)*hb], r0, cnt, G, scale, s)
+						} else {
+							flashBlocksF16(fs, k, v, kh*hd, j0, b, qs[r0*hd:(r0+(u-t)*G)*hd], r0, cnt, G, scale, s)
+						}
 						t = u
 					}
 					continue
@@ -485,8 +498,8 @@ func FlashBlocks(pos int32) int { return (int(pos) + FlashBlock) / FlashBlock }
 func FlashBlockPartial(p *FlashPartials, q []float32, kc, vc *KVCache, pos int32, nHead, nHeadKV, headDim int, scale float32, kh, b int, s *AttnScratch) {
 	hd, G := headDim, nHead/nHeadKV
 	kvw := nHeadKV * hd
-	k := faCache{kc.F, kc.B, kvw}
-	v := faCache{vc.F, vc.B, kvw}
+	k := faCache{kc.F, kc.B, kvw, kc.Type == quant.Q8_0}
+	v := faCache{vc.F, vc.B, kvw, vc.Type == quant.Q8_0}
 	if p.hd != hd || nHead*p.nb*hd > len(p.o) {
 		panic("cpu: flash partials shape")
 	}
@@ -499,14 +512,21 @@ func FlashBlockPartial(p *FlashPartials, q []float32, kc, vc *KVCache, pos int32
 	fs := &s.flash
 	qs := fs.qf[:G*hd]
 	qt := q[kh*G*hd : (kh+1)*G*hd]
+	// A view of the shared partials as the scratch flashBlocksF16 and
+	// flashBlocksQ8 write: query heads kh·G.. at rows 0.. of p.
+	view := flashScratch{nb: p.nb, group: G, hd: hd, x: fs.x, cnt: fs.cnt,
+		o: p.o[kh*G*p.nb*hd:], m: p.m[kh*G*p.nb:], s: p.s[kh*G*p.nb:]}
+	if k.q8 {
+		qb := fs.qb[:G*q8Bytes(hd)]
+		quantizeQ8Act(qt, qb)
+		fs.cnt[0] = c
+		flashBlocksQ8(&view, k, v, kh*hd, j0, b, qb, 0, fs.cnt[:1], G, scale, s)
+		return
+	}
 	if kc.F == nil {
 		roundF16(qs, qt)
-		// A view of the shared partials as the scratch flashBlocksF16
-		// writes: query heads kh·G.. at rows 0.. of p.
-		view := flashScratch{nb: p.nb, group: G, hd: hd, x: fs.x, cnt: fs.cnt,
-			o: p.o[kh*G*p.nb*hd:], m: p.m[kh*G*p.nb:], s: p.s[kh*G*p.nb:]}
-		view.cnt[0] = c
-		flashBlocksF16(&view, k, v, kh*hd, j0, b, qs, 0, view.cnt[:1], G, scale, s)
+		fs.cnt[0] = c
+		flashBlocksF16(&view, k, v, kh*hd, j0, b, qs, 0, fs.cnt[:1], G, scale, s)
 		return
 	}
 	copy(qs, qt)
@@ -525,5 +545,124 @@ func FlashMergeHead(y []float32, p *FlashPartials, pos int32, nHead, nHeadKV, he
 		h := kh*G + g
 		i := h * p.nb
 		flashMerge(y[h*hd:(h+1)*hd], s.flash.acc[:hd], s.flash.weights(nb), p.o[i*hd:], p.m[i:i+nb], p.s[i:i+nb])
+	}
+}
+
+// quantizeQ8Act quantizes src (a multiple of 32 values) to Q8_0 blocks
+// with the activation quantizer (quant.QuantizeQ8_0Act's bits, through
+// the SIMD one when there is).
+func quantizeQ8Act(src []float32, dst []byte) {
+	if f := actKernels[quant.Q8_0]; f != nil {
+		f(src, dst)
+		return
+	}
+	quant.QuantizeQ8_0Act(src, dst)
+}
+
+// flashBlocksQ8 is flashBlocksF16 over a q8_0 cache: the queries q are
+// Q8_0 rows (q8Bytes(hd) bytes each, quantized by quantizeQ8Act), the
+// scores s_j = quant.DotQ8_0Q8_0(k_j, q) (the Q8_0 GEMM or row kernels,
+// the same bits) for every query of the run over the block's first
+// max(cnt) rows, and the v sums over the rows dequantized exactly (d·q in
+// float32), in flashBlock's order.
+func flashBlocksQ8(fs *flashScratch, k, v faCache, col, j0, b int, q []byte, r0 int, cnt []int, G int, scale float32, s *AttnScratch) {
+	hd, nb := fs.hd, fs.nb
+	hb := q8Bytes(hd)
+	nq := len(cnt) * G
+	cmax := 0
+	for _, c := range cnt {
+		cmax = max(cmax, c)
+	}
+	const FB = FlashBlock
+	x := fs.x[:nq*FB]
+	rb := q8Bytes(k.width)
+	kb := k.b[j0*rb+q8Bytes(col):]
+	scoresQ8(x, FB, kb, rb, cmax, q[:nq*hb], nq, hd)
+	for r := 0; r < nq; r++ {
+		i := (r0+r)*nb + b
+		fs.m[i], fs.s[i] = flashSoftmax(x[r*FB:r*FB+cnt[r/G]], scale)
+	}
+	// The v sums in segments of rows, as flashBlocksF16.
+	vb := v.b[j0*rb+q8Bytes(col):]
+	tier := f32k
+	for done := 0; done < cmax; {
+		next := cmax
+		for _, c := range cnt {
+			if c > done {
+				next = min(next, c)
+			}
+		}
+		for t := 0; t < len(cnt); {
+			if cnt[t] <= done {
+				t++
+				continue
+			}
+			u := t + 1
+			for u < len(cnt) && cnt[u] > done {
+				u++
+			}
+			o := fs.o[((r0+t*G)*nb+b)*hd:]
+			p := x[t*G*FB+done:]
+			vs := vb[done*rb:]
+			if tier != nil && tier.vaccQ8 != nil {
+				tier.vaccQ8Q(o, nb*hd, vs, rb, p, FB, (u-t)*G, next-done, hd, done > 0)
+			} else {
+				vaccQ8Q(o, nb*hd, vs, rb, p, FB, (u-t)*G, next-done, hd, s.row[:hd], done > 0)
+			}
+			t = u
+		}
+		done = next
+	}
+}
+
+// scoresQ8 sets sc[r*scs+j] = quant.DotQ8_0Q8_0(hd, k_j, q_r) for r < nq,
+// j < n: k_j the q8_0 row at k[j*kstride:], q_r the Q8_0 row at
+// q[r*q8Bytes(hd):]. The keys are the weight rows of the Q8_0 GEMM (or row)
+// kernel, whose results have the dot's bits.
+func scoresQ8(sc []float32, scs int, k []byte, kstride, n int, q []byte, nq, hd int) {
+	if n <= 0 || nq <= 0 {
+		return
+	}
+	hb := q8Bytes(hd)
+	if g := gemmKernels[quant.Q8_0]; g != nil {
+		g(hd, k, kstride, q, hb, nq, sc, scs, 0, n)
+		return
+	}
+	if rows := rowKernels[quant.Q8_0]; rows != nil {
+		for r := 0; r < nq; r++ {
+			rows(hd, k, kstride, q[r*hb:(r+1)*hb], sc[r*scs:], 0, n)
+		}
+		return
+	}
+	for j := 0; j < n; j++ {
+		kj := k[j*kstride : j*kstride+hb]
+		for r := 0; r < nq; r++ {
+			sc[r*scs+j] = quant.DotQ8_0Q8_0(hd, kj, q[r*hb:(r+1)*hb])
+		}
+	}
+}
+
+// vaccQ8Q is the pure-Go vaccQ8Q (the oracle of the q8_0 kernels):
+// o[r*os+d] = the fused multiply-add chain of p[r*ps+j]·v_j[d] over j < n
+// in increasing j from 0, v_j row j of q8_0 blocks at v[j*vstride:]
+// dequantized (quant.DequantizeQ8_0, exact) once into row (hd floats),
+// from +0 or, with cont, from o's values.
+func vaccQ8Q(o []float32, os int, v []byte, vstride int, p []float32, ps, nq, n, hd int, row []float32, cont bool) {
+	for r := 0; !cont && r < nq; r++ {
+		clear(o[r*os : r*os+hd])
+	}
+	hb := q8Bytes(hd)
+	for j := 0; j < n; j++ {
+		quant.DequantizeQ8_0(v[j*vstride:j*vstride+hb], row)
+		for r := 0; r < nq; r++ {
+			pj, or := p[r*ps+j], o[r*os:r*os+hd]
+			for d, vd := range row {
+				x, ok := ggmlf32.FMA32Fast(pj, vd, or[d])
+				if !ok {
+					x = ggmlf32.FMA32Exact(pj, vd, or[d])
+				}
+				or[d] = x
+			}
+		}
 	}
 }

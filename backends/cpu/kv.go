@@ -72,9 +72,11 @@ func KVStoreQ8_0(cache []byte, width int, x []float32, pos []int32, c0, c1 int) 
 }
 
 // KVCache is one K or V cache of Rows positions of Width values: F holds an
-// f32 cache, B an f16 or q8_0 one (layouts above).
+// f32 cache, B an f16 or q8_0 one (layouts above); Type says which of the
+// two a B holds (quant.Q8_0 for q8_0, anything else is f16).
 type KVCache struct {
 	Rows, Width int
+	Type        quant.Type
 	F           []float32
 	B           []byte
 }
@@ -114,17 +116,16 @@ func NewKV(t quant.Type) (*KV, error) {
 }
 
 // AttendFlash runs flash attention (FlashHeads) for the query heads of KV
-// heads kvh0..kvh1 and the batch tokens t0..t1; the cache must be f32 or
-// f16 (CheckFlash).
+// heads kvh0..kvh1 and the batch tokens t0..t1.
 func (k *KV) AttendFlash(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
 	FlashHeads(y, q, kc, vc, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, t0, t1, s)
 }
 
 // CheckFlash reports whether the flash attention kernels read this cache
-// type (f32 and f16).
+// type (f32, f16 and q8_0: every type NewKV accepts).
 func (k *KV) CheckFlash() error {
-	if k.Type != quant.F32 && k.Type != quant.F16 {
-		return fmt.Errorf("cpu kv cache: flash attention reads f32 and f16 caches, not %s", k.Type)
+	if k.Type != quant.F32 && k.Type != quant.F16 && k.Type != quant.Q8_0 {
+		return fmt.Errorf("cpu kv cache: flash attention reads f32, f16 and q8_0 caches, not %s", k.Type)
 	}
 	return nil
 }
@@ -140,7 +141,7 @@ func (k *KV) Check(headDim int) error {
 // NewCache allocates an empty cache of rows positions of width values (for
 // setup, not for the decode loop).
 func (k *KV) NewCache(rows, width int) *KVCache {
-	c := &KVCache{Rows: rows, Width: width}
+	c := &KVCache{Rows: rows, Width: width, Type: k.Type}
 	switch k.Type {
 	case quant.F32:
 		c.F = make([]float32, rows*width)

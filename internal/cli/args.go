@@ -184,8 +184,8 @@ func flashOn(mode, kv string) (bool, error) {
 	case "", "auto":
 		return kv == "f16", nil
 	case "on":
-		if kv != "f16" && kv != "f32" {
-			return false, fmt.Errorf("--flash-attn on reads f16 and f32 KV caches, not %s", kv)
+		if kv != "f16" && kv != "f32" && kv != "q8_0" {
+			return false, fmt.Errorf("--flash-attn on reads f16, f32 and q8_0 KV caches, not %s", kv)
 		}
 		return true, nil
 	case "off":
