@@ -62,12 +62,13 @@ func q8Bytes(n int) int { return n / quant.QK * 34 }
 
 // KVStoreQ8_0 stores x quantized to Q8_0 with the CPU backend's activation
 // quantizer (ggml's from_float for q8_0, what llama.cpp uses to write a
-// q8_0 cache). c0 and c1 must be multiples of 32.
+// q8_0 cache; quant.QuantizeQ8_0Act's bits, through the SIMD quantizer when
+// there is one). c0 and c1 must be multiples of 32.
 func KVStoreQ8_0(cache []byte, width int, x []float32, pos []int32, c0, c1 int) {
 	rb := q8Bytes(width)
 	for t, p := range pos {
 		o := int(p) * rb
-		quant.QuantizeQ8_0Act(x[t*width+c0:t*width+c1], cache[o+q8Bytes(c0):o+q8Bytes(c1)])
+		quantizeQ8Act(x[t*width+c0:t*width+c1], cache[o+q8Bytes(c0):o+q8Bytes(c1)])
 	}
 }
 
