@@ -20,8 +20,21 @@ import (
 // KV heads), at positions 700..1023 (3 and 4 blocks of a 1024-position
 // cache), give the 1-thread logits bit for bit, with and without workers
 // stalling at random.
+// The f16 cache (the default) and the q8_0 cache (not in -short runs, the
+// emulated arm64 ones: backends/cpu's block split test covers it there).
 func TestDecodeBlockSplitKeepsBits(t *testing.T) {
-	g, mem, f := compileFixtureCtx(t, "qwen3-synth-q4_k_m", quant.F16, true, 1024)
+	for _, kv := range []quant.Type{quant.F16, quant.Q8_0} {
+		t.Run(kv.String(), func(t *testing.T) {
+			if kv == quant.Q8_0 && testing.Short() {
+				t.Skip("-short: the q8_0 cache's block split is left to backends/cpu's TestFlashBlockSplit")
+			}
+			decodeBlockSplitKeepsBits(t, kv)
+		})
+	}
+}
+
+func decodeBlockSplitKeepsBits(t *testing.T, kv quant.Type) {
+	g, mem, f := compileFixtureCtx(t, "qwen3-synth-q4_k_m", kv, true, 1024)
 	r := rand.New(rand.NewPCG(81, 82))
 	toks := make([]int32, g.Params.NCtx)
 	for i := range toks {

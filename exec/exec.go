@@ -234,7 +234,7 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 		// The region holds the slots one after the other, slot k at rows
 		// k·rows … k·rows+rows-1 (alloc.Options.Slots).
 		view := func(b []byte, rows int) *cpu.KVCache {
-			c := &cpu.KVCache{Rows: rows, Width: width}
+			c := &cpu.KVCache{Rows: rows, Width: width, Type: v.DType}
 			if v.DType == quant.F32 {
 				c.F = f32(b)
 			} else {

@@ -1,6 +1,7 @@
 package exec_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -163,7 +164,8 @@ func TestDecodeBarrierCount(t *testing.T) {
 	t.Logf("%d layers: %.0f barriers per decode token (%.2f per layer)", c.g.Params.NLayer, per, per/float64(c.g.Params.NLayer))
 }
 
-// TestKVTypes: f16 and q8_0 caches give logits close to the f32 cache's.
+// TestKVTypes: f16 and q8_0 caches give logits close to the f32 cache's,
+// with the non-flash and the flash attention kernels.
 func TestKVTypes(t *testing.T) {
 	base := compile(t, "qwen2-synth-q8_0", quant.F32, 16)
 	m, err := exec.New(base.g, base.mem, base.f, exec.Config{Threads: 2})
@@ -173,19 +175,21 @@ func TestKVTypes(t *testing.T) {
 	want := run(t, m)
 	m.Close()
 	for _, kv := range []quant.Type{quant.F16, quant.Q8_0} {
-		c := compile(t, "qwen2-synth-q8_0", kv, 16)
-		m, err := exec.New(c.g, c.mem, c.f, exec.Config{Threads: 2})
-		if err != nil {
-			t.Fatal(err)
+		for _, fa := range []bool{false, true} {
+			c := compileFA(t, "qwen2-synth-q8_0", kv, 16, fa)
+			m, err := exec.New(c.g, c.mem, c.f, exec.Config{Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := run(t, m)
+			m.Close()
+			_, worst := diffBits(got, want)
+			// llama.cpp's own exact-vs-default gap (f16 cache) is 0.3 on this model.
+			if worst > 0.6 {
+				t.Errorf("kv %s fa=%v: worst |Δ| %.3g vs the f32 cache", kv, fa, worst)
+			}
+			t.Logf("kv %s fa=%v: worst |Δ| %.3g vs f32 cache", kv, fa, worst)
 		}
-		got := run(t, m)
-		m.Close()
-		_, worst := diffBits(got, want)
-		// llama.cpp's own exact-vs-default gap (f16 cache) is 0.3 on this model.
-		if worst > 0.6 {
-			t.Errorf("kv %s: worst |Δ| %.3g vs the f32 cache", kv, worst)
-		}
-		t.Logf("kv %s: worst |Δ| %.3g vs f32 cache", kv, worst)
 	}
 }
 
@@ -235,14 +239,14 @@ func TestEvalErrors(t *testing.T) {
 }
 
 // TestDecodeAllocatesNothing: a decode step reuses every buffer (f32 cache,
-// and the default f16 cache with flash attention).
+// the default f16 cache with flash attention, and a q8_0 cache with and
+// without it).
 func TestDecodeAllocatesNothing(t *testing.T) {
-	for _, fa := range []bool{false, true} {
-		kv := quant.F32
-		if fa {
-			kv = quant.F16
-		}
-		t.Run(kv.String(), func(t *testing.T) { decodeAllocs(t, compileFA(t, "qwen2-synth-q8_0", kv, 16, fa)) })
+	for _, tc := range []struct {
+		kv quant.Type
+		fa bool
+	}{{quant.F32, false}, {quant.F16, true}, {quant.Q8_0, false}, {quant.Q8_0, true}} {
+		t.Run(fmt.Sprintf("%s/fa=%v", tc.kv, tc.fa), func(t *testing.T) { decodeAllocs(t, compileFA(t, "qwen2-synth-q8_0", tc.kv, 16, tc.fa)) })
 	}
 }
 

@@ -42,6 +42,7 @@ func TestStallsKeepBits(t *testing.T) {
 	}{
 		{"qwen3-synth-q4_k_m", quant.F32, false}, {"qwen2-synth-q8_0", quant.F32, false}, {"llama-synth-q4_0", quant.F32, false},
 		{"qwen3-synth-q4_k_m", quant.F16, true}, // the default cache and attention
+		{"qwen2-synth-q8_0", quant.Q8_0, true},  // flash attention over a q8_0 cache
 	} {
 		name := tc.name
 		t.Run(fmt.Sprintf("%s/%s/fa=%v", name, tc.kv, tc.fa), func(t *testing.T) {

@@ -20,7 +20,7 @@ type Options struct {
 	// KVType is the element type of the KV cache (F32, F16 or Q8_0).
 	KVType quant.Type
 	// FlashAttn selects the flash attention kernels (attention_fa/<type>,
-	// f32 and f16 caches) instead of the non-flash ones.
+	// f32, f16 and q8_0 caches) instead of the non-flash ones.
 	FlashAttn bool
 	// Verify runs ir.Verify after every pass (tests turn it on; the
 	// compiler verifies once at the end).
@@ -483,8 +483,8 @@ func selectKernels(g *ir.Graph, o *Options) error {
 			t := n.Inputs[1].DType
 			n.Kernel = fmt.Sprintf("attention/%s", t)
 			if o.FlashAttn {
-				if t != quant.F32 && t != quant.F16 {
-					return fmt.Errorf("flash attention reads f32 and f16 KV caches, not %s", t)
+				if t != quant.F32 && t != quant.F16 && t != quant.Q8_0 {
+					return fmt.Errorf("flash attention reads f32, f16 and q8_0 KV caches, not %s", t)
 				}
 				n.Kernel = fmt.Sprintf("attention_fa/%s", t)
 			}

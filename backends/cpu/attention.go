@@ -316,8 +316,9 @@ func (l *attnLayout) vSumF16(yt, sc []float32, stride, n int, s *AttnScratch, v 
 // AttentionHeadsQ8_0 is AttentionHeads with a q8_0 cache (headDim a
 // multiple of 32): q is quantized to Q8_0 with the activation quantizer for
 // the k·q dot (quant.DotQ8_0Q8_0, through the Q8_0 mat-mul row kernel when
-// there is a SIMD one), each v row is dequantized and the
-// probability-weighted sum taken as in AttentionHeads.
+// there is a SIMD one), each v row is dequantized (exactly: d·q in float32,
+// by the tier's dequantizer when there is one) and the probability-weighted
+// sum taken as in AttentionHeads.
 func AttentionHeadsQ8_0(y, q []float32, kc, vc []byte, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
 	hb, rb := q8Bytes(headDim), q8Bytes(nHeadKV*headDim)
 	l := newAttnLayout(len(kc)/rb, pos, nHead, nHeadKV, headDim)
@@ -330,7 +331,7 @@ func AttentionHeadsQ8_0(y, q []float32, kc, vc []byte, pos []int32, nHead, nHead
 			qt := q[t*qw+h0*hd : t*qw+(h0+G)*hd]
 			yt := y[t*qw+h0*hd : t*qw+(h0+G)*hd]
 			qb := s.qb[:G*hb]
-			quant.QuantizeQ8_0Act(qt, qb)
+			quantizeQ8Act(qt, qb)
 			sc := s.scores[:G*n16]
 			if rows := rowKernels[quant.Q8_0]; rows != nil {
 				// The SIMD mat-mul row kernel (same bits as DotQ8_0Q8_0)
@@ -352,8 +353,14 @@ func AttentionHeadsQ8_0(y, q []float32, kc, vc []byte, pos []int32, nHead, nHead
 			}
 			off := kh * hb
 			v := s.vRows(n * hd)
-			for j := 0; j < n; j++ {
-				quant.DequantizeQ8_0(vc[j*rb+off:j*rb+off+hb], v[j*hd:(j+1)*hd])
+			if k := f32k; k != nil && k.dequantQ8 != nil {
+				for j := 0; j < n; j++ {
+					k.dequantQ8Row(v[j*hd:(j+1)*hd], vc[j*rb+off:j*rb+off+hb])
+				}
+			} else {
+				for j := 0; j < n; j++ {
+					quant.DequantizeQ8_0(vc[j*rb+off:j*rb+off+hb], v[j*hd:(j+1)*hd])
+				}
 			}
 			l.vSumF32(yt, sc, n16, n, s.lanes, v, hd)
 		}

@@ -47,6 +47,12 @@ type f32Tier struct {
 	// AVX-512, BenchmarkFlashVacc).
 	vrows  int
 	roundH func(dst, src *float32, n int) int
+
+	// The v sums of flash attention over a q8_0 cache (flashq8_amd64.s),
+	// indexed by queries per pass minus one, and the q8_0 row dequantizer
+	// of the non-flash path.
+	vaccQ8    []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int)
+	dequantQ8 func(dst *float32, src *byte, nb int)
 }
 
 // f32k is the float32 kernel tier in use, the best one f32Tiers has
@@ -266,6 +272,59 @@ func (t *f32Tier) vaccHQ(o []float32, os int, v []byte, vstride int, p []float32
 			r += m
 		}
 	}
+}
+
+// vaccQ8Q is vaccHQ over q8_0 rows: o[r*os+d] (d < hd, hd a multiple of
+// 32) is the fused multiply-add chain Σ p[r*ps+j]·v_j[d] over j < n in
+// increasing j from 0, v_j[d] = d_j·q_j[d] the dequantized value (exact in
+// float32) of row j, the hd/32 q8_0 blocks at v[j*vstride:] (vstride in
+// bytes), starting from +0 or, with cont, from o's values. Each row piece
+// is formed once for a pass of as many queries as the tier's registers
+// hold; the rows are taken in chunks of t.vrows, every pass over a chunk
+// before the next chunk.
+func (t *f32Tier) vaccQ8Q(o []float32, os int, v []byte, vstride int, p []float32, ps, nq, n, hd int, cont bool) {
+	if hd%32 != 0 {
+		panic("cpu: vaccQ8Q shape")
+	}
+	if nq <= 0 || hd == 0 {
+		return
+	}
+	_ = o[(nq-1)*os+hd-1]
+	if n == 0 {
+		for r := 0; !cont && r < nq; r++ {
+			clear(o[r*os : r*os+hd])
+		}
+		return
+	}
+	_ = p[(nq-1)*ps+n-1]
+	_ = v[:(n-1)*vstride+q8Bytes(hd)]
+	rows := t.vrows
+	if rows <= 0 {
+		rows = n
+	}
+	for j0 := 0; j0 < n; j0 += rows {
+		c, more := min(rows, n-j0), min(j0, 1)
+		if cont {
+			more = 1
+		}
+		for r := 0; r < nq; {
+			m := min(len(t.vaccQ8), nq-r)
+			t.vaccQ8[m-1](&o[r*os], os, &v[j0*vstride], vstride, &p[r*ps+j0], ps, c, hd, more)
+			r += m
+		}
+	}
+}
+
+// dequantQ8Row sets dst (a multiple of 32 values) to the dequantized
+// values of the q8_0 blocks at src: quant.DequantizeQ8_0's bits.
+func (t *f32Tier) dequantQ8Row(dst []float32, src []byte) {
+	nb := len(dst) / 32
+	if nb == 0 {
+		return
+	}
+	_ = dst[:32*nb]
+	_ = src[:34*nb]
+	t.dequantQ8(&dst[0], &src[0], nb)
 }
 
 // vecDot is ggmlf32.VecDotF32.

@@ -17,6 +17,10 @@ var f32Tiers = []*f32Tier{
 		toF16:  f32ToF16AVX512,
 		dotsHT: flashScoreTiles,
 		mergeB: flashMergeAVX2, roundH: roundF16AVX2, vrows: 16,
+		vaccQ8: []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int){
+			vaccQ8Q1AVX512, vaccQ8Q2AVX512, vaccQ8Q3AVX512, vaccQ8Q4AVX512,
+		},
+		dequantQ8: dequantQ8_0AVX512,
 	},
 	{
 		name: "avx2", ok: hasAVX2, why: "CPU lacks AVX2+FMA+F16C (or MINFER_NO_AVX2 is set)",
@@ -27,6 +31,10 @@ var f32Tiers = []*f32Tier{
 		},
 		toF16:  f32ToF16AVX2,
 		dotsHT: flashScoreTiles, mergeB: flashMergeAVX2, roundH: roundF16AVX2, vrows: 8,
+		vaccQ8: []func(o *float32, os int, v *byte, vstride int, p *float32, ps int, n, hd, cont int){
+			vaccQ8Q1AVX2, vaccQ8Q2AVX2,
+		},
+		dequantQ8: dequantQ8_0AVX2,
 	},
 }
 

@@ -477,7 +477,7 @@ func BenchmarkAttentionDepth(b *testing.B) {
 	c := attnCase{16, 8, 128, 1, 4095, 4352}
 	q, k, v, pos := attnSetup(r, c)
 	ctx, kvw := c.ctx, c.Hkv*c.hd
-	for _, kt := range []quant.Type{quant.F32, quant.F16} {
+	for _, kt := range []quant.Type{quant.F32, quant.F16, quant.Q8_0} {
 		kv, _ := NewKV(kt)
 		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
 		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})

@@ -15,12 +15,40 @@ import (
 // f16 set: its scores are flashDot's).
 func refFlash(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale float32, f16 bool) []float32 {
 	qw, kvw, G := H*hd, Hkv*hd, H/Hkv
-	y := make([]float32, len(q))
+	dot := ggmlf32.VecDotF32
+	if f16 {
+		dot = flashDot
+	}
+	return refFlashScores(len(q), vc, pos, H, Hkv, hd, scale, func(t, h, j int) float32 {
+		kh := h / G
+		return dot(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], q[t*qw+h*hd:t*qw+(h+1)*hd])
+	})
+}
+
+// refFlashQ8 is refFlash over a q8_0 cache (the order in flash.go): q
+// quantized per head with the Q8_0 activation quantizer, the keys k8 the
+// cache's q8_0 rows, the scores quant.DotQ8_0Q8_0, the v rows dequantized.
+func refFlashQ8(q []float32, k8, v8 []byte, pos []int32, H, Hkv, hd int, scale float32) []float32 {
+	hb, rb, G := q8Bytes(hd), q8Bytes(Hkv*hd), H/Hkv
+	qq := make([]byte, len(q)/hd*hb)
+	quant.QuantizeQ8_0Act(q, qq)
+	vf := make([]float32, len(v8)/rb*Hkv*hd)
+	quant.DequantizeQ8_0(v8, vf)
+	return refFlashScores(len(q), vf, pos, H, Hkv, hd, scale, func(t, h, j int) float32 {
+		kh := h / G
+		return quant.DotQ8_0Q8_0(hd, k8[j*rb+kh*hb:j*rb+(kh+1)*hb], qq[(t*H+h)*hb:(t*H+h+1)*hb])
+	})
+}
+
+// refFlashScores is refFlash with the score of token t, query head h and
+// position j from score (before the scale).
+func refFlashScores(nq int, vc []float32, pos []int32, H, Hkv, hd int, scale float32, score func(t, h, j int) float32) []float32 {
+	qw, kvw, G := H*hd, Hkv*hd, H/Hkv
+	y := make([]float32, nq)
 	for t, p := range pos {
 		n := int(p) + 1
 		for h := 0; h < H; h++ {
 			kh := h / G
-			qv := q[t*qw+h*hd : t*qw+(h+1)*hd]
 			var ms, ss []float32
 			var os [][]float32
 			for j0 := 0; j0 < n; j0 += FlashBlock {
@@ -28,11 +56,7 @@ func refFlash(q, kc, vc []float32, pos []int32, H, Hkv, hd int, scale float32, f
 				m := float32(math.Inf(-1))
 				xs := make([]float32, 0, FlashBlock)
 				for j := j0; j < j1; j++ {
-					dot := ggmlf32.VecDotF32
-					if f16 {
-						dot = flashDot
-					}
-					x := dot(kc[j*kvw+kh*hd:j*kvw+(kh+1)*hd], qv) * scale
+					x := score(t, h, j) * scale
 					xs = append(xs, x)
 					m = max(m, x)
 				}
@@ -109,14 +133,22 @@ func TestFlashAttention(t *testing.T) {
 		ctx, kvw := c.ctx, c.Hkv*c.hd
 		scale := float32(1 / math.Sqrt(float64(c.hd)))
 		exact := oracleAttention(q, k, v, pos, c.H, c.Hkv, c.hd, scale)
-		for _, kt := range []quant.Type{quant.F32, quant.F16} {
-			want := refFlash(q, k, v, pos, c.H, c.Hkv, c.hd, scale, false)
-			if kt == quant.F16 {
-				want = refFlash(h16(q), h16(k), h16(v), pos, c.H, c.Hkv, c.hd, scale, true)
+		for _, kt := range []quant.Type{quant.F32, quant.F16, quant.Q8_0} {
+			if kt == quant.Q8_0 && c.hd%32 != 0 {
+				continue // KV.Check refuses the head size for q8_0
 			}
 			kv, _ := NewKV(kt)
 			kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
 			vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+			var want []float32
+			switch kt {
+			case quant.F32:
+				want = refFlash(q, k, v, pos, c.H, c.Hkv, c.hd, scale, false)
+			case quant.F16:
+				want = refFlash(h16(q), h16(k), h16(v), pos, c.H, c.Hkv, c.hd, scale, true)
+			default:
+				want = refFlashQ8(q, kc.B, vc.B, pos, c.H, c.Hkv, c.hd, scale)
+			}
 			for _, tier := range tiers {
 				name := "go"
 				if tier != nil {
@@ -152,14 +184,15 @@ func TestFlashAttention(t *testing.T) {
 			for _, x := range v {
 				vmax = max(vmax, math.Abs(float64(x)))
 			}
-			if tol := map[quant.Type]float64{quant.F32: 1e-5, quant.F16: 4e-3}[kt]; maxErr > tol*vmax {
+			if tol := map[quant.Type]float64{quant.F32: 1e-5, quant.F16: 4e-3, quant.Q8_0: 4e-2}[kt]; maxErr > tol*vmax {
 				t.Errorf("%s %+v: flash attention off exact attention by %.3g (bound %.3g)", kt, c, maxErr, tol*vmax)
 			}
 		}
 	}
-	kv, _ := NewKV(quant.Q8_0)
-	if kv.CheckFlash() == nil {
-		t.Error("flash attention accepted a q8_0 cache")
+	for _, kt := range []quant.Type{quant.F32, quant.F16, quant.Q8_0} {
+		if kv, _ := NewKV(kt); kv.CheckFlash() != nil {
+			t.Errorf("flash attention refused a %s cache: %v", kt, kv.CheckFlash())
+		}
 	}
 }
 
@@ -170,7 +203,7 @@ func BenchmarkFlashDepth(b *testing.B) {
 	c := attnCase{16, 8, 128, 1, 4095, 4352}
 	q, k, v, pos := attnSetup(r, c)
 	ctx, kvw := c.ctx, c.Hkv*c.hd
-	for _, kt := range []quant.Type{quant.F32, quant.F16} {
+	for _, kt := range []quant.Type{quant.F32, quant.F16, quant.Q8_0} {
 		kv, _ := NewKV(kt)
 		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
 		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
@@ -201,27 +234,33 @@ func BenchmarkPrefillDepth(b *testing.B) {
 		c := attnCase{16, 8, 128, 16, end - 16, end + 256}
 		q, k, v, pos := attnSetup(r, c)
 		ctx, kvw := c.ctx, c.Hkv*c.hd
-		kv, _ := NewKV(quant.F16)
-		kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
-		vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
-		s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
-		y := make([]float32, len(q))
-		for _, tier := range f32Tiers {
-			for _, fa := range []bool{false, true} {
-				b.Run(fmt.Sprintf("d%d/%s/%s", end, map[bool]string{false: "nofa", true: "fa"}[fa], tier.name), func(b *testing.B) {
-					if !tier.ok {
-						b.Skip(tier.why)
+		for _, kt := range []quant.Type{quant.F16, quant.Q8_0} {
+			kv, _ := NewKV(kt)
+			kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
+			vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
+			s := NewAttnScratch(ctx, c.H/c.Hkv, c.hd)
+			y := make([]float32, len(q))
+			for _, tier := range f32Tiers {
+				for _, fa := range []bool{false, true} {
+					name := fmt.Sprintf("d%d/%s/%s", end, map[bool]string{false: "nofa", true: "fa"}[fa], tier.name)
+					if kt != quant.F16 {
+						name = fmt.Sprintf("d%d/%s/%s/%s", end, kt, map[bool]string{false: "nofa", true: "fa"}[fa], tier.name)
 					}
-					attend := kv.Attend
-					if fa {
-						attend = kv.AttendFlash
-					}
-					withF32(tier, func() {
-						for b.Loop() {
-							attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.0884, 0, c.Hkv, 0, c.T, s)
+					b.Run(name, func(b *testing.B) {
+						if !tier.ok {
+							b.Skip(tier.why)
 						}
+						attend := kv.Attend
+						if fa {
+							attend = kv.AttendFlash
+						}
+						withF32(tier, func() {
+							for b.Loop() {
+								attend(y, q, kc, vc, pos, c.H, c.Hkv, c.hd, 0.0884, 0, c.Hkv, 0, c.T, s)
+							}
+						})
 					})
-				})
+				}
 			}
 		}
 	}
@@ -353,7 +392,10 @@ func TestFlashBlockSplit(t *testing.T) {
 		q, k, v, pos := attnSetup(r, c)
 		ctx, kvw := c.ctx, c.Hkv*c.hd
 		scale := float32(1 / math.Sqrt(float64(c.hd)))
-		for _, kt := range []quant.Type{quant.F32, quant.F16} {
+		for _, kt := range []quant.Type{quant.F32, quant.F16, quant.Q8_0} {
+			if kt == quant.Q8_0 && c.hd%32 != 0 {
+				continue
+			}
 			kv, _ := NewKV(kt)
 			kc := fillCache(kv, k, ctx, kvw, c.hd, []int{0, c.Hkv})
 			vc := fillCache(kv, v, ctx, kvw, c.hd, []int{0, c.Hkv})
@@ -444,5 +486,110 @@ func BenchmarkFlashVacc(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestFlashQ8Kernels: each tier's q8_0 v sums (vaccQ8Q, straight from the
+// q8_0 bytes) give the bits of the pure-Go twin (each row dequantized by
+// quant.DequantizeQ8_0, then the FMA chains), for query counts up to past
+// a pass, head sizes with and without a 64-wide remainder, row counts
+// across the row chunks, from zero and continued; and the tier's row
+// dequantizer gives DequantizeQ8_0's bits. The blocks have zero, tiny
+// (f16 subnormal), huge and negative scales and every quant from -128.
+func TestFlashQ8Kernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(91, 92))
+	q8s := func(nb int) []byte {
+		b := make([]byte, 34*nb)
+		for i := 0; i < nb; i++ {
+			var d float32
+			switch r.IntN(8) {
+			case 0:
+			case 1:
+				d = float32(r.NormFloat64() * 1e-6)
+			case 2:
+				d = float32(r.NormFloat64() * 3e4)
+			default:
+				d = float32(r.NormFloat64() * 0.05)
+			}
+			h := quant.FP32ToFP16(d)
+			b[34*i], b[34*i+1] = byte(h), byte(h>>8)
+			for j := 2; j < 34; j++ {
+				b[34*i+j] = byte(r.IntN(256))
+			}
+		}
+		return b
+	}
+	for _, tier := range f32Tiers {
+		t.Run(tier.name, func(t *testing.T) {
+			if !tier.ok {
+				t.Skip(tier.name + " float32 kernels unavailable: " + tier.why)
+			}
+			for _, hd := range []int{32, 64, 96, 128, 160, 256} {
+				for _, nq := range []int{1, 2, 3, 4, 5, 7, 8, 14} {
+					for _, n := range []int{1, 2, 7, 9, 17, 40} {
+						vstride := q8Bytes(hd) + 34*r.IntN(3) + 5
+						v := q8s(((n-1)*vstride + q8Bytes(hd) + 33) / 34)
+						ps := n + 5
+						p := make([]float32, nq*ps)
+						for i := range p {
+							p[i] = float32(r.Float64())
+							if i%11 == 3 {
+								p[i] = float32(r.NormFloat64() * 1e-30)
+							}
+						}
+						os := hd + 16
+						want := make([]float32, nq*os)
+						got := make([]float32, nq*os)
+						vaccQ8Q(want, os, v, vstride, p, ps, nq, n, hd, make([]float32, hd), false)
+						tier.vaccQ8Q(got, os, v, vstride, p, ps, nq, n, hd, false)
+						sameBits(t, fmt.Sprintf("v sums hd %d nq %d n %d", hd, nq, n), got, want)
+						vaccQ8Q(want, os, v, vstride, p, ps, nq, n, hd, make([]float32, hd), true)
+						tier.vaccQ8Q(got, os, v, vstride, p, ps, nq, n, hd, true)
+						sameBits(t, fmt.Sprintf("continued v sums hd %d nq %d n %d", hd, nq, n), got, want)
+					}
+				}
+			}
+			for _, nb := range []int{1, 2, 4, 5, 33} {
+				src := q8s(nb)
+				want := make([]float32, 32*nb)
+				got := make([]float32, 32*nb)
+				quant.DequantizeQ8_0(src, want)
+				tier.dequantQ8Row(got, src)
+				sameBits(t, fmt.Sprintf("dequantize %d blocks", nb), got, want)
+			}
+		})
+	}
+}
+
+// BenchmarkFlashVaccQ8 is one flash block's v sums (256 rows of a q8_0
+// cache, head size 128, Qwen3-0.6B's row of 8 KV heads) for nq queries —
+// decode G = 2, prefill tiles of 2 and 4 tokens × 2 heads — straight from
+// the q8_0 bytes ("simd") and through the pure-Go twin ("go").
+func BenchmarkFlashVaccQ8(b *testing.B) {
+	r := rand.New(rand.NewPCG(93, 94))
+	const n, hd = FlashBlock, 128
+	rb := q8Bytes(8 * hd)
+	x := randVec(r, n*8*hd, 1)
+	v := make([]byte, n*rb)
+	quant.QuantizeQ8_0Act(x, v)
+	for _, nq := range []int{2, 4, 8} {
+		p := randVec(r, nq*n, 1)
+		o := make([]float32, nq*hd)
+		for _, tier := range f32Tiers {
+			b.Run(fmt.Sprintf("%s/nq%d", tier.name, nq), func(b *testing.B) {
+				if !tier.ok {
+					b.Skip(tier.why)
+				}
+				for b.Loop() {
+					tier.vaccQ8Q(o, hd, v, rb, p, n, nq, n, hd, false)
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("go/nq%d", nq), func(b *testing.B) {
+			row := make([]float32, hd)
+			for b.Loop() {
+				vaccQ8Q(o, hd, v, rb, p, n, nq, n, hd, row, false)
+			}
+		})
 	}
 }

@@ -62,19 +62,22 @@ func q8Bytes(n int) int { return n / quant.QK * 34 }
 
 // KVStoreQ8_0 stores x quantized to Q8_0 with the CPU backend's activation
 // quantizer (ggml's from_float for q8_0, what llama.cpp uses to write a
-// q8_0 cache). c0 and c1 must be multiples of 32.
+// q8_0 cache; quant.QuantizeQ8_0Act's bits, through the SIMD quantizer when
+// there is one). c0 and c1 must be multiples of 32.
 func KVStoreQ8_0(cache []byte, width int, x []float32, pos []int32, c0, c1 int) {
 	rb := q8Bytes(width)
 	for t, p := range pos {
 		o := int(p) * rb
-		quant.QuantizeQ8_0Act(x[t*width+c0:t*width+c1], cache[o+q8Bytes(c0):o+q8Bytes(c1)])
+		quantizeQ8Act(x[t*width+c0:t*width+c1], cache[o+q8Bytes(c0):o+q8Bytes(c1)])
 	}
 }
 
 // KVCache is one K or V cache of Rows positions of Width values: F holds an
-// f32 cache, B an f16 or q8_0 one (layouts above).
+// f32 cache, B an f16 or q8_0 one (layouts above); Type says which of the
+// two a B holds (quant.Q8_0 for q8_0, anything else is f16).
 type KVCache struct {
 	Rows, Width int
+	Type        quant.Type
 	F           []float32
 	B           []byte
 }
@@ -114,17 +117,16 @@ func NewKV(t quant.Type) (*KV, error) {
 }
 
 // AttendFlash runs flash attention (FlashHeads) for the query heads of KV
-// heads kvh0..kvh1 and the batch tokens t0..t1; the cache must be f32 or
-// f16 (CheckFlash).
+// heads kvh0..kvh1 and the batch tokens t0..t1.
 func (k *KV) AttendFlash(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, headDim int, scale float32, kvh0, kvh1, t0, t1 int, s *AttnScratch) {
 	FlashHeads(y, q, kc, vc, pos, nHead, nHeadKV, headDim, scale, kvh0, kvh1, t0, t1, s)
 }
 
 // CheckFlash reports whether the flash attention kernels read this cache
-// type (f32 and f16).
+// type (f32, f16 and q8_0: every type NewKV accepts).
 func (k *KV) CheckFlash() error {
-	if k.Type != quant.F32 && k.Type != quant.F16 {
-		return fmt.Errorf("cpu kv cache: flash attention reads f32 and f16 caches, not %s", k.Type)
+	if k.Type != quant.F32 && k.Type != quant.F16 && k.Type != quant.Q8_0 {
+		return fmt.Errorf("cpu kv cache: flash attention reads f32, f16 and q8_0 caches, not %s", k.Type)
 	}
 	return nil
 }
@@ -140,7 +142,7 @@ func (k *KV) Check(headDim int) error {
 // NewCache allocates an empty cache of rows positions of width values (for
 // setup, not for the decode loop).
 func (k *KV) NewCache(rows, width int) *KVCache {
-	c := &KVCache{Rows: rows, Width: width}
+	c := &KVCache{Rows: rows, Width: width, Type: k.Type}
 	switch k.Type {
 	case quant.F32:
 		c.F = make([]float32, rows*width)

@@ -173,19 +173,19 @@ type CacheTypeFlags struct {
 }
 
 // flashOn resolves --flash-attn (auto, on, off; "" is auto) for the cache
-// type kv: auto is on for an f16 cache and off for f32 (whose non-flash path
-// matches llama.cpp's f32-cache logits exactly) and q8_0, which the flash
-// kernels do not read.
+// type kv: auto is on for an f16 or q8_0 cache (the faster path for both,
+// docs/PERFORMANCE.md) and off for f32 (whose non-flash path matches
+// llama.cpp's f32-cache logits exactly).
 func flashOn(mode, kv string) (bool, error) {
 	if kv == "" {
 		kv = defaultKVType
 	}
 	switch mode {
 	case "", "auto":
-		return kv == "f16", nil
+		return kv == "f16" || kv == "q8_0", nil
 	case "on":
-		if kv != "f16" && kv != "f32" {
-			return false, fmt.Errorf("--flash-attn on reads f16 and f32 KV caches, not %s", kv)
+		if kv != "f16" && kv != "f32" && kv != "q8_0" {
+			return false, fmt.Errorf("--flash-attn on reads f16, f32 and q8_0 KV caches, not %s", kv)
 		}
 		return true, nil
 	case "off":

@@ -23,7 +23,7 @@ type CompileCmd struct {
 	Slots       int      `help:"Sequences served at once (minfer serve): a KV cache of --n-ctx positions for each; KV memory = slots × n-ctx." default:"1"`
 	KVType      string   `help:"KV cache type: f16 (llama.cpp's default), f32 or q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
 	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`
-	FlashAttn   string   `help:"Flash attention (also -fa): on compiles attention to the tiled online-softmax kernels (f32 and f16 caches), off to llama.cpp's non-flash arithmetic; auto: on for an f16 cache, off for f32 (the path that matches llama.cpp's f32-cache logits exactly) and q8_0." default:"auto" name:"flash-attn" enum:"auto,on,off"`
+	FlashAttn   string   `help:"Flash attention (also -fa): on compiles attention to the tiled online-softmax kernels (f32, f16 and q8_0 caches), off to llama.cpp's non-flash arithmetic; auto: on for an f16 or q8_0 cache, off for f32 (the path that matches llama.cpp's f32-cache logits exactly)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	DisablePass []string `help:"Switch off a pass by name (repeatable; see minferc passes)." name:"disable-pass"`
 	Quiet       bool     `short:"q" help:"No progress output."`
 	CacheTypeFlags

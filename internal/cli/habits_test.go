@@ -257,16 +257,16 @@ func TestContextAboveTrainedWarns(t *testing.T) {
 	}
 }
 
-// TestFlashOn: --flash-attn auto is flash for the default f16 cache only;
-// on refuses a q8_0 cache.
+// TestFlashOn: --flash-attn auto is flash for the f16 (default) and q8_0
+// caches, not f32; on takes f32, f16 and q8_0 caches.
 func TestFlashOn(t *testing.T) {
 	for _, tc := range []struct {
 		mode, kv string
 		want     bool
 		err      string
 	}{
-		{"auto", "f16", true, ""}, {"", "", true, ""}, {"auto", "f32", false, ""}, {"auto", "q8_0", false, ""},
-		{"on", "f32", true, ""}, {"on", "f16", true, ""}, {"off", "f16", false, ""}, {"on", "q8_0", false, "not q8_0"},
+		{"auto", "f16", true, ""}, {"", "", true, ""}, {"auto", "f32", false, ""}, {"auto", "q8_0", true, ""},
+		{"on", "f32", true, ""}, {"on", "f16", true, ""}, {"off", "f16", false, ""}, {"on", "q8_0", true, ""}, {"on", "q4_0", false, "not q4_0"},
 	} {
 		got, err := flashOn(tc.mode, tc.kv)
 		if tc.err != "" {
