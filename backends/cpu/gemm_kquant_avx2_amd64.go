@@ -455,7 +455,7 @@ func (g *kqGemm) gemmCached(K int, w []byte, wrb int, act []byte, arb, M int, y 
 		if need := g.fsFloats(); cap(sp.f) < need {
 			sp.f = make([]float32, need)
 		}
-		buf, fs := kqAlign32(sp.b[:cap(sp.b)], group*tb), sp.f[:g.fsFloats()]
+		buf, fs := align32(sp.b[:cap(sp.b)], group*tb), sp.f[:g.fsFloats()]
 		// per-activation data the kernel reads at p, pb bytes per tile of
 		// C rows and super-block: bsum pairs (Q4_K, Q5_K, 32 bytes per
 		// row), biased quants (Q3_K, 256 per row) or the paired kernels'
@@ -494,7 +494,7 @@ func (g *kqGemm) gemmCached(K int, w []byte, wrb int, act []byte, arb, M int, y 
 				if need := MC/C*nb*pb + 31; cap(sp.p) < need {
 					sp.p = make([]byte, need)
 				}
-				pairs = kqAlign32(sp.p[:cap(sp.p)], MC/C*nb*pb)
+				pairs = align32(sp.p[:cap(sp.p)], MC/C*nb*pb)
 				fill(pairs)
 			}
 		}

@@ -5,7 +5,6 @@ package cpu
 import (
 	"encoding/binary"
 	"math"
-	"unsafe"
 
 	"github.com/minfer/minfer/quant"
 )
@@ -55,7 +54,7 @@ import (
 // 8 twice, as kqBsumPairs; Q6_K: the 16 bsums), then DA, 8 float32 (R·C =
 // 8): lane l the d of activation row l/R of the tile (R the weight rows
 // of the kernel's tile), so that with a 32-byte aligned
-// buffer (kqAlign32) every quant vector the kernel reads is aligned
+// buffer (align32) every quant vector the kernel reads is aligned
 // (measured: the 292·C-byte blocks of the first version, half of whose
 // vectors crossed a cache line, were ≈10% slower).
 
@@ -64,13 +63,6 @@ const kqPairTileBytes = 448
 // kqPairActBytes is the size of the activations of one super-block of a
 // tile of C activation rows.
 func kqPairActBytes(C int) int { return 288*C + 32 }
-
-// kqAlign32 returns the part of b (of capacity ≥ n+31) of length n that
-// starts at a 32-byte aligned address.
-func kqAlign32(b []byte, n int) []byte {
-	o := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & 31)
-	return b[o : o+n]
-}
 
 // pairWords returns halves A and B of 8 bytes (4 words) of two chunks lo
 // and hi at the same place: A dword k = lo word 2k | hi word 2k<<16,

@@ -30,10 +30,10 @@ func BenchmarkGemmKQuantAVX2Parts(b *testing.B) {
 			R, C := g.R, g.C
 			tb := nb * g.tileBytes * R
 			tiles := make([]byte, N/R*tb+31)
-			buf := kqAlign32(tiles, N/R*tb)
+			buf := align32(tiles, N/R*tb)
 			pb := kqPairActBytes(C)
 			pp := make([]byte, M/C*nb*pb+31)
-			pairs := kqAlign32(pp, M/C*nb*pb)
+			pairs := align32(pp, M/C*nb*pb)
 			name := fmt.Sprintf("%s/N=%d,K=%d/%s", wt, N, K, g.name[len(g.name)-4:])
 			b.Run(name+"/pack", func(b *testing.B) {
 				cpu0 := processCPU()

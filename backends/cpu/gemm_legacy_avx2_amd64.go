@@ -4,7 +4,6 @@ package cpu
 
 import (
 	"sync"
-	"unsafe"
 
 	"github.com/minfer/minfer/quant"
 )
@@ -140,8 +139,7 @@ func aligned32(b *[]byte, n int) []byte {
 	if cap(*b) < n+32 {
 		*b = make([]byte, n+32)
 	}
-	o := int(-uintptr(unsafe.Pointer(unsafe.SliceData(*b))) & 31)
-	return (*b)[o : o+n]
+	return align32((*b)[:cap(*b)], n)
 }
 
 // legacyGemmAVX2 returns the GemmFunc of weight type t with tile k.
