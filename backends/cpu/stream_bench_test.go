@@ -105,6 +105,13 @@ func BenchmarkStreamRows(b *testing.B) {
 // twice the 32 MiB L3 of the machine this was tuned on.
 const decodeBytes = 64 << 20
 
+// dramBytes is the size of BenchmarkDecode's "dram" cases: 32 times that
+// L3, so no part of a pass is left in cache from the one before (a 64 MiB
+// matrix read twice in a row still finds some of it in the L3, which
+// flatters both the kernel and the read) — the bandwidth a decode step of a
+// model's worth of weights sees.
+const dramBytes = 1 << 30
+
 // decodeKernel is one row kernel of one SIMD tier as BenchmarkDecode and
 // TestDecodeKernels see it: the asm called directly (not through the
 // start-up dispatch), so the AVX2 tier is measured and tested on an
@@ -145,23 +152,40 @@ func threadCPU() int64 {
 // read's (readGB/s) and their ratio; the ratio is the figure to compare
 // across runs, as both sides share the machine's memory traffic. The
 // "hot" cases run a 512 KiB matrix that stays in L2: the kernel's
-// compute ceiling. Kernels of tiers the CPU lacks are skipped.
+// compute ceiling; the "dram" cases a 1 GiB matrix (dramBytes). Kernels of
+// tiers the CPU lacks are skipped.
 func BenchmarkDecode(b *testing.B) {
 	r := rand.New(rand.NewPCG(51, 52))
 	buf := make([]byte, decodeBytes+(1<<20))
 	for i := range buf {
 		buf[i] = byte(i)
 	}
+	var dram []byte // allocated by the first dram case that runs
 	for _, k := range decodeKernels() {
-		for _, K := range []int{1024, 3072, -1024} {
-			name, size := fmt.Sprintf("%s/K%d/%s", k.typ, K, k.tier), decodeBytes
-			if K < 0 {
-				K, size = -K, 512<<10
-				name = fmt.Sprintf("%s/K%d/hot/%s", k.typ, K, k.tier)
+		for _, c := range []struct {
+			K    int
+			kind string // "", "hot" or "dram"
+		}{{1024, ""}, {3072, ""}, {1024, "hot"}, {1024, "dram"}, {3072, "dram"}} {
+			K, size, name := c.K, decodeBytes, fmt.Sprintf("%s/K%d/%s", k.typ, c.K, k.tier)
+			switch c.kind {
+			case "hot":
+				size = 512 << 10
+			case "dram":
+				size = dramBytes
+			}
+			if c.kind != "" {
+				name = fmt.Sprintf("%s/K%d/%s/%s", k.typ, K, c.kind, k.tier)
 			}
 			b.Run(name, func(b *testing.B) {
 				if !k.ok {
 					b.Skipf("the CPU lacks the %s tier", k.tier)
+				}
+				buf := buf
+				if c.kind == "dram" {
+					if dram == nil {
+						dram = make([]byte, dramBytes)
+					}
+					buf = dram
 				}
 				read := streamSumAVX2
 				if k.tier != "avx2" {
