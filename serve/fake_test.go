@@ -29,6 +29,8 @@ type fakeEngine struct {
 	mixed     int // calls with both a prompt chunk and decode tokens
 	maxSeqs   int
 	maxChunk  int
+	maxPre    int   // most prompt chunks in one call
+	maxPreTok int   // most prompt tokens in one call
 	truncates []int // slots truncated, in order
 	out       [][]float32
 }
@@ -55,6 +57,7 @@ func (f *fakeEngine) EvalSeqs(seqs []Seq) ([][]float32, error) {
 	f.maxSeqs = max(f.maxSeqs, len(seqs))
 	seen := map[int]bool{}
 	prefill, decode := false, false
+	npre, ntok := 0, 0
 	for len(f.out) < len(seqs) {
 		f.out = append(f.out, make([]float32, f.nvocab))
 	}
@@ -70,6 +73,7 @@ func (f *fakeEngine) EvalSeqs(seqs []Seq) ([][]float32, error) {
 		if len(s.Tokens) > 1 {
 			prefill = true
 			f.maxChunk = max(f.maxChunk, len(s.Tokens))
+			npre, ntok = npre+1, ntok+len(s.Tokens)
 		} else {
 			decode = true
 		}
@@ -110,6 +114,7 @@ func (f *fakeEngine) EvalSeqs(seqs []Seq) ([][]float32, error) {
 	if prefill && decode {
 		f.mixed++
 	}
+	f.maxPre, f.maxPreTok = max(f.maxPre, npre), max(f.maxPreTok, ntok)
 	return res, nil
 }
 

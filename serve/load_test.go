@@ -158,6 +158,66 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestPrefillBatch: prompts waiting together are prefilled in the same
+// step, chunk by chunk, within the prefill batch; each completion is still
+// the one the request gets alone.
+func TestPrefillBatch(t *testing.T) {
+	var reqs []map[string]any
+	for i := range 4 {
+		var p strings.Builder
+		for w := range 40 + 3*i {
+			fmt.Fprintf(&p, "w%d ", (w*7+i)%50)
+		}
+		reqs = append(reqs, map[string]any{"prompt": p.String(), "max_tokens": 6, "seed": 7 + i, "temperature": 0.7})
+	}
+	alone := startServer(t, fakeConfig(t, newFake(4, 512, 1024)))
+	var want []outcome
+	for _, r := range reqs {
+		o, err := alone.complete(context.Background(), "/v1/completions", r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, o)
+	}
+	alone.stop()
+	for _, batch := range []int{16, 40, 512} {
+		f := newFake(4, 512, 1024)
+		f.delay = 20 * time.Millisecond // the requests arrive within the first step
+		cfg := fakeConfig(t, f)         // chunks of 16
+		cfg.PrefillBatch = batch
+		ts := startServer(t, cfg)
+		var wg sync.WaitGroup
+		got := make([]outcome, len(reqs))
+		errs := make([]error, len(reqs))
+		for i, r := range reqs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i], errs[i] = ts.complete(context.Background(), "/v1/completions", r, 0)
+			}()
+		}
+		wg.Wait()
+		for i := range reqs {
+			if errs[i] != nil {
+				t.Fatalf("batch %d, request %d: %v", batch, i, errs[i])
+			}
+			if got[i] != want[i] {
+				t.Errorf("batch %d, request %d: %+v, alone %+v", batch, i, got[i], want[i])
+			}
+		}
+		f.mu.Lock()
+		t.Logf("prefill batch %d: %d steps, at most %d prompt chunks (%d tokens) in one", batch, f.calls, f.maxPre, f.maxPreTok)
+		// Whole chunks of 16 join while they fit; a prompt's last chunk
+		// may be shorter, so a batch of 40 can hold 16+16+4.
+		lo, hi := min(4, batch/16), min(4, batch/4)
+		if f.maxPre < lo || f.maxPre > hi || f.maxPreTok > batch || f.maxChunk != 16 {
+			t.Errorf("prefill batch %d: at most %d prompt chunks (%d tokens) per step, chunks ≤ %d; want %d..%d chunks of ≤ 16", batch, f.maxPre, f.maxPreTok, f.maxChunk, lo, hi)
+		}
+		f.mu.Unlock()
+		ts.stop()
+	}
+}
+
 func key(sp spec) string {
 	b, _ := json.Marshal(sp.req)
 	return sp.path + string(b)

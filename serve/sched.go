@@ -1,9 +1,11 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,7 +110,14 @@ type slotState struct {
 // SchedConfig sizes the scheduler.
 type SchedConfig struct {
 	Queue        int // requests waiting for a slot beyond the slots' own (more: 503)
-	PrefillChunk int // prompt tokens per step for the slot being prefilled
+	PrefillChunk int // most prompt tokens per step of one slot's prompt
+	// PrefillBatch bounds the prompt tokens of all slots together in one
+	// step (0: 512, llama-server's default micro-batch). The oldest prompt
+	// still being prefilled always gets its chunk; the next ones join while
+	// their whole chunk fits, so several short prompts arriving together
+	// are evaluated in one pass that reads the weights once for all of
+	// them.
+	PrefillBatch int
 	// CachePrompt keeps each slot's KV cache after a request and lets the
 	// next request placed there skip the prefix it shares with it; a
 	// request goes to the free slot holding the longest such prefix.
@@ -117,13 +126,14 @@ type SchedConfig struct {
 
 // scheduler runs the engine: one goroutine that admits queued jobs into
 // free slots and, each step, evaluates every decoding slot's next token
-// together with one chunk of the oldest prompt still being prefilled, in
-// one EvalSeqs call.
+// together with the next chunk of each prompt still being prefilled, oldest
+// first, up to the prefill batch, in one EvalSeqs call.
 type scheduler struct {
 	eng     Engine
 	vocab   Vocab
 	nvocab  int
 	chunk   int
+	batch   int           // prompt tokens of all slots per step
 	limit   int           // slots + queue: jobs admitted at most
 	wake    chan struct{} // capacity 1: a job was queued
 	quit    chan struct{}
@@ -143,14 +153,18 @@ type scheduler struct {
 	// step scratch
 	seqs  []Seq
 	owner []*slotState
+	pre   []int // slots being prefilled, oldest first
 }
 
 func newScheduler(eng Engine, vocab Vocab, nvocab int, cfg SchedConfig, m *metrics) *scheduler {
 	if cfg.PrefillChunk <= 0 {
 		cfg.PrefillChunk = 128
 	}
+	if cfg.PrefillBatch <= 0 {
+		cfg.PrefillBatch = 512
+	}
 	s := &scheduler{
-		eng: eng, vocab: vocab, nvocab: nvocab, chunk: cfg.PrefillChunk,
+		eng: eng, vocab: vocab, nvocab: nvocab, chunk: cfg.PrefillChunk, batch: max(cfg.PrefillBatch, cfg.PrefillChunk),
 		limit: max(cfg.Queue, 0) + eng.Slots(), wake: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{}),
 		metrics: m, slots: make([]*slotState, eng.Slots()), cache: cfg.CachePrompt, held: make([][]int32, eng.Slots()),
 	}
@@ -351,32 +365,37 @@ func (s *scheduler) placeLocked(i int, j *job, shared int) {
 // step evaluates one batch and samples every sequence that produced
 // logits.
 func (s *scheduler) step() {
-	s.seqs, s.owner = s.seqs[:0], s.owner[:0]
-	var pre *slotState
-	preSlot := -1
+	s.seqs, s.owner, s.pre = s.seqs[:0], s.owner[:0], s.pre[:0]
 	for i, st := range s.slots {
 		if st == nil {
 			continue
 		}
 		if st.fed < len(st.j.req.Prompt) {
-			if pre == nil || st.seq < pre.seq {
-				pre, preSlot = st, i
-			}
+			s.pre = append(s.pre, i)
 			continue
 		}
 		s.seqs = append(s.seqs, Seq{Slot: i, Tokens: []int32{st.next}, Positions: []int32{int32(st.pos)}, Logits: true})
 		s.owner = append(s.owner, st)
 	}
-	if pre != nil {
+	slices.SortFunc(s.pre, func(a, b int) int { return cmp.Compare(s.slots[a].seq, s.slots[b].seq) })
+	budget := s.batch
+	for k, i := range s.pre {
 		// Chunks start at multiples of the chunk size, whatever else runs:
-		// a prompt is evaluated the same way alone or among others.
+		// a prompt is evaluated the same way alone or among others. A
+		// chunk that does not fit in what is left of the batch waits for
+		// the next step whole (the oldest prompt's always goes).
+		pre := s.slots[i]
 		p := pre.j.req.Prompt
 		end := min(len(p), pre.fed+s.chunk)
-		pos := make([]int32, end-pre.fed)
-		for k := range pos {
-			pos[k] = int32(pre.fed + k)
+		if k > 0 && end-pre.fed > budget {
+			continue
 		}
-		s.seqs = append(s.seqs, Seq{Slot: preSlot, Tokens: p[pre.fed:end], Positions: pos, Logits: end == len(p)})
+		budget -= end - pre.fed
+		pos := make([]int32, end-pre.fed)
+		for j := range pos {
+			pos[j] = int32(pre.fed + j)
+		}
+		s.seqs = append(s.seqs, Seq{Slot: i, Tokens: p[pre.fed:end], Positions: pos, Logits: end == len(p)})
 		s.owner = append(s.owner, pre)
 	}
 	t0 := time.Now()

@@ -50,8 +50,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// Queue is how many requests may wait for a slot (beyond that: 503).
 	Queue int
-	// PrefillChunk is the prompt tokens evaluated per step (0: 128).
+	// PrefillChunk is the most prompt tokens of one request evaluated per
+	// step (0: 128).
 	PrefillChunk int
+	// PrefillBatch is the most prompt tokens of all requests together
+	// evaluated per step (0: 512).
+	PrefillBatch int
 	// CachePrompt reuses the prefix a slot's cache shares with a new
 	// prompt (a conversation's earlier turns), as llama-server's
 	// cache_prompt; requests go to the free slot sharing the most.
@@ -103,7 +107,7 @@ func New(cfg Config) (*Server, error) {
 	m := newMetrics()
 	m.queueSize = max(cfg.Queue, 0)
 	s := &Server{cfg: cfg, metrics: m, log: cfg.Logger, created: time.Now().Unix()}
-	s.sched = newScheduler(cfg.Engine, cfg.Tokenizer, cfg.NVocab, SchedConfig{Queue: cfg.Queue, PrefillChunk: cfg.PrefillChunk, CachePrompt: cfg.CachePrompt}, m)
+	s.sched = newScheduler(cfg.Engine, cfg.Tokenizer, cfg.NVocab, SchedConfig{Queue: cfg.Queue, PrefillChunk: cfg.PrefillChunk, PrefillBatch: cfg.PrefillBatch, CachePrompt: cfg.CachePrompt}, m)
 	s.routes = map[string]map[string]http.HandlerFunc{
 		"/v1/chat/completions": {"POST": s.chatCompletions},
 		"/chat/completions":    {"POST": s.chatCompletions},

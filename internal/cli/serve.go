@@ -26,7 +26,8 @@ type ServeCmd struct {
 	Alias         string        `help:"Model name in /v1/models, the one requests must give (default: the file name without extension)." short:"a"`
 	APIKey        string        `help:"Require \"Authorization: Bearer KEY\" on every endpoint but /health ." name:"api-key" env:"MINFER_API_KEY"`
 	Queue         int           `help:"Requests that may wait for a slot; more get 503 with Retry-After." default:"32"`
-	PrefillChunk  int           `help:"Prompt tokens evaluated per step, so a long prompt does not stall the streams of others." default:"128" name:"prefill-chunk"`
+	PrefillChunk  int           `help:"Most prompt tokens of one request evaluated per step, so a long prompt does not stall the streams of others." default:"128" name:"prefill-chunk"`
+	PrefillBatch  int           `help:"Most prompt tokens of all requests together evaluated per step: prompts arriving together are prefilled in one pass (as llama-server's -ub)." default:"512" name:"prefill-batch" aliases:"ubatch-size"`
 	CachePrompt   bool          `help:"Keep each slot's KV cache after a request: a request sharing a prefix with it (a conversation's earlier turns) prefills only the rest." default:"true" negatable:"" name:"cache-prompt"`
 	NPredict      int           `short:"n" help:"Most tokens per answer when a request sets no max_tokens (-1: until end of generation or a full slot)." default:"-1" name:"n-predict"`
 	Threads       int           `short:"t" help:"Worker threads (0: all CPUs this process may use)."`
@@ -60,6 +61,8 @@ func (c *ServeCmd) Run() error {
 		return fmt.Errorf("--parallel %d: give 1 or more slots", c.Parallel)
 	case c.PrefillChunk < 1:
 		return fmt.Errorf("--prefill-chunk %d: give 1 or more", c.PrefillChunk)
+	case c.PrefillBatch < 0:
+		return fmt.Errorf("--prefill-batch %d: give 1 or more (0: 512)", c.PrefillBatch)
 	case c.NPredict < -1 || c.NPredict == 0:
 		return fmt.Errorf("-n %d: give a token count, or -1 for until end of generation", c.NPredict)
 	case c.MaxBody < 1024:
@@ -111,7 +114,7 @@ func (c *ServeCmd) Run() error {
 	srv, err := serve.New(serve.Config{
 		Engine: eng, Tokenizer: cm.tok, NVocab: cm.nvocab, Template: tmpl, TemplateOptions: c.renderOptions(cm.tok),
 		ModelID: id, Defaults: samp, RandomSeed: randomSeed, MaxTokens: c.NPredict, APIKey: c.APIKey,
-		MaxBodyBytes: c.MaxBody, Queue: c.Queue, PrefillChunk: c.PrefillChunk, CachePrompt: c.CachePrompt, WriteTimeout: c.WriteTimeout, Logger: log,
+		MaxBodyBytes: c.MaxBody, Queue: c.Queue, PrefillChunk: c.PrefillChunk, PrefillBatch: c.PrefillBatch, CachePrompt: c.CachePrompt, WriteTimeout: c.WriteTimeout, Logger: log,
 	})
 	if err != nil {
 		return err
