@@ -25,7 +25,7 @@ func mapFile(f *os.File, size int) ([]byte, func() error, error) {
 	}
 	if runtime.GOOS == "linux" && os.Getenv("MINFER_HUGEPAGES") == "1" {
 		if b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err == nil {
-			_ = unix.Madvise(b, unix.MADV_HUGEPAGE) // advice only: without it the copy still works
+			adviseHuge(b) // advice only: without it the copy still works
 			if _, err := io.ReadFull(io.NewSectionReader(f, 0, int64(size)), b); err == nil {
 				return b, func() error { return unix.Munmap(b) }, nil
 			}
@@ -35,6 +35,16 @@ func mapFile(f *os.File, size int) ([]byte, func() error, error) {
 	data, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, nil, err
+	}
+	if runtime.GOOS == "linux" {
+		// Advice only. Pages the kernel reads in for this mapping from
+		// now on come in 2 MiB folios mapped by one page-table entry each
+		// (where the filesystem supports large folios and transparent huge
+		// pages are "madvise" or "always"), so a decode step that streams
+		// every weight byte does not take a TLB miss per 4 KiB. Pages
+		// already in the page cache keep the size they have; see
+		// dropPageCache.
+		adviseHuge(data)
 	}
 	return data, func() error { return syscall.Munmap(data) }, nil
 }

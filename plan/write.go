@@ -239,6 +239,9 @@ func Write(path string, p *Plan, src WeightSource, progress func(done, total int
 	if err := tmp.Commit(); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
+	if !tmp.Through() {
+		dropPageCache(path)
+	}
 	return nil
 }
 
