@@ -8,7 +8,8 @@
 // declarations in dot_kquant_amd64.go / dot_legacy_amd64.go).
 //
 // Rows go four at a time (Q4_K, Q6_K: rows A..D of a step share each
-// activation load), then in pairs (row A and row B share them); a last odd
+// activation load; they are rows i, q+i, 2q+i, 3q+i of the range, q =
+// rows/4, so the weights stream as four sequential runs), then in pairs (row A and row B share them); a last odd
 // row runs the pair code with row B = row A (Q4_K, Q5_K) or its own
 // one-row loop (Q6_K) and stores row A only, so every row's float steps
 // are the same whatever its position. The integer sums are exact and grouped as in ggml's AVX2
@@ -85,12 +86,15 @@ TEXT ·kqRowsQ4KAVX2(SB), $4120-48
 	MOVL	$0x0f0f0f0f, AX
 	VMOVD	AX, X14
 	VPBROADCASTD	X14, Y14
-q4kquad:
-	CMPQ	R10, $4
-	JLT	q4kpair
-	MOVQ	SI, AX
+	MOVQ	R10, R15
+	SHRQ	$2, R15
+	JZ	q4kpair
+	MOVQ	R15, 4112(SP)
+	IMULQ	R15, R8
+	SHLQ	$2, R15
 	LEAQ	(R8)(R8*2), DX
-	LEAQ	4096(SI)(R8*4), R13
+q4kquad:
+	MOVQ	SI, AX
 	MOVQ	DI, BX
 	MOVQ	nb+40(FP), R12
 	VXORPS	Y0, Y0, Y0
@@ -169,16 +173,18 @@ q4kqhdr:
 	MOVQ	4104(SP), BX
 	XORL	R11, R11
 q4kqblock:
-	PREFETCHT0	0(R13)
-	PREFETCHT0	64(R13)
-	PREFETCHT0	128(R13)
-	PREFETCHT0	192(R13)
-	PREFETCHT0	256(R13)
-	PREFETCHT0	320(R13)
-	PREFETCHT0	384(R13)
-	PREFETCHT0	448(R13)
-	PREFETCHT0	512(R13)
-	ADDQ	$576, R13
+	PREFETCHT0	2048(AX)
+	PREFETCHT0	2112(AX)
+	PREFETCHT0	2176(AX)
+	PREFETCHT0	2048(AX)(R8*1)
+	PREFETCHT0	2112(AX)(R8*1)
+	PREFETCHT0	2176(AX)(R8*1)
+	PREFETCHT0	2048(AX)(R8*2)
+	PREFETCHT0	2112(AX)(R8*2)
+	PREFETCHT0	2176(AX)(R8*2)
+	PREFETCHT0	2048(AX)(DX*1)
+	PREFETCHT0	2112(AX)(DX*1)
+	PREFETCHT0	2176(AX)(DX*1)
 	VPERMILPS	$0x55, 192(SP)(R11*1), Y10
 	VFNMADD231PS	128(SP)(R11*1), Y10, Y2
 	VPERMILPS	$0xFF, 192(SP)(R11*1), Y10
@@ -417,11 +423,21 @@ q4kqblock:
 	VADDPS	Y7, Y6, Y6
 	VEXTRACTF128	$1, Y6, X7
 	VUNPCKLPS	X7, X6, X6
-	VMOVUPS	X6, (R9)
-	ADDQ	$16, R9
-	LEAQ	(SI)(R8*4), SI
-	SUBQ	$4, R10
-	JMP	q4kquad
+	VMOVSS	X6, (R9)
+	VEXTRACTPS	$1, X6, (R9)(R15*1)
+	VEXTRACTPS	$2, X6, (R9)(R15*2)
+	LEAQ	(R9)(R15*2), R14
+	VEXTRACTPS	$3, X6, (R14)(R15*1)
+	ADDQ	$4, R9
+	ADDQ	wrb+8(FP), SI
+	DECQ	4112(SP)
+	JNZ	q4kquad
+	ADDQ	DX, SI
+	LEAQ	(R9)(R15*2), R9
+	ADDQ	R15, R9
+	ANDQ	$3, R10
+	MOVQ	wrb+8(FP), R8
+	LEAQ	(R8)(R8*2), DX
 q4kpair:
 	TESTQ	R10, R10
 	JLE	q4kdone
@@ -962,8 +978,10 @@ GLOBL rkSplitShuf<>(SB), RODATA|NOPTR, $128
 // Y3), then one (Y0). Registers: Y1 the row's int32 sums, Y2 the negated
 // bsums of the block, Y4 d8·d, Y5 the row's 16 scale words, Y6 a half's 8
 // scale words in both lanes, Y7..Y9 ql / ql+32 / qh, Y10, Y11
-// temporaries, Y13 bytes 0x30, Y14 bytes 0x0F; AX row A, R8 wrb, DX 3·wrb,
-// BX the activation block, CX blocks left, R11 the f16 d, R13 the prefetch.
+// temporaries, Y13 bytes 0x30, Y14 bytes 0x0F; AX row A, R8 wrb (in the
+// four-row steps the stride q·wrb between their rows), DX 3 times R8, BX
+// the activation block, CX blocks left, R11 the f16 d, R13 the prefetch
+// (pair and single-row steps), R12 the four-row steps left, R15 4·q.
 TEXT ·kqRowsQ6KAVX2(SB), NOSPLIT, $0-48
 	MOVQ	w+0(FP), SI
 	MOVQ	wrb+8(FP), R8
@@ -977,11 +995,15 @@ TEXT ·kqRowsQ6KAVX2(SB), NOSPLIT, $0-48
 	VMOVD	AX, X13
 	VPBROADCASTD	X13, Y13
 	LEAQ	(R8)(R8*2), DX
+	MOVQ	R10, R15
+	SHRQ	$2, R15
+	JZ	q6k2
+	MOVQ	R15, R12
+	IMULQ	R15, R8
+	SHLQ	$2, R15
+	LEAQ	(R8)(R8*2), DX
 q6k4:
-	CMPQ	R10, $4
-	JLT	q6k2
 	MOVQ	SI, AX
-	LEAQ	4096(SI)(R8*4), R13
 	MOVQ	DI, BX
 	MOVQ	nb+40(FP), CX
 	VXORPS	Y0, Y0, Y0
@@ -989,21 +1011,22 @@ q6k4:
 	VXORPS	Y12, Y12, Y12
 	VXORPS	Y15, Y15, Y15
 q6k4block:
-	PREFETCHT0	0(R13)
-	PREFETCHT0	64(R13)
-	PREFETCHT0	128(R13)
-	PREFETCHT0	192(R13)
-	PREFETCHT0	256(R13)
-	PREFETCHT0	320(R13)
-	PREFETCHT0	384(R13)
-	PREFETCHT0	448(R13)
-	PREFETCHT0	512(R13)
-	PREFETCHT0	576(R13)
-	PREFETCHT0	640(R13)
-	PREFETCHT0	704(R13)
-	PREFETCHT0	768(R13)
-	PREFETCHT0	832(R13)
-	ADDQ	$840, R13
+	PREFETCHT0	2048(AX)
+	PREFETCHT0	2112(AX)
+	PREFETCHT0	2176(AX)
+	PREFETCHT0	2240(AX)
+	PREFETCHT0	2048(AX)(R8*1)
+	PREFETCHT0	2112(AX)(R8*1)
+	PREFETCHT0	2176(AX)(R8*1)
+	PREFETCHT0	2240(AX)(R8*1)
+	PREFETCHT0	2048(AX)(R8*2)
+	PREFETCHT0	2112(AX)(R8*2)
+	PREFETCHT0	2176(AX)(R8*2)
+	PREFETCHT0	2240(AX)(R8*2)
+	PREFETCHT0	2048(AX)(DX*1)
+	PREFETCHT0	2112(AX)(DX*1)
+	PREFETCHT0	2176(AX)(DX*1)
+	PREFETCHT0	2240(AX)(DX*1)
 	VPXOR	Y2, Y2, Y2
 	VPSUBW	260(BX), Y2, Y2
 	MOVWLZX	208(AX), R11
@@ -1360,16 +1383,26 @@ q6k4block:
 	VADDPS	Y7, Y6, Y6
 	VEXTRACTF128	$1, Y6, X7
 	VUNPCKLPS	X7, X6, X6
-	VMOVUPS	X6, (R9)
-	ADDQ	$16, R9
-	LEAQ	(SI)(R8*4), SI
-	SUBQ	$4, R10
-	JMP	q6k4
+	VMOVSS	X6, (R9)
+	VEXTRACTPS	$1, X6, (R9)(R15*1)
+	VEXTRACTPS	$2, X6, (R9)(R15*2)
+	LEAQ	(R9)(R15*2), R14
+	VEXTRACTPS	$3, X6, (R14)(R15*1)
+	ADDQ	$4, R9
+	ADDQ	wrb+8(FP), SI
+	DECQ	R12
+	JNZ	q6k4
+	ADDQ	DX, SI
+	LEAQ	(R9)(R15*2), R9
+	ADDQ	R15, R9
+	ANDQ	$3, R10
+	MOVQ	wrb+8(FP), R8
+	LEAQ	(R8)(R8*2), DX
 q6k2:
 	CMPQ	R10, $2
 	JLT	q6k1
-	MOVQ	SI, AX
 	LEAQ	4096(SI)(R8*2), R13
+	MOVQ	SI, AX
 	MOVQ	DI, BX
 	MOVQ	nb+40(FP), CX
 	VXORPS	Y0, Y0, Y0
@@ -1578,8 +1611,8 @@ q6k2block:
 q6k1:
 	CMPQ	R10, $1
 	JLT	q6kdone
-	MOVQ	SI, AX
 	LEAQ	4096(SI)(R8*1), R13
+	MOVQ	SI, AX
 	MOVQ	DI, BX
 	MOVQ	nb+40(FP), CX
 	VXORPS	Y0, Y0, Y0

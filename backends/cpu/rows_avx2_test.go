@@ -131,11 +131,16 @@ func TestGeneratedAVX2RowsEdges(t *testing.T) {
 	}
 }
 
+// stepRowCounts are the row counts TestAVX2RowsStepCounts runs: every
+// count 1..9, then counts whose four-row steps take rows a quarter of the
+// range apart (rows i, q+i, 2q+i, 3q+i) with 0..3 rows left over.
+var stepRowCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 14, 17, 23, 31, 38}
+
 // TestAVX2RowsStepCounts checks the AVX2 Q4_K and Q6_K row kernels, called
-// directly, bit for bit against the pure-Go dot for every row count 1..9
-// from two starting rows: the four-row step, the pair and the single row
-// that finish a range (odd tails included), and every position of a row
-// within a step. Weights are quantized from random rows, raw random bytes
+// directly, bit for bit against the pure-Go dot for every row count of
+// stepRowCounts from two starting rows: the four-row step (its rows spread
+// over the range), the pair and the single row that finish a range (odd
+// tails included), and every position of a row within a step. Weights are quantized from random rows, raw random bytes
 // and all-0x00 / all-0xff blocks; activations are quantized random rows
 // and the edgeQ8K patterns (±127, -128, zero); row lengths cross the
 // 16-super-block header segments of the Q4_K kernel.
@@ -150,7 +155,7 @@ func TestAVX2RowsStepCounts(t *testing.T) {
 	} {
 		t.Run(k.typ.String(), func(t *testing.T) {
 			dot := quant.DotFor(k.typ)
-			const N = 10
+			const N = 40
 			for _, nb := range []int{1, 3, 4, 12, 17} {
 				K := nb * 256
 				for wk := 0; wk < 3; wk++ {
@@ -168,7 +173,7 @@ func TestAVX2RowsStepCounts(t *testing.T) {
 							want[n] = dot(K, w[n*wrb:(n+1)*wrb], a)
 						}
 						for n0 := 0; n0 < 2; n0++ {
-							for rows := 1; rows <= 9; rows++ {
+							for _, rows := range stepRowCounts {
 								n1 := n0 + rows
 								y := make([]float32, N)
 								for i := range y {

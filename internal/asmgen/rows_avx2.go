@@ -59,7 +59,8 @@ const rowsAVX2Doc = `AVX2 decode row kernels (see internal/asmgen/rows_avx2.go a
 declarations in dot_kquant_amd64.go / dot_legacy_amd64.go).
 
 Rows go four at a time (Q4_K, Q6_K: rows A..D of a step share each
-activation load), then in pairs (row A and row B share them); a last odd
+activation load; they are rows i, q+i, 2q+i, 3q+i of the range, q =
+rows/4, so the weights stream as four sequential runs), then in pairs (row A and row B share them); a last odd
 row runs the pair code with row B = row A (Q4_K, Q5_K) or its own
 one-row loop (Q6_K) and stores row A only, so every row's float steps
 are the same whatever its position. The integer sums are exact and grouped as in ggml's AVX2
@@ -93,6 +94,21 @@ func rowsAVX2Consts(a *Asm) {
 // touched this far past their start, linearly, as the current pair is
 // read (a prefetch never faults, so running past the matrix is harmless).
 const rowsPF = 4096
+
+// rowsPFOp is the prefetch instruction of the row kernels.
+var rowsPFOp = "PREFETCHT0"
+
+// pfI writes the row kernels' prefetch of the line at addr (none if
+// rowsPFOp is NOP).
+func pfI(a *Asm, addr string) {
+	if rowsPFOp != "NOP" {
+		a.I(rowsPFOp, addr)
+	}
+}
+
+// rowsName is the suffix of the row kernels' names (the generator's
+// experiments print variants of a kernel under other names).
+var rowsName = ""
 
 // hsum8 writes X = hsum_float_8(Y) in lane 0 (ggml's order: the upper 4
 // lanes onto the lower 4, movehl, then lane 1 onto lane 0), T scratch.
@@ -147,9 +163,9 @@ Registers as kqRowsQ4KAVX2, plus Y5/Y6 rows A/B qh bytes, Y4 0x10 bytes.`)
 
 // rowsPairKernel writes the Q4_K (five = false) or Q5_K row kernel.
 func rowsPairKernel(a *Asm, five bool) {
-	p, name, bs, ql, pf := "q4k", "kqRowsQ4KAVX2", 144, 16, 5
+	p, name, bs, ql, pf := "q4k", "kqRowsQ4KAVX2"+rowsName, 144, 16, 5
 	if five {
-		p, name, bs, ql, pf = "q5k", "kqRowsQ5KAVX2", 176, 48, 6
+		p, name, bs, ql, pf = "q5k", "kqRowsQ5KAVX2"+rowsName, 176, 48, 6
 	}
 	frame := q4kSeg*128 + 24
 	if !five {
@@ -210,7 +226,7 @@ func rowsPairKernel(a *Asm, five bool) {
 	}
 	a.Label(p + "block")
 	for i := 0; i < pf; i++ {
-		a.I("PREFETCHT0", fmt.Sprintf("%d(R13)", 64*i))
+		pfI(a, fmt.Sprintf("%d(R13)", 64*i))
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d, R13", 2*bs))
 	a.I("VPERMILPS", "$0x55, 64(SP)(R11*1), Y10")
