@@ -30,7 +30,8 @@ import (
 // hardware prefetcher follows, each also prefetched 2 KiB ahead; the pair
 // and single-row steps prefetch the next step's bytes 4 KiB ahead. Q4_K, Q5_K (four rows per step) and Q6_K
 // also have AVX-512 VNNI kernels (ZMM, VPDPBUSD/VPDPWSSD) with the same
-// bits. Measured (BenchmarkDecode, BenchmarkStreamRowsBest) the AVX2
+// bits; the Q4_K one spreads its four-row steps and the Q6_K one its
+// pairs (rows i, q+i of q = rows/2) over the range as the AVX2 ones do. Measured (BenchmarkDecode, BenchmarkStreamRowsBest) the AVX2
 // kernels are bound by vector ALU and load throughput (their in-L2 speed is
 // within 1.1–1.5× of their streamed speed), not by the memory read.
 
