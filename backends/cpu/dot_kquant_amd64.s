@@ -231,11 +231,11 @@ GLOBL kqQ3M32<>(SB), RODATA|NOPTR, $16
 	VPADDD     Y7, Y8, Y8                 \
 	VPADDD     Y8, Y2, Y2
 
-// Stores hsum_float_8(ACC) + summs (lane 0 of XS) to OFF(R9). Uses X2.
-#define Q5KSTORE(ACC, XACC, XS, OFF) \
+// Stores hsum_float_8(ACC) + summs (lane 0 of XS) to MEM. Uses X2.
+#define Q5KSTOREM(ACC, XACC, XS, MEM) \
 	HSUM8(ACC, XACC, X2)   \
 	VADDSS XS, XACC, XACC  \
-	VMOVSS XACC, OFF(R9)
+	VMOVSS XACC, MEM
 
 // Q2_K chunk j of a half: (Y9 & 3) against q8 at AOFF, scales by split
 // mask MOFF from Y8; the caller's Y9 is shifted right by 2 afterwards.
@@ -1136,7 +1136,8 @@ q6kvdone:
 // values 0..31. The mins: the four dword products of a row are added
 // (exact int32) to summ, and lane 4r of Z2 takes the oracle's scalar
 // summs = FMA(-dmin·d8, summ, summs) as one FNMADD; the result is
-// hsum_float_8(acc) + summs, as Q5KSTORE does for the AVX2 kernel.
+// hsum_float_8(acc) + summs (Q5KSTOREM). Its four-row steps spread over
+// the range as kqRowsQ4KVNNI's (KQSPDIST).
 
 #define Q5KHDR4V \
 	VMOVDQU      260(BX), X13             \
@@ -1232,9 +1233,15 @@ TEXT ·kqRowsQ5KVNNI(SB), NOSPLIT, $0-48
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z24
 
+	// Spread (KQSPDIST): rows i, q+i, 2q+i, 3q+i of q = rows/4 steps;
+	// R14 steps left, R8 the stride q·wrb between a step's rows, R15 4·q.
+	MOVQ R10, R15
+	SHRQ $2, R15
+	JZ   q5kvdone
+	MOVQ R15, R14
+	IMULQ R15, R8
+	SHLQ $2, R15
 q5kvquad:
-	CMPQ R10, $4
-	JLT  q5kvdone
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -1242,23 +1249,22 @@ q5kvquad:
 	LEAQ (SI)(R8*1), DX
 	LEAQ (SI)(R8*2), R11
 	LEAQ (R11)(R8*1), R12
-	LEAQ KQPFDIST(SI)(R8*4), R13
 	MOVQ DI, BX
 	MOVQ nb+40(FP), CX
 
 q5kvqblock:
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	PREFETCHT0 192(R13)
-	PREFETCHT0 256(R13)
-	PREFETCHT0 320(R13)
-	PREFETCHT0 384(R13)
-	PREFETCHT0 448(R13)
-	PREFETCHT0 512(R13)
-	PREFETCHT0 576(R13)
-	PREFETCHT0 640(R13)
-	ADDQ $704, R13
+	PREFETCHT0 KQSPDIST(AX)
+	PREFETCHT0 KQSPDIST+64(AX)
+	PREFETCHT0 KQSPDIST+128(AX)
+	PREFETCHT0 KQSPDIST(DX)
+	PREFETCHT0 KQSPDIST+64(DX)
+	PREFETCHT0 KQSPDIST+128(DX)
+	PREFETCHT0 KQSPDIST(R11)
+	PREFETCHT0 KQSPDIST+64(R11)
+	PREFETCHT0 KQSPDIST+128(R11)
+	PREFETCHT0 KQSPDIST(R12)
+	PREFETCHT0 KQSPDIST+64(R12)
+	PREFETCHT0 KQSPDIST+128(R12)
 	Q5KHDR4V
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z25, Z25, Z25
@@ -1288,14 +1294,15 @@ q5kvqblock:
 	VEXTRACTF32X4 $1, Z2, X11
 	VEXTRACTF32X4 $2, Z2, X12
 	VEXTRACTF32X4 $3, Z2, X13
-	Q5KSTORE(Y0, X0, X10, 0)
-	Q5KSTORE(Y5, X5, X11, 4)
-	Q5KSTORE(Y1, X1, X12, 8)
-	Q5KSTORE(Y6, X6, X13, 12)
-	ADDQ $16, R9
-	LEAQ (SI)(R8*4), SI
-	SUBQ $4, R10
-	JMP  q5kvquad
+	Q5KSTOREM(Y0, X0, X10, (R9))
+	Q5KSTOREM(Y5, X5, X11, (R9)(R15*1))
+	Q5KSTOREM(Y1, X1, X12, (R9)(R15*2))
+	LEAQ (R9)(R15*2), R13
+	Q5KSTOREM(Y6, X6, X13, (R13)(R15*1))
+	ADDQ $4, R9
+	ADDQ wrb+8(FP), SI
+	DECQ R14
+	JNZ  q5kvquad
 
 q5kvdone:
 	VZEROUPPER

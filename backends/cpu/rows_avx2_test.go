@@ -136,11 +136,12 @@ func TestGeneratedAVX2RowsEdges(t *testing.T) {
 // range apart (rows i, q+i, 2q+i, 3q+i) with 0..3 rows left over.
 var stepRowCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 14, 17, 23, 31, 38}
 
-// TestAVX2RowsStepCounts checks the AVX2 Q4_K and Q6_K row kernels, called
+// TestAVX2RowsStepCounts checks the AVX2 Q4_K, Q6_K and Q5_K row kernels, called
 // directly, bit for bit against the pure-Go dot for every row count of
 // stepRowCounts from two starting rows: the four-row step (its rows spread
 // over the range), the pair and the single row that finish a range (odd
-// tails included), and every position of a row within a step. Weights are
+// tails included; Q5_K's pairs spread too), and every position of a row
+// within a step. Weights are
 // quantized from random rows, raw random bytes and all-0x00 / all-0xff
 // blocks; activations are quantized random rows and the edgeQ8K patterns
 // (±127, -128, zero); row lengths cross the 16-super-block header segments
@@ -152,12 +153,13 @@ func TestAVX2RowsStepCounts(t *testing.T) {
 	testRowsStepCounts(t, []rowKernel{
 		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
 		{quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210)},
+		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
 	})
 }
 
 // TestVNNIRowsStepCounts is TestAVX2RowsStepCounts for the AVX-512 VNNI
-// Q4_K and Q6_K row kernels (their four-row / two-row steps spread over
-// the range too).
+// Q4_K, Q6_K and Q5_K row kernels (their four-row / two-row steps spread
+// over the range too).
 func TestVNNIRowsStepCounts(t *testing.T) {
 	if !hasVNNI {
 		t.Skip("no AVX-512 VNNI (or MINFER_NO_AVX512 set): the VNNI kernels cannot run")
@@ -165,6 +167,7 @@ func TestVNNIRowsStepCounts(t *testing.T) {
 	testRowsStepCounts(t, []rowKernel{
 		{quant.Q4_K, "avx512vnni", kqRows(kqRowsQ4KVNNI, 144)},
 		{quant.Q6_K, "avx512vnni", kqRows(kqRowsQ6KVNNI, 210)},
+		{quant.Q5_K, "avx512vnni", kqRows(kqRowsQuad(kqRowsQ5KVNNI, kqRowsQ5KAVX2), 176)},
 	})
 }
 
