@@ -24,10 +24,14 @@ import (
 // rows four at a time (then a pair, then one) sharing the activation
 // loads, the activation half of the header work and one reduction tree
 // for the four results, Q5_K takes them in pairs; Q4_K/Q5_K unpack the
-// headers of up to 16 super-blocks before their chunks; all prefetch the
-// next step's bytes 4 KiB ahead. Q4_K, Q5_K (four rows per step) and Q6_K
+// headers of up to 16 super-blocks before their chunks. The four rows of
+// a Q4_K/Q6_K step are a quarter of the range apart (rows i, q+i, 2q+i,
+// 3q+i for q = rows/4), so the weights stream as four sequential runs the
+// hardware prefetcher follows, each also prefetched 2 KiB ahead; the pair
+// and single-row steps prefetch the next step's bytes 4 KiB ahead. Q4_K, Q5_K (four rows per step) and Q6_K
 // also have AVX-512 VNNI kernels (ZMM, VPDPBUSD/VPDPWSSD) with the same
-// bits. Measured (BenchmarkDecode, BenchmarkStreamRowsBest) the AVX2
+// bits; the Q4_K one spreads its four-row steps and the Q6_K one its
+// pairs (rows i, q+i of q = rows/2) over the range as the AVX2 ones do. Measured (BenchmarkDecode, BenchmarkStreamRowsBest) the AVX2
 // kernels are bound by vector ALU and load throughput (their in-L2 speed is
 // within 1.1–1.5× of their streamed speed), not by the memory read.
 

@@ -146,20 +146,31 @@ GLOBL kqSplitShuf<>(SB), RODATA|NOPTR, $128
 	VCVTDQ2PS    Y2, Y2                   \
 	VFMADD231PS  Y2, Y4, ACC
 
-// Stores hsum_float_8(ACC) + ((m0+m2)+(m1+m3)) of MACC to OFF(R9).
-// Uses X2, X3.
-#define Q4KSTORE(ACC, XACC, MACC, OFF) \
+// Stores hsum_float_8(ACC) + ((m0+m2)+(m1+m3)) of MACC to OFF(R9)
+// (Q4KSTOREM: to the address MEM). Uses X2, X3.
+#define Q4KSTOREM(ACC, XACC, MACC, MEM) \
 	HSUM8(ACC, XACC, X2)     \
 	VMOVHLPS  MACC, MACC, X3 \
 	VADDPS    X3, MACC, MACC \
 	VMOVSHDUP MACC, X3       \
 	VADDSS    X3, MACC, MACC \
 	VADDSS    MACC, XACC, XACC \
-	VMOVSS    XACC, OFF(R9)
+	VMOVSS    XACC, MEM
+
+#define Q4KSTORE(ACC, XACC, MACC, OFF) Q4KSTOREM(ACC, XACC, MACC, OFF(R9))
 
 // Software prefetch of the next row pair, linear through its bytes,
 // KQPFDIST past its start; a prefetch never faults.
 #define KQPFDIST 4096
+
+// The spread steps (kqRowsQ4KVNNI's four rows, kqRowsQ6KVNNI's pairs) take
+// rows a fraction of the range apart (rows i, q+i, 2q+i, 3q+i of q =
+// rows/4 steps; i, q+i of q = rows/2), so each row of a step is a
+// sequential stream through consecutive rows, which the hardware
+// prefetcher follows (it does not follow neighbouring rows read a
+// super-block at a time: see internal/asmgen/rows4_avx2.go, rowsSpread);
+// each stream is also prefetched KQSPDIST ahead.
+#define KQSPDIST 2048
 
 // 32-byte forms of the K4SCALES constants, for two rows' headers at once
 // (row A in the low 128-bit lane, row B in the high one).
@@ -220,11 +231,11 @@ GLOBL kqQ3M32<>(SB), RODATA|NOPTR, $16
 	VPADDD     Y7, Y8, Y8                 \
 	VPADDD     Y8, Y2, Y2
 
-// Stores hsum_float_8(ACC) + summs (lane 0 of XS) to OFF(R9). Uses X2.
-#define Q5KSTORE(ACC, XACC, XS, OFF) \
+// Stores hsum_float_8(ACC) + summs (lane 0 of XS) to MEM. Uses X2.
+#define Q5KSTOREM(ACC, XACC, XS, MEM) \
 	HSUM8(ACC, XACC, X2)   \
 	VADDSS XS, XACC, XACC  \
-	VMOVSS XACC, OFF(R9)
+	VMOVSS XACC, MEM
 
 // Q2_K chunk j of a half: (Y9 & 3) against q8 at AOFF, scales by split
 // mask MOFF from Y8; the caller's Y9 is shifted right by 2 afterwards.
@@ -771,9 +782,16 @@ TEXT ·kqRowsQ4KVNNI(SB), NOSPLIT, $0-48
 
 	// Four rows at a time: pairs A,B (Z0) and C,D (Z1) sharing the
 	// header work (Q4KHDR4V) and the activation loads; mins in Z2.
+	// Spread (KQSPDIST): rows i, q+i, 2q+i, 3q+i of q = rows/4 steps;
+	// R14 steps left, R8 the stride q·wrb between a step's rows, R15 4·q
+	// (between their results).
+	MOVQ R10, R15
+	SHRQ $2, R15
+	JZ   q4kvpair
+	MOVQ R15, R14
+	IMULQ R15, R8
+	SHLQ $2, R15
 q4kvquad:
-	CMPQ R10, $4
-	JLT  q4kvpair
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -781,21 +799,22 @@ q4kvquad:
 	LEAQ (SI)(R8*1), DX
 	LEAQ (SI)(R8*2), R11
 	LEAQ (R11)(R8*1), R12
-	LEAQ KQPFDIST(SI)(R8*4), R13
 	MOVQ DI, BX
 	MOVQ nb+40(FP), CX
 
 q4kvqblock:
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	PREFETCHT0 192(R13)
-	PREFETCHT0 256(R13)
-	PREFETCHT0 320(R13)
-	PREFETCHT0 384(R13)
-	PREFETCHT0 448(R13)
-	PREFETCHT0 512(R13)
-	ADDQ $576, R13
+	PREFETCHT0 KQSPDIST(AX)
+	PREFETCHT0 KQSPDIST+64(AX)
+	PREFETCHT0 KQSPDIST+128(AX)
+	PREFETCHT0 KQSPDIST(DX)
+	PREFETCHT0 KQSPDIST+64(DX)
+	PREFETCHT0 KQSPDIST+128(DX)
+	PREFETCHT0 KQSPDIST(R11)
+	PREFETCHT0 KQSPDIST+64(R11)
+	PREFETCHT0 KQSPDIST+128(R11)
+	PREFETCHT0 KQSPDIST(R12)
+	PREFETCHT0 KQSPDIST+64(R12)
+	PREFETCHT0 KQSPDIST+128(R12)
 	Q4KHDR4V
 	// Z9 / Z10 = [A s0..s3 | A s4..s7 | B s0..s3 | B s4..s7] (C, D):
 	// s0..s3 of each row to both its lanes in Z9 / Z10, s4..s7 in Z6 / Z7.
@@ -835,14 +854,22 @@ q4kvqblock:
 	VEXTRACTF32X4 $1, Z2, X11
 	VEXTRACTF32X4 $2, Z2, X12
 	VEXTRACTF32X4 $3, Z2, X13
-	Q4KSTORE(Y0, X0, X10, 0)
-	Q4KSTORE(Y5, X5, X11, 4)
-	Q4KSTORE(Y1, X1, X12, 8)
-	Q4KSTORE(Y6, X6, X13, 12)
-	ADDQ $16, R9
-	LEAQ (SI)(R8*4), SI
-	SUBQ $4, R10
-	JMP  q4kvquad
+	Q4KSTOREM(Y0, X0, X10, (R9))
+	Q4KSTOREM(Y5, X5, X11, (R9)(R15*1))
+	Q4KSTOREM(Y1, X1, X12, (R9)(R15*2))
+	LEAQ (R9)(R15*2), R13
+	Q4KSTOREM(Y6, X6, X13, (R13)(R15*1))
+	ADDQ $4, R9
+	ADDQ wrb+8(FP), SI
+	DECQ R14
+	JNZ  q4kvquad
+	// On to the 0..3 rows after the 4q.
+	LEAQ (SI)(R8*2), SI
+	ADDQ R8, SI
+	LEAQ (R9)(R15*2), R9
+	ADDQ R15, R9
+	ANDQ $3, R10
+	MOVQ wrb+8(FP), R8
 
 q4kvpair:
 	CMPQ R10, $2
@@ -927,8 +954,8 @@ q4kvdone:
 // kernel's VPMADDWD), the two halves are added at the end of the
 // super-block (exact int32), then one VCVTDQ2PS and one FMA by d8·d, the
 // oracle's float steps; the result is hsum_float_8. Rows go in pairs
-// (row A: Y0, Z2, Z23..Z30; row B: Y1, Z3, Z4..Z9) for independent work;
-// a last odd row goes alone. Z14 bytes 0x0F, Z15 bytes 0x30, Z16..Z19 the
+// (row A: Y0, Z2, Z23..Z30; row B: Y1, Z3, Z4..Z9) for independent work,
+// rows i and q+i of q = rows/2 steps (KQSPDIST); a last odd row goes alone. Z14 bytes 0x0F, Z15 bytes 0x30, Z16..Z19 the
 // VPERMD scale indices, Z20 / Z21 the VPSLLVW / VPSRLVW counts, Z22 dwords
 // 0xFFFF.
 
@@ -1031,26 +1058,31 @@ TEXT ·kqRowsQ6KVNNI(SB), NOSPLIT, $0-48
 	VMOVDQU64 kq6VShl<>(SB), Z20
 	VMOVDQU64 kq6VShr<>(SB), Z21
 
+	// Spread (KQSPDIST): rows i, q+i of q = rows/2 steps; R14 steps
+	// left, R8 the stride q·wrb between a step's rows, R15 4·q.
+	MOVQ R10, R15
+	SHRQ $1, R15
+	JZ   q6kvone
+	MOVQ R15, R14
+	IMULQ R15, R8
+	SHLQ $2, R15
 q6kvpair:
-	CMPQ R10, $2
-	JLT  q6kvone
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	MOVQ SI, AX
 	LEAQ (SI)(R8*1), DX
-	LEAQ KQPFDIST(SI)(R8*2), R13
 	MOVQ DI, BX
 	MOVQ nb+40(FP), CX
 
 q6kvblock2:
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	PREFETCHT0 192(R13)
-	PREFETCHT0 256(R13)
-	PREFETCHT0 320(R13)
-	PREFETCHT0 384(R13)
-	ADDQ $420, R13
+	PREFETCHT0 KQSPDIST(AX)
+	PREFETCHT0 KQSPDIST+64(AX)
+	PREFETCHT0 KQSPDIST+128(AX)
+	PREFETCHT0 KQSPDIST+192(AX)
+	PREFETCHT0 KQSPDIST(DX)
+	PREFETCHT0 KQSPDIST+64(DX)
+	PREFETCHT0 KQSPDIST+128(DX)
+	PREFETCHT0 KQSPDIST+192(DX)
 	Q6KVBLOCKA(AX)
 	Q6KVBLOCKB(DX)
 	ADDQ $210, AX
@@ -1062,11 +1094,15 @@ q6kvblock2:
 	HSUM8(Y0, X0, X2)
 	VMOVSS X0, (R9)
 	HSUM8(Y1, X1, X2)
-	VMOVSS X1, 4(R9)
-	ADDQ $8, R9
-	LEAQ (SI)(R8*2), SI
-	SUBQ $2, R10
-	JMP  q6kvpair
+	VMOVSS X1, (R9)(R15*1)
+	ADDQ $4, R9
+	ADDQ wrb+8(FP), SI
+	DECQ R14
+	JNZ  q6kvpair
+	// On to the row after the 2q, if any.
+	ADDQ R8, SI
+	ADDQ R15, R9
+	ANDQ $1, R10
 
 q6kvone:
 	TESTQ R10, R10
@@ -1100,7 +1136,8 @@ q6kvdone:
 // values 0..31. The mins: the four dword products of a row are added
 // (exact int32) to summ, and lane 4r of Z2 takes the oracle's scalar
 // summs = FMA(-dmin·d8, summ, summs) as one FNMADD; the result is
-// hsum_float_8(acc) + summs, as Q5KSTORE does for the AVX2 kernel.
+// hsum_float_8(acc) + summs (Q5KSTOREM). Its four-row steps spread over
+// the range as kqRowsQ4KVNNI's (KQSPDIST).
 
 #define Q5KHDR4V \
 	VMOVDQU      260(BX), X13             \
@@ -1196,9 +1233,15 @@ TEXT ·kqRowsQ5KVNNI(SB), NOSPLIT, $0-48
 	MOVL $0x10101010, AX
 	VPBROADCASTD AX, Z24
 
+	// Spread (KQSPDIST): rows i, q+i, 2q+i, 3q+i of q = rows/4 steps;
+	// R14 steps left, R8 the stride q·wrb between a step's rows, R15 4·q.
+	MOVQ R10, R15
+	SHRQ $2, R15
+	JZ   q5kvdone
+	MOVQ R15, R14
+	IMULQ R15, R8
+	SHLQ $2, R15
 q5kvquad:
-	CMPQ R10, $4
-	JLT  q5kvdone
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -1206,23 +1249,22 @@ q5kvquad:
 	LEAQ (SI)(R8*1), DX
 	LEAQ (SI)(R8*2), R11
 	LEAQ (R11)(R8*1), R12
-	LEAQ KQPFDIST(SI)(R8*4), R13
 	MOVQ DI, BX
 	MOVQ nb+40(FP), CX
 
 q5kvqblock:
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	PREFETCHT0 192(R13)
-	PREFETCHT0 256(R13)
-	PREFETCHT0 320(R13)
-	PREFETCHT0 384(R13)
-	PREFETCHT0 448(R13)
-	PREFETCHT0 512(R13)
-	PREFETCHT0 576(R13)
-	PREFETCHT0 640(R13)
-	ADDQ $704, R13
+	PREFETCHT0 KQSPDIST(AX)
+	PREFETCHT0 KQSPDIST+64(AX)
+	PREFETCHT0 KQSPDIST+128(AX)
+	PREFETCHT0 KQSPDIST(DX)
+	PREFETCHT0 KQSPDIST+64(DX)
+	PREFETCHT0 KQSPDIST+128(DX)
+	PREFETCHT0 KQSPDIST(R11)
+	PREFETCHT0 KQSPDIST+64(R11)
+	PREFETCHT0 KQSPDIST+128(R11)
+	PREFETCHT0 KQSPDIST(R12)
+	PREFETCHT0 KQSPDIST+64(R12)
+	PREFETCHT0 KQSPDIST+128(R12)
 	Q5KHDR4V
 	VPXORD       Z15, Z15, Z15
 	VPXORD       Z25, Z25, Z25
@@ -1252,14 +1294,15 @@ q5kvqblock:
 	VEXTRACTF32X4 $1, Z2, X11
 	VEXTRACTF32X4 $2, Z2, X12
 	VEXTRACTF32X4 $3, Z2, X13
-	Q5KSTORE(Y0, X0, X10, 0)
-	Q5KSTORE(Y5, X5, X11, 4)
-	Q5KSTORE(Y1, X1, X12, 8)
-	Q5KSTORE(Y6, X6, X13, 12)
-	ADDQ $16, R9
-	LEAQ (SI)(R8*4), SI
-	SUBQ $4, R10
-	JMP  q5kvquad
+	Q5KSTOREM(Y0, X0, X10, (R9))
+	Q5KSTOREM(Y5, X5, X11, (R9)(R15*1))
+	Q5KSTOREM(Y1, X1, X12, (R9)(R15*2))
+	LEAQ (R9)(R15*2), R13
+	Q5KSTOREM(Y6, X6, X13, (R13)(R15*1))
+	ADDQ $4, R9
+	ADDQ wrb+8(FP), SI
+	DECQ R14
+	JNZ  q5kvquad
 
 q5kvdone:
 	VZEROUPPER

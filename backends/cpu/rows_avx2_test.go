@@ -131,26 +131,52 @@ func TestGeneratedAVX2RowsEdges(t *testing.T) {
 	}
 }
 
-// TestAVX2RowsStepCounts checks the AVX2 Q4_K and Q6_K row kernels, called
-// directly, bit for bit against the pure-Go dot for every row count 1..9
-// from two starting rows: the four-row step, the pair and the single row
-// that finish a range (odd tails included), and every position of a row
-// within a step. Weights are quantized from random rows, raw random bytes
-// and all-0x00 / all-0xff blocks; activations are quantized random rows
-// and the edgeQ8K patterns (±127, -128, zero); row lengths cross the
-// 16-super-block header segments of the Q4_K kernel.
+// stepRowCounts are the row counts TestAVX2RowsStepCounts runs: every
+// count 1..9, then counts whose four-row steps take rows a quarter of the
+// range apart (rows i, q+i, 2q+i, 3q+i) with 0..3 rows left over.
+var stepRowCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 14, 17, 23, 31, 38}
+
+// TestAVX2RowsStepCounts checks the AVX2 Q4_K, Q6_K and Q5_K row kernels, called
+// directly, bit for bit against the pure-Go dot for every row count of
+// stepRowCounts from two starting rows: the four-row step (its rows spread
+// over the range), the pair and the single row that finish a range (odd
+// tails included; Q5_K's pairs spread too), and every position of a row
+// within a step. Weights are
+// quantized from random rows, raw random bytes and all-0x00 / all-0xff
+// blocks; activations are quantized random rows and the edgeQ8K patterns
+// (±127, -128, zero); row lengths cross the 16-super-block header segments
+// of the Q4_K kernel.
 func TestAVX2RowsStepCounts(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 (or MINFER_NO_AVX2 set): the AVX2 kernels cannot run")
 	}
-	r := rand.New(rand.NewPCG(23, 29))
-	for _, k := range []rowKernel{
+	testRowsStepCounts(t, []rowKernel{
 		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
 		{quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210)},
-	} {
+		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
+	})
+}
+
+// TestVNNIRowsStepCounts is TestAVX2RowsStepCounts for the AVX-512 VNNI
+// Q4_K, Q6_K and Q5_K row kernels (their four-row / two-row steps spread
+// over the range too).
+func TestVNNIRowsStepCounts(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("no AVX-512 VNNI (or MINFER_NO_AVX512 set): the VNNI kernels cannot run")
+	}
+	testRowsStepCounts(t, []rowKernel{
+		{quant.Q4_K, "avx512vnni", kqRows(kqRowsQ4KVNNI, 144)},
+		{quant.Q6_K, "avx512vnni", kqRows(kqRowsQ6KVNNI, 210)},
+		{quant.Q5_K, "avx512vnni", kqRows(kqRowsQuad(kqRowsQ5KVNNI, kqRowsQ5KAVX2), 176)},
+	})
+}
+
+func testRowsStepCounts(t *testing.T, kernels []rowKernel) {
+	r := rand.New(rand.NewPCG(23, 29))
+	for _, k := range kernels {
 		t.Run(k.typ.String(), func(t *testing.T) {
 			dot := quant.DotFor(k.typ)
-			const N = 10
+			const N = 40
 			for _, nb := range []int{1, 3, 4, 12, 17} {
 				K := nb * 256
 				for wk := 0; wk < 3; wk++ {
@@ -168,7 +194,7 @@ func TestAVX2RowsStepCounts(t *testing.T) {
 							want[n] = dot(K, w[n*wrb:(n+1)*wrb], a)
 						}
 						for n0 := 0; n0 < 2; n0++ {
-							for rows := 1; rows <= 9; rows++ {
+							for _, rows := range stepRowCounts {
 								n1 := n0 + rows
 								y := make([]float32, N)
 								for i := range y {

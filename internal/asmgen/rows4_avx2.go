@@ -3,7 +3,9 @@ package main
 import "fmt"
 
 // The four-row step of kqRowsQ4KAVX2 (see rowsQ4KAVX2): rows A..D at
-// AX, AX+wrb, AX+2·wrb, AX+3·wrb share every activation load, the
+// AX, AX+S, AX+2·S, AX+3·S (S = q·wrb for the q = rows/4 steps, see
+// rowsSpread; R8 holds S and DX 3·S during the steps) share every
+// activation load, the
 // activation half of the header work (bsum pairs, d8) and one reduction
 // tree for their four results; fewer than four rows left go to the pair
 // loop. Measured on the machine of rows_avx2.go (hot, K=1024) the pair
@@ -11,8 +13,8 @@ import "fmt"
 // work (the header pass, the per-pair set-up and stores), so this is
 // where the step trims.
 
-// q4kQuadRow is the addressing of row r of a quad (AX row A, R8 wrb,
-// DX 3·wrb) at byte offset off.
+// q4kQuadRow is the addressing of row r of a quad (AX row A, R8 the row
+// stride of the step, DX 3 times it) at byte offset off.
 func q4kQuadRow(r, off int) string {
 	switch r {
 	case 0:
@@ -25,8 +27,9 @@ func q4kQuadRow(r, off int) string {
 	return fmt.Sprintf("%d(AX)(DX*1)", off)
 }
 
-// rowsQ4KQuad writes the quad loop (label q4kquad); it falls through to
-// q4kpair when fewer than four rows are left. Registers: Y0, Y1, Y3, Y4
+// rowsQ4KQuad writes the quad loop (label q4kquad); it goes on to
+// q4kpair with the 0..3 rows left after the q = rows/4 steps (R15 holds
+// 4·q, the stride of the four results; the step count is at save+16). Registers: Y0, Y1, Y3, Y4
 // rows A..D float accumulators; Y2 (A lanes 0..3, B 4..7) and Y5 (C, D)
 // the mins; Y6..Y9 rows A..D int32 sums; Y12/Y13 the chunk's
 // activations; Y10, Y11, Y15 temporaries; Y14 the nibble mask. Per
@@ -36,12 +39,17 @@ func q4kQuadRow(r, off int) string {
 func rowsQ4KQuad(a *Asm) {
 	const seg, rec = q4kSeg, 256
 	save := seg * rec
-	a.Label("q4kquad")
-	a.I("CMPQ", "R10, $4")
-	a.I("JLT", "q4kpair")
+	if rowsSpread {
+		spreadEntry(a, "R15", fmt.Sprintf("%d(SP)", save+16), "q4kpair")
+		a.Label("q4kquad")
+	} else {
+		a.Label("q4kquad")
+		a.I("CMPQ", "R10, $4")
+		a.I("JLT", "q4kpair")
+		a.I("LEAQ", "(R8)(R8*2), DX")
+		a.I("LEAQ", fmt.Sprintf("%d(SI)(R8*4), R13", rowsPF))
+	}
 	a.I("MOVQ", "SI, AX")
-	a.I("LEAQ", "(R8)(R8*2), DX")
-	a.I("LEAQ", fmt.Sprintf("%d(SI)(R8*4), R13", rowsPF))
 	a.I("MOVQ", "DI, BX")
 	a.I("MOVQ", "nb+40(FP), R12")
 	for _, y := range []string{"Y0", "Y1", "Y2", "Y3", "Y4", "Y5"} {
@@ -97,10 +105,14 @@ func rowsQ4KQuad(a *Asm) {
 	a.I("MOVQ", fmt.Sprintf("%d(SP), BX", save+8))
 	a.I("XORL", "R11, R11")
 	a.Label("q4kqblock")
-	for i := 0; i < 9; i++ {
-		a.I("PREFETCHT0", fmt.Sprintf("%d(R13)", 64*i))
+	if rowsSpread {
+		spreadPF(a, 144)
+	} else {
+		for i := 0; i < 9; i++ {
+			pfI(a, fmt.Sprintf("%d(R13)", 64*i))
+		}
+		a.I("ADDQ", "$576, R13")
 	}
-	a.I("ADDQ", "$576, R13")
 	a.I("VPERMILPS", "$0x55, 192(SP)(R11*1), Y10")
 	a.I("VFNMADD231PS", "128(SP)(R11*1), Y10, Y2")
 	a.I("VPERMILPS", "$0xFF, 192(SP)(R11*1), Y10")
@@ -142,10 +154,79 @@ func rowsQ4KQuad(a *Asm) {
 	a.I("TESTQ", "R12, R12")
 	a.I("JNZ", "q4kqseg")
 	q4kQuadStore(a)
+	if rowsSpread {
+		spreadNext(a, "R15", fmt.Sprintf("%d(SP)", save+16), "q4kquad")
+		return
+	}
 	a.I("ADDQ", "$16, R9")
 	a.I("LEAQ", "(SI)(R8*4), SI")
 	a.I("SUBQ", "$4, R10")
 	a.I("JMP", "q4kquad")
+}
+
+// rowsSpread: the four rows of a step are a quarter of the range apart
+// (rows i, q+i, 2q+i, 3q+i of q = rows/4 steps), so each of the four
+// streams reads consecutive rows: four sequential streams, which the
+// hardware prefetcher follows, where four neighbouring rows (each
+// super-block of row A, then B's, C's, D's, a row's length apart) read
+// back and forth inside the same few pages and it does not. Measured on
+// the machine of rows_avx2.go (BenchmarkDecode-style 1 GiB matrix,
+// kernel GB/s over a plain streaming read's, medians of alternated
+// runs): a load-only loop over four neighbouring rows reached 0.6-0.75 of
+// the read whatever its software prefetch (kind, distance), one over
+// four spread rows 0.93-1.0; the Q4_K kernel went from ~0.80 to ~0.95.
+var rowsSpread = true
+
+// rowsSpreadDist is how far ahead of each of a spread step's four streams
+// its lines are prefetched (1-3 KiB measured best; 4-8 KiB and none
+// slower); rowsSpreadPF the lines per stream and super-block (0: enough
+// to cover the super-block).
+var (
+	rowsSpreadDist = 2048
+	rowsSpreadPF   = 0
+)
+
+// spreadEntry writes the set-up of a spread quad loop: q = rows/4 (in
+// the counter cnt; to skip if 0), R8 = q·wrb (the row stride inside a
+// step), DX = 3·q·wrb, ys (a register) = 4·q (the stride of the results).
+func spreadEntry(a *Asm, ys, cnt, skip string) {
+	a.I("MOVQ", "R10", ys)
+	a.I("SHRQ", "$2", ys)
+	a.I("JZ", skip)
+	a.I("MOVQ", ys, cnt)
+	a.I("IMULQ", ys, "R8")
+	a.I("SHLQ", "$2", ys)
+	a.I("LEAQ", "(R8)(R8*2), DX")
+}
+
+// spreadPF writes the prefetches of a spread step's super-block of bs
+// bytes a row: rowsSpreadPF lines of each stream, rowsSpreadDist ahead.
+func spreadPF(a *Asm, bs int) {
+	n := rowsSpreadPF
+	if n == 0 {
+		n = (bs + 63) / 64
+	}
+	for r := 0; r < 4; r++ {
+		for i := 0; i < n; i++ {
+			pfI(a, q4kQuadRow(r, rowsSpreadDist+64*i))
+		}
+	}
+}
+
+// spreadNext writes the end of a spread step: the next row of each
+// stream, to top while steps are left; after the last, SI, R9 and R10
+// move to the 0..3 rows left and R8, DX get back wrb, 3·wrb.
+func spreadNext(a *Asm, ys, cnt, top string) {
+	a.I("ADDQ", "$4, R9")
+	a.I("ADDQ", "wrb+8(FP), SI")
+	a.I("DECQ", cnt)
+	a.I("JNZ", top)
+	a.I("ADDQ", "DX, SI")
+	a.I("LEAQ", "(R9)("+ys+"*2), R9")
+	a.I("ADDQ", ys, "R9")
+	a.I("ANDQ", "$3, R10")
+	a.I("MOVQ", "wrb+8(FP), R8")
+	a.I("LEAQ", "(R8)(R8*2), DX")
 }
 
 // q4kPairScales unpacks the scales and mins of the two rows whose
@@ -219,5 +300,14 @@ func quadHsum(a *Asm, acc []string, mAB, mCD string) {
 	}
 	a.I("VEXTRACTF128", "$1, Y6, X7")
 	a.I("VUNPCKLPS", "X7, X6, X6")
+	if rowsSpread {
+		// rows A..D's results 4·q bytes apart (R15; R14 scratch).
+		a.I("VMOVSS", "X6, (R9)")
+		a.I("VEXTRACTPS", "$1, X6, (R9)(R15*1)")
+		a.I("VEXTRACTPS", "$2, X6, (R9)(R15*2)")
+		a.I("LEAQ", "(R9)(R15*2), R14")
+		a.I("VEXTRACTPS", "$3, X6, (R14)(R15*1)")
+		return
+	}
 	a.I("VMOVUPS", "X6, (R9)")
 }

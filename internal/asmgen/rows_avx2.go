@@ -28,7 +28,12 @@ import "fmt"
 // registers (more ALU ops). Without the software prefetch a row pair
 // streams at a fraction of the read bandwidth (the hardware prefetcher
 // does not follow two interleaved streams here); its distance (2-16 KiB)
-// made no measurable difference. Software-pipelining the next pair's
+// made no measurable difference. Measured later over a 1 GiB matrix (out
+// of every cache): neighbouring rows read a super-block at a time stay
+// at 0.6-0.8 of a plain streaming read whatever the software prefetch
+// (kind T0/T1/T2/NTA, distance 1-64 KiB, two levels), while the same rows
+// taken a fraction of the range apart, each step's rows on their own
+// sequential stream, reach 0.9-1.0 (rowsSpread in rows4_avx2.go). Software-pipelining the next pair's
 // header pass before this pair's chunks gained nothing.
 //
 // Later measurements (same machine, L1-resident loops; the Q4_K quad of
@@ -59,7 +64,8 @@ const rowsAVX2Doc = `AVX2 decode row kernels (see internal/asmgen/rows_avx2.go a
 declarations in dot_kquant_amd64.go / dot_legacy_amd64.go).
 
 Rows go four at a time (Q4_K, Q6_K: rows A..D of a step share each
-activation load), then in pairs (row A and row B share them); a last odd
+activation load; they are rows i, q+i, 2q+i, 3q+i of the range, q =
+rows/4, so the weights stream as four sequential runs), then in pairs (row A and row B share them); a last odd
 row runs the pair code with row B = row A (Q4_K, Q5_K) or its own
 one-row loop (Q6_K) and stores row A only, so every row's float steps
 are the same whatever its position. The integer sums are exact and grouped as in ggml's AVX2
@@ -93,6 +99,25 @@ func rowsAVX2Consts(a *Asm) {
 // touched this far past their start, linearly, as the current pair is
 // read (a prefetch never faults, so running past the matrix is harmless).
 const rowsPF = 4096
+
+// rowsPFOp is the prefetch instruction of the row kernels (PREFETCHT1,
+// PREFETCHT2 and PREFETCHNTA measured no better over a 1 GiB matrix).
+// rowsPFOp, rowsName, rowsSpread, rowsSpreadDist and rowsSpreadPF are
+// variables so that a local experiment can print variants of the kernels
+// side by side in one file (different names) and time them alternately.
+var rowsPFOp = "PREFETCHT0"
+
+// pfI writes the row kernels' prefetch of the line at addr (none if
+// rowsPFOp is NOP).
+func pfI(a *Asm, addr string) {
+	if rowsPFOp != "NOP" {
+		a.I(rowsPFOp, addr)
+	}
+}
+
+// rowsName is the suffix of the row kernels' names (the generator's
+// experiments print variants of a kernel under other names).
+var rowsName = ""
 
 // hsum8 writes X = hsum_float_8(Y) in lane 0 (ggml's order: the upper 4
 // lanes onto the lower 4, movehl, then lane 1 onto lane 0), T scratch.
@@ -147,11 +172,11 @@ Registers as kqRowsQ4KAVX2, plus Y5/Y6 rows A/B qh bytes, Y4 0x10 bytes.`)
 
 // rowsPairKernel writes the Q4_K (five = false) or Q5_K row kernel.
 func rowsPairKernel(a *Asm, five bool) {
-	p, name, bs, ql, pf := "q4k", "kqRowsQ4KAVX2", 144, 16, 5
+	p, name, bs, ql, pf := "q4k", "kqRowsQ4KAVX2"+rowsName, 144, 16, 5
 	if five {
-		p, name, bs, ql, pf = "q5k", "kqRowsQ5KAVX2", 176, 48, 6
+		p, name, bs, ql, pf = "q5k", "kqRowsQ5KAVX2"+rowsName, 176, 48, 6
 	}
-	frame := q4kSeg*128 + 24
+	frame := q4kSeg*128 + 32
 	if !five {
 		frame = q4kSeg*256 + 24
 	}
@@ -168,127 +193,172 @@ func rowsPairKernel(a *Asm, five bool) {
 	if !five {
 		rowsQ4KQuad(a)
 	}
-	a.Label(p + "pair")
-	a.I("TESTQ", "R10, R10")
-	a.I("JLE", p+"done")
-	a.I("MOVQ", "SI, AX")
-	a.I("LEAQ", "(SI)(R8*1), DX")
-	a.I("CMPQ", "R10, $1")
-	a.I("CMOVQEQ", "SI, DX")
-	a.I("LEAQ", fmt.Sprintf("%d(SI)(R8*2), R13", rowsPF))
-	a.I("MOVQ", "DI, BX")
-	a.I("MOVQ", "nb+40(FP), R12")
-	a.I("VXORPS", "Y0, Y0, Y0")
-	a.I("VXORPS", "Y1, Y1, Y1")
-	a.I("VXORPS", "Y2, Y2, Y2")
-	a.Label(p + "seg")
-	a.I("MOVQ", fmt.Sprintf("$%d, CX", q4kSeg))
-	a.I("CMPQ", "R12, CX")
-	a.I("CMOVQLT", "R12, CX")
-	a.I("SUBQ", "CX, R12")
-	a.I("MOVQ", fmt.Sprintf("AX, %d(SP)", save))
-	a.I("MOVQ", fmt.Sprintf("DX, %d(SP)", save+8))
-	a.I("MOVQ", fmt.Sprintf("BX, %d(SP)", save+16))
-	a.I("MOVQ", "CX, R14")
-	a.I("XORL", "R11, R11")
-	a.Label(p + "hdr")
-	q4kHeader(a, five)
-	a.I("ADDQ", fmt.Sprintf("$%d, AX", bs))
-	a.I("ADDQ", fmt.Sprintf("$%d, DX", bs))
-	a.I("ADDQ", "$292, BX")
-	a.I("ADDQ", "$128, R11")
-	a.I("DECQ", "R14")
-	a.I("JNZ", p+"hdr")
-	a.I("MOVQ", fmt.Sprintf("%d(SP), AX", save))
-	a.I("MOVQ", fmt.Sprintf("%d(SP), DX", save+8))
-	a.I("MOVQ", fmt.Sprintf("%d(SP), BX", save+16))
-	a.I("XORL", "R11, R11")
-	if five { // the header pass used Y4
-		a.I("MOVL", "$0x10101010, R14")
-		a.I("VMOVD", "R14, X4")
-		a.I("VPBROADCASTD", "X4, Y4")
-	}
-	a.Label(p + "block")
-	for i := 0; i < pf; i++ {
-		a.I("PREFETCHT0", fmt.Sprintf("%d(R13)", 64*i))
-	}
-	a.I("ADDQ", fmt.Sprintf("$%d, R13", 2*bs))
-	a.I("VPERMILPS", "$0x55, 64(SP)(R11*1), Y10")
-	a.I("VFNMADD231PS", "96(SP)(R11*1), Y10, Y2")
-	if five {
-		a.I("VMOVDQU", "16(AX), Y5")
-		a.I("VMOVDQU", "16(DX), Y6")
-	}
-	for j := 0; j < 4; j++ {
-		a.I("VMOVDQU", fmt.Sprintf("%d(BX), Y12", 4+64*j))
-		a.I("VMOVDQU", fmt.Sprintf("%d(BX), Y13", 36+64*j))
-		for r, rr := range []struct{ w, sum, qh string }{{"AX", "Y15", "Y5"}, {"DX", "Y9", "Y6"}} {
-			a.I("VMOVDQU", fmt.Sprintf("%d(%s), Y10", ql+32*j, rr.w))
-			a.I("VPSRLW", "$4, Y10, Y11")
-			a.I("VPAND", "Y14, Y10, Y10")
-			a.I("VPAND", "Y14, Y11, Y11")
-			if five {
-				// bit 2j (low nibbles) and 2j+1 (high) of each qh byte to bit 4
-				for h, dst := range []string{"Y10", "Y11"} {
-					switch sh := 4 - (2*j + h); {
-					case sh > 0:
-						a.I("VPSLLW", fmt.Sprintf("$%d, %s, Y8", sh, rr.qh))
-						a.I("VPAND", "Y4, Y8, Y8")
-					case sh < 0:
-						a.I("VPSRLW", fmt.Sprintf("$%d, %s, Y8", -sh, rr.qh))
-						a.I("VPAND", "Y4, Y8, Y8")
-					default:
-						a.I("VPAND", "Y4", rr.qh, "Y8")
-					}
-					a.I("VPOR", "Y8", dst, dst)
+	// steps writes the pair loop (labels lp+...): spread (Q5_K), rows
+	// i, q+i of q = rows/2 steps (R15 4·q, the step count at cnt, R8 the
+	// stride q·wrb between a step's rows), going on to the plain loop
+	// (spread false: neighbouring rows, then a last odd row paired with
+	// itself) with the row left over.
+	cnt := fmt.Sprintf("%d(SP)", save+24)
+	steps := func(lp string, spread bool) {
+		a.Label(lp + "pair")
+		if spread {
+			a.I("MOVQ", "SI, AX")
+			a.I("LEAQ", "(SI)(R8*1), DX")
+		} else {
+			a.I("TESTQ", "R10, R10")
+			a.I("JLE", p+"done")
+			a.I("MOVQ", "SI, AX")
+			a.I("LEAQ", "(SI)(R8*1), DX")
+			a.I("CMPQ", "R10, $1")
+			a.I("CMOVQEQ", "SI, DX")
+			a.I("LEAQ", fmt.Sprintf("%d(SI)(R8*2), R13", rowsPF))
+		}
+		a.I("MOVQ", "DI, BX")
+		a.I("MOVQ", "nb+40(FP), R12")
+		a.I("VXORPS", "Y0, Y0, Y0")
+		a.I("VXORPS", "Y1, Y1, Y1")
+		a.I("VXORPS", "Y2, Y2, Y2")
+		a.Label(lp + "seg")
+		a.I("MOVQ", fmt.Sprintf("$%d, CX", q4kSeg))
+		a.I("CMPQ", "R12, CX")
+		a.I("CMOVQLT", "R12, CX")
+		a.I("SUBQ", "CX, R12")
+		a.I("MOVQ", fmt.Sprintf("AX, %d(SP)", save))
+		a.I("MOVQ", fmt.Sprintf("DX, %d(SP)", save+8))
+		a.I("MOVQ", fmt.Sprintf("BX, %d(SP)", save+16))
+		a.I("MOVQ", "CX, R14")
+		a.I("XORL", "R11, R11")
+		a.Label(lp + "hdr")
+		q4kHeader(a, five)
+		a.I("ADDQ", fmt.Sprintf("$%d, AX", bs))
+		a.I("ADDQ", fmt.Sprintf("$%d, DX", bs))
+		a.I("ADDQ", "$292, BX")
+		a.I("ADDQ", "$128, R11")
+		a.I("DECQ", "R14")
+		a.I("JNZ", lp+"hdr")
+		a.I("MOVQ", fmt.Sprintf("%d(SP), AX", save))
+		a.I("MOVQ", fmt.Sprintf("%d(SP), DX", save+8))
+		a.I("MOVQ", fmt.Sprintf("%d(SP), BX", save+16))
+		a.I("XORL", "R11, R11")
+		if five { // the header pass used Y4
+			a.I("MOVL", "$0x10101010, R14")
+			a.I("VMOVD", "R14, X4")
+			a.I("VPBROADCASTD", "X4, Y4")
+		}
+		a.Label(lp + "block")
+		if spread {
+			for _, w := range []string{"AX", "DX"} {
+				for i := 0; i < (bs+63)/64; i++ {
+					pfI(a, fmt.Sprintf("%d(%s)", rowsSpreadDist+64*i, w))
 				}
 			}
-			a.I("VPMADDUBSW", "Y12, Y10, Y10")
-			a.I("VPMADDUBSW", "Y13, Y11, Y11")
-			a.I("VPBROADCASTD", fmt.Sprintf("%d(SP)(R11*1), Y8", q4kScaleOff(2*j)+16*r))
-			a.I("VPMADDWD", "Y8, Y10, Y10")
-			a.I("VPBROADCASTD", fmt.Sprintf("%d(SP)(R11*1), Y8", q4kScaleOff(2*j+1)+16*r))
-			a.I("VPMADDWD", "Y8, Y11, Y11")
-			if j == 0 {
-				a.I("VPADDD", "Y11, Y10", rr.sum)
-			} else {
-				a.I("VPADDD", "Y10", rr.sum, rr.sum)
-				a.I("VPADDD", "Y11", rr.sum, rr.sum)
+		} else {
+			for i := 0; i < pf; i++ {
+				pfI(a, fmt.Sprintf("%d(R13)", 64*i))
+			}
+			a.I("ADDQ", fmt.Sprintf("$%d, R13", 2*bs))
+		}
+		a.I("VPERMILPS", "$0x55, 64(SP)(R11*1), Y10")
+		a.I("VFNMADD231PS", "96(SP)(R11*1), Y10, Y2")
+		if five {
+			a.I("VMOVDQU", "16(AX), Y5")
+			a.I("VMOVDQU", "16(DX), Y6")
+		}
+		for j := 0; j < 4; j++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(BX), Y12", 4+64*j))
+			a.I("VMOVDQU", fmt.Sprintf("%d(BX), Y13", 36+64*j))
+			for r, rr := range []struct{ w, sum, qh string }{{"AX", "Y15", "Y5"}, {"DX", "Y9", "Y6"}} {
+				a.I("VMOVDQU", fmt.Sprintf("%d(%s), Y10", ql+32*j, rr.w))
+				a.I("VPSRLW", "$4, Y10, Y11")
+				a.I("VPAND", "Y14, Y10, Y10")
+				a.I("VPAND", "Y14, Y11, Y11")
+				if five {
+					// bit 2j (low nibbles) and 2j+1 (high) of each qh byte to bit 4
+					for h, dst := range []string{"Y10", "Y11"} {
+						switch sh := 4 - (2*j + h); {
+						case sh > 0:
+							a.I("VPSLLW", fmt.Sprintf("$%d, %s, Y8", sh, rr.qh))
+							a.I("VPAND", "Y4, Y8, Y8")
+						case sh < 0:
+							a.I("VPSRLW", fmt.Sprintf("$%d, %s, Y8", -sh, rr.qh))
+							a.I("VPAND", "Y4, Y8, Y8")
+						default:
+							a.I("VPAND", "Y4", rr.qh, "Y8")
+						}
+						a.I("VPOR", "Y8", dst, dst)
+					}
+				}
+				a.I("VPMADDUBSW", "Y12, Y10, Y10")
+				a.I("VPMADDUBSW", "Y13, Y11, Y11")
+				a.I("VPBROADCASTD", fmt.Sprintf("%d(SP)(R11*1), Y8", q4kScaleOff(2*j)+16*r))
+				a.I("VPMADDWD", "Y8, Y10, Y10")
+				a.I("VPBROADCASTD", fmt.Sprintf("%d(SP)(R11*1), Y8", q4kScaleOff(2*j+1)+16*r))
+				a.I("VPMADDWD", "Y8, Y11, Y11")
+				if j == 0 {
+					a.I("VPADDD", "Y11, Y10", rr.sum)
+				} else {
+					a.I("VPADDD", "Y10", rr.sum, rr.sum)
+					a.I("VPADDD", "Y11", rr.sum, rr.sum)
+				}
 			}
 		}
-	}
-	a.I("VCVTDQ2PS", "Y15, Y15")
-	a.I("VBROADCASTSS", "64(SP)(R11*1), Y3")
-	a.I("VFMADD231PS", "Y15, Y3, Y0")
-	a.I("VCVTDQ2PS", "Y9, Y9")
-	a.I("VBROADCASTSS", "80(SP)(R11*1), Y3")
-	a.I("VFMADD231PS", "Y9, Y3, Y1")
-	a.I("ADDQ", fmt.Sprintf("$%d, AX", bs))
-	a.I("ADDQ", fmt.Sprintf("$%d, DX", bs))
-	a.I("ADDQ", "$292, BX")
-	a.I("ADDQ", "$128, R11")
-	a.I("DECQ", "CX")
-	a.I("JNZ", p+"block")
-	a.I("TESTQ", "R12, R12")
-	a.I("JNZ", p+"seg")
-	store := func(acc, xacc, off string) {
-		if five {
-			hsum8(a, acc, xacc, "X3")
-			a.I("VADDSS", "X2", xacc, xacc)
-			a.I("VMOVSS", xacc, off+"(R9)")
+		a.I("VCVTDQ2PS", "Y15, Y15")
+		a.I("VBROADCASTSS", "64(SP)(R11*1), Y3")
+		a.I("VFMADD231PS", "Y15, Y3, Y0")
+		a.I("VCVTDQ2PS", "Y9, Y9")
+		a.I("VBROADCASTSS", "80(SP)(R11*1), Y3")
+		a.I("VFMADD231PS", "Y9, Y3, Y1")
+		a.I("ADDQ", fmt.Sprintf("$%d, AX", bs))
+		a.I("ADDQ", fmt.Sprintf("$%d, DX", bs))
+		a.I("ADDQ", "$292, BX")
+		a.I("ADDQ", "$128, R11")
+		a.I("DECQ", "CX")
+		a.I("JNZ", lp+"block")
+		a.I("TESTQ", "R12, R12")
+		a.I("JNZ", lp+"seg")
+		store := func(acc, xacc, off, mem string) {
+			if five {
+				hsum8(a, acc, xacc, "X3")
+				a.I("VADDSS", "X2", xacc, xacc)
+				a.I("VMOVSS", xacc, mem)
+				return
+			}
+			q4kStore(a, acc, xacc, "X2", off)
+		}
+		if spread {
+			store("Y0", "X0", "", "(R9)")
+			a.I("VEXTRACTF128", "$1, Y2, X2")
+			store("Y1", "X1", "", "(R9)(R15*1)")
+			a.I("ADDQ", "$4, R9")
+			a.I("ADDQ", "wrb+8(FP), SI")
+			a.I("DECQ", cnt)
+			a.I("JNZ", lp+"pair")
+			a.I("ADDQ", "R8, SI")
+			a.I("ADDQ", "R15, R9")
+			a.I("ANDQ", "$1, R10")
+			a.I("MOVQ", "wrb+8(FP), R8")
 			return
 		}
-		q4kStore(a, acc, xacc, "X2", off)
+		store("Y0", "X0", "0", "0(R9)")
+		a.I("CMPQ", "R10, $1")
+		a.I("JEQ", p+"done")
+		a.I("VEXTRACTF128", "$1, Y2, X2")
+		store("Y1", "X1", "4", "4(R9)")
+		a.I("ADDQ", "$8, R9")
+		a.I("LEAQ", "(SI)(R8*2), SI")
+		a.I("SUBQ", "$2, R10")
+		a.I("JMP", p+"pair")
 	}
-	store("Y0", "X0", "0")
-	a.I("CMPQ", "R10, $1")
-	a.I("JEQ", p+"done")
-	a.I("VEXTRACTF128", "$1, Y2, X2")
-	store("Y1", "X1", "4")
-	a.I("ADDQ", "$8, R9")
-	a.I("LEAQ", "(SI)(R8*2), SI")
-	a.I("SUBQ", "$2, R10")
-	a.I("JMP", p+"pair")
+	if five && rowsSpread {
+		a.I("MOVQ", "R10, R15")
+		a.I("SHRQ", "$1, R15")
+		a.I("JZ", p+"pair")
+		a.I("MOVQ", "R15", cnt)
+		a.I("IMULQ", "R15, R8")
+		a.I("SHLQ", "$2, R15")
+		steps(p+"s", true)
+	}
+	steps(p, false)
 	a.Label(p + "done")
 	a.I("VZEROUPPER")
 	a.I("RET")

@@ -4,8 +4,8 @@ import "fmt"
 
 // kqRowsQ6KAVX2, the Q6_K decode row kernel of the AVX2 tier (formerly
 // hand-written in dot_kquant_amd64.s), printed into rows_avx2_amd64.s.
-// Rows go four at a time, then a pair, then one: the four rows of a step
-// share the activation block's d8 and negated bsums and one reduction
+// Rows go four at a time (rows i, q+i, 2q+i, 3q+i of q = rows/4 steps:
+// rowsSpread), then a pair, then one: the four rows of a step share the activation block's d8 and negated bsums and one reduction
 // tree for their results; each row's integer and float steps are the
 // same whatever step it runs in.
 
@@ -25,11 +25,21 @@ Rows four at a time (float accumulators Y0, Y3, Y12, Y15), then two (Y0,
 Y3), then one (Y0). Registers: Y1 the row's int32 sums, Y2 the negated
 bsums of the block, Y4 d8·d, Y5 the row's 16 scale words, Y6 a half's 8
 scale words in both lanes, Y7..Y9 ql / ql+32 / qh, Y10, Y11
-temporaries, Y13 bytes 0x30, Y14 bytes 0x0F; AX row A, R8 wrb, DX 3·wrb,
-BX the activation block, CX blocks left, R11 the f16 d, R13 the prefetch.`
+temporaries, Y13 bytes 0x30, Y14 bytes 0x0F; AX row A, R8 wrb (in the
+four-row steps the stride q·wrb between their rows), DX 3 times R8, BX
+the activation block, CX blocks left, R11 the f16 d, R13 the prefetch
+(pair and single-row steps), R12 the four-row steps left, R15 4·q.`
 
 // rowsQ6KAVX2 writes kqRowsQ6KAVX2.
 func rowsQ6KAVX2(a *Asm) {
+	q6kSplitShuf(a)
+	a.Blank()
+	a.Comment(q6kRowsDoc)
+	rowsQ6KAVX2Text(a)
+}
+
+// q6kSplitShuf writes the rkSplitShuf table of kqRowsQ6KAVX2.
+func q6kSplitShuf(a *Asm) {
 	a.Blank()
 	a.Comment("rkSplitShuf: mask c (32 bytes at 32c) broadcasts word 2c of each 128-bit\nlane to the low lane's words and word 2c+1 to the high lane's.")
 	for c := 0; c < 4; c++ {
@@ -41,9 +51,12 @@ func rowsQ6KAVX2(a *Asm) {
 		}
 	}
 	a.Raw("GLOBL rkSplitShuf<>(SB), RODATA|NOPTR, $128")
-	a.Blank()
-	a.Comment(q6kRowsDoc)
-	a.Raw("TEXT ·kqRowsQ6KAVX2(SB), NOSPLIT, $0-48")
+}
+
+// rowsQ6KAVX2Text writes the code of kqRowsQ6KAVX2 (its constants are
+// rowsQ6KAVX2's).
+func rowsQ6KAVX2Text(a *Asm) {
+	a.Raw("TEXT ·kqRowsQ6KAVX2%s(SB), NOSPLIT, $0-48", rowsName)
 	a.I("MOVQ", "w+0(FP), SI")
 	a.I("MOVQ", "wrb+8(FP), R8")
 	a.I("MOVQ", "a+16(FP), DI")
@@ -62,20 +75,28 @@ func rowsQ6KAVX2(a *Asm) {
 	}{{4, []string{"Y0", "Y3", "Y12", "Y15"}}, {2, []string{"Y0", "Y3"}}, {1, []string{"Y0"}}} {
 		l := fmt.Sprintf("q6k%d", st.n)
 		next := map[int]string{4: "q6k2", 2: "q6k1", 1: "q6kdone"}[st.n]
-		a.Label(l)
-		a.I("CMPQ", fmt.Sprintf("R10, $%d", st.n))
-		a.I("JLT", next)
+		spread := rowsSpread && st.n == 4
+		if spread {
+			spreadEntry(a, "R15", "R12", next)
+			a.Label(l)
+		} else {
+			a.Label(l)
+			a.I("CMPQ", fmt.Sprintf("R10, $%d", st.n))
+			a.I("JLT", next)
+			a.I("LEAQ", fmt.Sprintf("%d(SI)(R8*%d), R13", rowsPF, st.n))
+		}
 		a.I("MOVQ", "SI, AX")
-		a.I("LEAQ", fmt.Sprintf("%d(SI)(R8*%d), R13", rowsPF, st.n))
 		a.I("MOVQ", "DI, BX")
 		a.I("MOVQ", "nb+40(FP), CX")
 		for _, acc := range st.accs {
 			a.I("VXORPS", acc, acc, acc)
 		}
 		a.Label(l + "block")
-		if st.n > 1 {
+		if spread {
+			spreadPF(a, 210)
+		} else if st.n > 1 {
 			for i := 0; i < (210*st.n+63)/64; i++ {
-				a.I("PREFETCHT0", fmt.Sprintf("%d(R13)", 64*i))
+				pfI(a, fmt.Sprintf("%d(R13)", 64*i))
 			}
 			a.I("ADDQ", fmt.Sprintf("$%d, R13", 210*st.n))
 		}
@@ -99,6 +120,10 @@ func rowsQ6KAVX2(a *Asm) {
 		default:
 			hsum8(a, "Y0", "X0", "X2")
 			a.I("VMOVSS", "X0, (R9)")
+		}
+		if spread {
+			spreadNext(a, "R15", "R12", l)
+			continue
 		}
 		a.I("ADDQ", fmt.Sprintf("$%d, R9", 4*st.n))
 		a.I("LEAQ", fmt.Sprintf("(SI)(R8*%d), SI", st.n))
