@@ -114,7 +114,8 @@ func TestGemmLegacyAVX2(t *testing.T) {
 	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_1, quant.Q5_1} {
 		dot := quant.DotFor(wt)
 		for _, tile := range legacyAVX2Tiles[wt] {
-			gemm := legacyGemmAVX2(wt, tile)
+			gemmC := legacyGemmAVX2(wt, tile)
+			gemm := uncached(gemmC)
 			for _, K := range []int{32, 96, 896, 4864} {
 				for _, mode := range []string{"quantized", "raw", "adversarial"} {
 					name := fmt.Sprintf("%s/%dx%d/K%d/%s", wt, tile.rw, tile.ra, K, mode)
@@ -151,8 +152,16 @@ func TestGemmLegacyAVX2(t *testing.T) {
 							}
 							for _, rb := range []int{120, 12} {
 								gemmAVX2RowBlock = rb
+								// one ActCache for every column range:
+								// the activation block derived by the
+								// first call serves the others
+								var c ActCache
+								cached := func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+									gemmC(K, w, wrb, act, arb, M, y, ldy, n0, n1, &c)
+								}
 								for _, rg := range [][2]int{{0, N}, {1, N - 2}, {3, 4}, {5, 5}, {N - 1, N}, {7, 20}, {2, 11}} {
 									checkGemmOut(t, gemm, K, wb, wrb, act, arb, M, N, rg, want)
+									checkGemmOut(t, cached, K, wb, wrb, act, arb, M, N, rg, want)
 								}
 							}
 						}
@@ -160,6 +169,13 @@ func TestGemmLegacyAVX2(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// uncached is g without an ActCache: the activation block derived per call.
+func uncached(g GemmCachedFunc) GemmFunc {
+	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+		g(K, w, wrb, act, arb, M, y, ldy, n0, n1, nil)
 	}
 }
 
@@ -225,11 +241,16 @@ func TestGemmLegacyAVX2Stride(t *testing.T) {
 				want[m*N+n] = dot(K, wb[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
 			}
 		}
-		gemm := legacyGemmAVX2(wt, legacyAVX2Tiles[wt][0])
+		gemmC := legacyGemmAVX2(wt, legacyAVX2Tiles[wt][0])
+		gemm := uncached(gemmC)
 		checkGemmOut(t, gemm, K, wb, wrb, act, arb, M, N, [2]int{0, N}, want)
 		y := make([]float32, M*N)
 		if n := testing.AllocsPerRun(20, func() { gemm(K, wb, wrb, act, arb, M, y, N, 0, N) }); n != 0 {
 			t.Errorf("%s: %v allocations per call", wt, n)
+		}
+		var c ActCache
+		if n := testing.AllocsPerRun(20, func() { c.Reset(); gemmC(K, wb, wrb, act, arb, M, y, N, 0, N, &c) }); n != 0 {
+			t.Errorf("%s: %v allocations per call with an ActCache", wt, n)
 		}
 	}
 }
@@ -266,7 +287,7 @@ func BenchmarkGemmLegacyAVX2(b *testing.B) {
 				})
 			}
 			for _, tile := range legacyAVX2Tiles[wt] {
-				g := legacyGemmAVX2(wt, tile)
+				g := uncached(legacyGemmAVX2(wt, tile))
 				run(fmt.Sprintf("gemm%dx%d", tile.rw, tile.ra), func() { g(K, wb, wrb, act, arb, M, y, N, 0, N) })
 			}
 			rows := legacyRows(legacyAVX2Rows[wt].rows, legacyAVX2Rows[wt].wts, wt.VecDotType().TypeSize())
@@ -297,7 +318,7 @@ func BenchmarkGemmLegacyAVX2RowBlock(b *testing.B) {
 	wrb := len(wb) / N
 	act, arb := gemmActs(b, r, quant.Q8_0, M, K)
 	y := make([]float32, M*N)
-	g := legacyGemmAVX2(wt, legacyAVX2Tiles[wt][0])
+	g := uncached(legacyGemmAVX2(wt, legacyAVX2Tiles[wt][0]))
 	for _, rb := range []int{24, 48, 72, 120, 240, 512} {
 		b.Run(fmt.Sprintf("rows=%d", rb), func(b *testing.B) {
 			gemmAVX2RowBlock = rb
@@ -311,5 +332,47 @@ func BenchmarkGemmLegacyAVX2RowBlock(b *testing.B) {
 			b.ReportMetric(macs/b.Elapsed().Seconds(), "GMAC/s")
 			b.ReportMetric(macs/(threadCPUSeconds()-c0), "GMAC/cpu-s")
 		})
+	}
+}
+
+// BenchmarkGemmLegacyAVX2Chunks measures one worker's share of a Q5_0
+// prefill mat-mul at -t 2 as the executor runs it (4 chunks of an eighth
+// of the columns each) with the activation block derived per call and
+// kept in an ActCache (derived once for the worker's chunks).
+func BenchmarkGemmLegacyAVX2Chunks(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("the CPU has no AVX2+FMA+F16C")
+	}
+	r := rand.New(rand.NewPCG(99, 100))
+	const M = 512
+	wt := quant.Q5_0
+	g := legacyGemmAVX2(wt, legacyAVX2Tiles[wt][0])
+	for _, sh := range [][2]int{{896, 896}, {4864, 896}, {896, 4864}} {
+		N, K := sh[0], sh[1]
+		wb := legacyWeights(b, r, wt, N, K, false)
+		wrb := len(wb) / N
+		act, arb := gemmActs(b, r, quant.Q8_0, M, K)
+		y := make([]float32, M*N)
+		for _, cache := range []bool{false, true} {
+			b.Run(fmt.Sprintf("N=%d,K=%d/cache=%v", N, K, cache), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				var c ActCache
+				cp := (*ActCache)(nil)
+				if cache {
+					cp = &c
+				}
+				c0 := threadCPUSeconds()
+				for b.Loop() {
+					c.Reset()
+					for ch := 0; ch < 4; ch++ {
+						n0, n1 := ch*N/8, (ch+1)*N/8
+						g(K, wb, wrb, act, arb, M, y, N, n0, n1, cp)
+					}
+				}
+				macs := float64(M) * float64(N/2) * float64(K) * float64(b.N) / 1e9
+				b.ReportMetric(macs/(threadCPUSeconds()-c0), "GMAC/cpu-s")
+			})
+		}
 	}
 }

@@ -3,7 +3,9 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"sync"
+	"unsafe"
 
 	"github.com/minfer/minfer/quant"
 )
@@ -123,11 +125,9 @@ var legacyAVX2Rows = map[quant.Type]struct {
 // any result.
 var gemmAVX2RowBlock = 120
 
-// gemmAVX2Buf is the pooled per-call memory: activation scales as f32 in
-// the kernels' layout; the activation quants repacked 32-byte aligned;
-// the kernels' scratch.
+// gemmAVX2Buf is the pooled per-call memory: the activation block
+// (legacyActBlock) when no ActCache is given; the kernels' scratch.
 type gemmAVX2Buf struct {
-	sc       []float32
 	act, scr []byte
 }
 
@@ -142,21 +142,66 @@ func aligned32(b *[]byte, n int) []byte {
 	return align32((*b)[:cap(*b)], n)
 }
 
-// legacyGemmAVX2 returns the GemmFunc of weight type t with tile k.
-func legacyGemmAVX2(t quant.Type, k legacyAVX2Tile) GemmFunc {
+// legacyActKind is the kind (actKey.kind) of the activation block a
+// legacy AVX2 GEMM derives: + 1 when its quants are biased to unsigned
+// (Q4_0, Q5_0), + 2 for Q8_1 activations (two scale tables). Q4_0 and
+// Q5_0 weights share one block, Q8_0 weights (unbiased) have their own.
+const legacyActKind = 32
+
+// legacyActBlock is the activation block the legacy AVX2 GEMM kernels read
+// for the first MT rows (a multiple of ra) of act: qa, the quants of row m
+// block b at qa[(m·nb+b)·32:] (32-byte aligned, xor bias when bias is not
+// 0), then, at byte MT·nb·32, the scale table sc as float32:
+// sc[(t·nb+b)·tb+h·rw·ra+j·rw+i] = scale h (d, then s for Q8_1) of block b
+// of row t·ra+j, for i in 0..rw (tb = nsc·rw·ra).
+func legacyActBlock(dst []byte, act []byte, arb, nb, MT, ra, rw, ats, qo, nsc int, bias byte) {
+	tb := nsc * rw * ra
+	qa := dst[:MT*nb*32]
+	sc := unsafe.Slice((*float32)(unsafe.Pointer(&dst[MT*nb*32])), MT/ra*nb*tb)
+	bias8 := uint64(bias) * 0x0101010101010101
+	for m := 0; m < MT; m++ {
+		tl, j := m/ra, m%ra
+		src := act[m*arb : m*arb+nb*ats]
+		q := qa[m*nb*32 : (m+1)*nb*32]
+		for b := 0; b < nb; b++ {
+			o := b * ats
+			for h := 0; h < nsc; h++ {
+				d := quant.FP16ToFP32(uint16(src[o+2*h]) | uint16(src[o+2*h+1])<<8)
+				s := sc[(tl*nb+b)*tb+h*rw*ra+j*rw:][:rw]
+				for i := range s {
+					s[i] = d
+				}
+			}
+			from, to := src[o+qo:o+qo+32], q[b*32:b*32+32]
+			for i := 0; i < 32; i += 8 {
+				binary.LittleEndian.PutUint64(to[i:], binary.LittleEndian.Uint64(from[i:])^bias8)
+			}
+		}
+	}
+}
+
+// legacyGemmAVX2 returns the GemmCachedFunc of weight type t with tile k.
+// The activation block it derives before its tiles run (legacyActBlock:
+// the quants repacked and biased, the scales as float32 tables) comes from
+// the ActCache when one is given, so the mat-muls of a group and the
+// chunks of their columns derive it once per worker.
+func legacyGemmAVX2(t quant.Type, k legacyAVX2Tile) GemmCachedFunc {
 	rw, ra, kern := k.rw, k.ra, k.kern
 	rows, wts, minRows := legacyAVX2Rows[t].rows, legacyAVX2Rows[t].wts, legacyAVX2Rows[t].minRows
 	// Q8_0 activations: f16 d, 32 quants; Q8_1: f16 d, f16 s, 32 quants.
 	ats, qo, nsc := 34, 2, 1
 	var bias byte
+	kind := legacyActKind
 	switch t {
 	case quant.Q4_0, quant.Q5_0:
 		bias = 0x80 // their kernels take the activations biased to unsigned
+		kind++
 	case quant.Q4_1, quant.Q5_1:
 		ats, qo, nsc = 36, 4, 2 // d and s, each as the scale tables
+		kind += 2
 	}
 	tb := nsc * rw * ra // floats of activation scales per tile and block
-	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
 		if n1 <= n0 || M <= 0 {
 			return
 		}
@@ -191,36 +236,18 @@ func legacyGemmAVX2(t quant.Type, k legacyAVX2Tile) GemmFunc {
 		}
 		if MT > 0 {
 			buf := gemmAVX2Bufs.Get().(*gemmAVX2Buf)
-			if need := MT / ra * nb * tb; cap(buf.sc) < need {
-				buf.sc = make([]float32, need)
+			n := MT*nb*32 + MT/ra*nb*tb*4
+			fill := func(dst []byte) { legacyActBlock(dst, act, arb, nb, MT, ra, rw, ats, qo, nsc, bias) }
+			var blk []byte
+			if c != nil {
+				blk = c.derived(actKey{act: &act[0], arb: arb, nb: nb, M: MT, C: ra, R: rw, kind: kind}, n, fill)
+			} else {
+				blk = aligned32(&buf.act, n)
+				fill(blk)
 			}
-			sc := buf.sc[:MT/ra*nb*tb]
-			qa := aligned32(&buf.act, MT*nb*32)
+			qa := blk[:MT*nb*32]
+			sc := unsafe.Slice((*float32)(unsafe.Pointer(&blk[MT*nb*32])), MT/ra*nb*tb)
 			scr := aligned32(&buf.scr, 64+nb*(64*rw+(nsc+1)*4*rw*ra))
-			// sc[(t·nb+b)·tb+j·rw+i] = d of block b of row t·ra+j (and s
-			// rw·ra floats after it); qa[(m·nb+b)·32:] its quants.
-			for m := 0; m < MT; m++ {
-				tl, j := m/ra, m%ra
-				src := act[m*arb : m*arb+nb*ats]
-				dst := qa[m*nb*32 : (m+1)*nb*32]
-				for b := 0; b < nb; b++ {
-					o := b * ats
-					for h := 0; h < nsc; h++ {
-						d := quant.FP16ToFP32(uint16(src[o+2*h]) | uint16(src[o+2*h+1])<<8)
-						s := sc[(tl*nb+b)*tb+h*rw*ra+j*rw:][:rw]
-						for i := range s {
-							s[i] = d
-						}
-					}
-					q := dst[b*32 : b*32+32]
-					copy(q, src[o+qo:o+qo+32])
-					if bias != 0 {
-						for i := range q {
-							q[i] ^= bias
-						}
-					}
-				}
-			}
 			rb := max(ra, gemmAVX2RowBlock/ra*ra)
 			qrb := nb * 32
 			for m0 := 0; m0 < MT; m0 += rb {
@@ -256,6 +283,6 @@ func init() {
 		types = append(types, quant.Q8_0, quant.Q5_0, quant.Q4_0)
 	}
 	for _, t := range types {
-		registerGemm(t, "avx2", legacyGemmAVX2(t, legacyAVX2Tiles[t][0]))
+		registerGemmCached(t, "avx2", legacyGemmAVX2(t, legacyAVX2Tiles[t][0]))
 	}
 }

@@ -152,7 +152,8 @@ func rowTiles(rows RowsFunc, K int, w []byte, wrb int, act []byte, arb, M int, y
 
 // ActCache keeps what a GEMM derives from a block of quantized activation
 // rows before its tiles run — the K-quant GEMMs' paired activation blocks,
-// bsum pairs or biased quants, a copy of every activation byte — so that
+// bsum pairs or biased quants, the legacy AVX2 GEMMs' repacked quants and
+// scale tables, a copy of every activation byte — so that
 // the mat-muls of a group that read the same rows (Q, K and V; gate and up)
 // and every chunk of their output columns derive it once, not once per
 // call: in a prefill split over two workers in four chunks each, a
