@@ -104,14 +104,9 @@ var smallRecs = sync.Pool{New: func() any { return new([]byte) }}
 
 // smallLegacyRecords fills p with the records of the AVX2 kernels for M
 // Q8_0 activation rows (arb bytes apart, nb blocks each), per block: the M
-// scales d_a as float32 (padded to 8), then per row its 32 quants, then,
-// when c is not 0 (Q5_0: 16, Q4_0: 8; the kernels take those weights
-// unsigned), per row its 8 offsets -c·(sum of quants 4k..4k+3) as int32.
-func smallLegacyRecords(p, act []byte, arb, nb, M int, c int32) {
+// scales d_a as float32 (padded to 8), then per row its 32 quants.
+func smallLegacyRecords(p, act []byte, arb, nb, M int) {
 	bs := 32 + 32*M
-	if c != 0 {
-		bs += 32 * M
-	}
 	_ = p[nb*bs-1]
 	for b := 0; b < nb; b++ {
 		blk := p[b*bs : (b+1)*bs]
@@ -121,36 +116,13 @@ func smallLegacyRecords(p, act []byte, arb, nb, M int, c int32) {
 			d := quant.FP16ToFP32(uint16(src[0]) | uint16(src[1])<<8)
 			binary.LittleEndian.PutUint32(blk[4*j:], math.Float32bits(d))
 			copy(blk[32+32*j:64+32*j], src[2:34])
-			if c == 0 {
-				continue
-			}
-			off := blk[32+32*M+32*j : 64+32*M+32*j]
-			q := src[2:34]
-			for k := 0; k < 8; k++ {
-				s := int32(int8(q[4*k])) + int32(int8(q[4*k+1])) + int32(int8(q[4*k+2])) + int32(int8(q[4*k+3]))
-				binary.LittleEndian.PutUint32(off[4*k:], uint32(-c*s))
-			}
 		}
 	}
-}
-
-// smallLegacyOffset is the offset factor c of the AVX2 kernels' records
-// for a weight block of wts bytes: 0 for Q8_0 (signed weights), 16 for
-// Q5_0, 8 for Q4_0 (unsigned weights u = x + c).
-func smallLegacyOffset(wts int) int32 {
-	switch wts {
-	case 22:
-		return 16
-	case 18:
-		return 8
-	}
-	return 0
 }
 
 // smallLegacy returns the GemmFunc of the AVX2 kernels ks (index M-2) for
 // weight blocks of wts bytes, checking every bound the asm relies on.
 func smallLegacy(ks [7]smallAsm, wts int) GemmFunc {
-	c := smallLegacyOffset(wts)
 	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
 		if n1 <= n0 || M <= 0 {
 			return
@@ -175,12 +147,9 @@ func smallLegacy(ks [7]smallAsm, wts int) GemmFunc {
 		_ = act[(M-1)*arb+nb*34-1]
 		_ = y[(M-1)*ldy+n1-1]
 		bs := 32 + 32*M
-		if c != 0 {
-			bs += 32 * M
-		}
 		bp := smallRecs.Get().(*[]byte)
 		p := aligned32(bp, nb*bs+nb*32)
-		smallLegacyRecords(p, act, arb, nb, M, c)
+		smallLegacyRecords(p, act, arb, nb, M)
 		t := p[nb*bs:]
 		ks[M-2](&w[n0*wrb], wrb, &p[0], nb, &y[n0], ldy, n1-n0, (*float32)(unsafe.Pointer(&t[0])))
 		smallRecs.Put(bp)

@@ -45,6 +45,7 @@ blocks; see internal/asmgen/smallm.go (the generator) and
 backends/cpu/smallm_amd64.go (the Go side).`)
 	a.Blank()
 	smallConst(a, "smsixteen", "0x1010101010101010")
+	smallConst(a, "smeight", "0x0808080808080808")
 	smallConst(a, "smbitsel", "0x8040201008040201")
 	a.Raw("DATA smnibshift<>+0(SB)/8, $0")
 	a.Raw("DATA smnibshift<>+8(SB)/8, $0")
@@ -73,59 +74,47 @@ func smallConst(a *Asm, name, q string) {
 	a.Blank()
 }
 
-// smallUnsigned reports whether the AVX2 kernels of type k take the
-// weights as VPMADDUBSW's unsigned operand (q5, q4 as stored: |pair| ≤
-// 2·31·128, exact) with the activation offsets in the records; Q8_0's
-// x+128 would overflow the int16 pairs, so Q8_0 keeps ggml's sign trick.
-func smallUnsigned(k smallKind) bool { return k.name != "Q8_0" }
-
 // genSmallAVX2 writes the AVX2 kernel of type k for M activation rows:
 //
 //	func sm<T>AVX2x<M>(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
 //
 // w: the first weight row (rows rows, wrb bytes apart, nb blocks each);
-// p: the activation records, block after block, 32+32·M bytes each (Q8_0)
-// or 32+64·M (Q5_0, Q4_0): the M rows' scales d_a of block b as float32
-// (row j at 4j, padded to 32 bytes), then the 32 quants of block b of
-// each row j at 32+32j, then (Q5_0, Q4_0) the 8 offsets of each row j at
-// 32+32·M+32j: -c·(y_4k+..+y_4k+3) as int32 in lane k, c = 16 (Q5_0) or 8
-// (Q4_0); y: the output of weight row 0, activation row 0 (activation row
-// j's at j·ldy floats); t: scratch of nb·8 floats for the products
-// d_w·d_a of a weight row.
+// p: the activation records, block after block, 32+32·M bytes each: the
+// M rows' scales d_a of block b as float32 (row j at 4j, padded to 32
+// bytes), then the 32 quants of block b of each row j at 32+32j; y: the
+// output of weight row 0, activation row 0 (activation row j's at j·ldy
+// floats); t: scratch of nb·8 floats for the products of a weight row.
 //
-// Per weight row, a pass writes the table t of the products d_w·d_a
-// (smallProducts); then per block the weight's 32 values, software-
-// pipelined: the block loop unpacks the next block before the current
-// one's work, so the unpack's latency is off the block's path (on the
-// Zen 5 VM the Q5_0 kernels ran at a lower instruction rate than Q8_0's
-// until then). Q5_0 and Q4_0: the unsigned u (q5 = nibble | 16·bit, q4 =
-// nibble; x = u - c), and per activation row VPMADDUBSW u·y into int16
-// pairs (|pair| ≤ 2·31·128, exact), VPMADDWD by ones into the 8 int32
-// sums Σ u·y, VPADDD of the record's offsets (the exact int32 Σ x·y = Σ
-// u·y - c·Σ y), VCVTDQ2PS and one FMA per lane with d_w·d_a broadcast
-// from t — 6 instructions per activation row and block (the sign trick's
-// 7), and no |x|. Q8_0 (x+128 would overflow the int16 pairs): x as
-// stored and |x|, and per activation row y signed by x (VPSIGNB),
-// VPMADDUBSW |x|·(±y) into int16 pairs (|pair| ≤ 2·128·127, exact unless
-// an activation byte is -128, which the activation quantizer never
-// produces), VPMADDWD by ones, VCVTDQ2PS and the FMA.
+// Per weight row, a pass writes the table t of the M products d_w·d_a of
+// every block (smallProducts). Then per block the weight's 32 values
+// become signed bytes x (Q8_0 as stored; Q5_0 q5-16; Q4_0 q4-8) and |x|,
+// and per activation row ggml's sign trick forms the products: y signed
+// by x (VPSIGNB), VPMADDUBSW |x|·(±y) into int16 pairs (|pair| ≤
+// 2·128·127, exact unless an activation byte is -128, which the
+// activation quantizer never produces), VPMADDWD by ones into the 8 int32
+// sums, VCVTDQ2PS, and one FMA per lane with d_w·d_a broadcast from t.
 //
-// Registers: Y0..Y(M-1) the accumulators of activation rows 0..M-1, Y8 u
-// or x, Y9 |x| (Q8_0) or the next block's u, Y12 and Y13 the next
-// block's x and |x| (Q8_0), Y10 each product broadcast, Y11 and Y12
-// temporaries, Y13 the bit selector (Q5_0), Y14 bytes 0x0F, Y15 int16
-// ones. SI walks the weight row's blocks, DI the records, BX the table,
-// DX counts blocks, R9 the weight row, R10 the records, R14 t, R11 nb,
-// R8 wrb, AX the output, R13 ldy in bytes, R12 the output of activation
-// row j, CX rows left.
+// The block loop is software-pipelined: it unpacks the next block (into
+// Y12, Y13) before the current block's work, so the unpack's latency is
+// off the block's path — until then the Q5_0 kernels, whose unpack is a
+// chain of 12 instructions, ran well below Q8_0's instruction rate. (The
+// weights as VPMADDUBSW's unsigned operand, with the activation offsets
+// -c·Σy in the records as the ZMM kernels do, saves the VPSIGNB but
+// costs a load per activation row and block; on the Zen 5 VM VPMADDUBSW,
+// VPMADDWD and VFMADD231PS share two pipes and 256-bit loads two more,
+// and that variant measured no faster.)
+//
+// Registers: Y0..Y(M-1) the accumulators of activation rows 0..M-1, Y8
+// x, Y9 |x|, Y12 and Y13 the next block's, Y10 each product broadcast
+// (and a temporary of the unpack), Y11 a temporary, Y14 bytes 0x0F, Y15
+// int16 ones. SI walks the weight row's blocks, DI the records, BX the
+// table, DX counts blocks, R9 the weight row, R10 the records, R14 t,
+// R11 nb, R8 wrb, AX the output, R13 ldy in bytes, R12 the output of
+// activation row j, CX rows left.
 func genSmallAVX2(a *Asm, k smallKind, M int) {
 	name := fmt.Sprintf("sm%sAVX2x%d", k.name, M)
 	lbl := strings.ToLower(fmt.Sprintf("sma%s_%d_", strings.ReplaceAll(k.name, "_", ""), M))
-	uns := smallUnsigned(k)
 	bs := 32 + 32*M // record bytes per block
-	if uns {
-		bs += 32 * M
-	}
 	a.Text(name, 0, 64)
 	a.I("MOVQ", "w+0(FP), R9")
 	a.I("MOVQ", "wrb+8(FP), R8")
@@ -143,9 +132,6 @@ func genSmallAVX2(a *Asm, k smallKind, M int) {
 	a.I("MOVL", "$0x0F0F0F0F, BX")
 	a.I("VMOVD", "BX, X14")
 	a.I("VPBROADCASTD", "X14, Y14")
-	if k.name == "Q5_0" {
-		a.I("VMOVDQU", "smbitsel<>(SB), Y13")
-	}
 	a.Label(lbl + "row")
 	for j := 0; j < M; j++ {
 		a.I("VXORPS", fmt.Sprintf("Y%d, Y%d, Y%d", j, j, j))
@@ -155,74 +141,56 @@ func genSmallAVX2(a *Asm, k smallKind, M int) {
 	a.I("MOVQ", "R9, SI")
 	a.I("MOVQ", "R10, DI")
 	a.I("MOVQ", "R11, DX")
-	// unpack writes the weight block at off(SI): u (or x, and |x| to
-	// abs) to dst; tmp is a temporary.
+	// unpack writes the weight block at off(SI): x to dst, |x| to abs;
+	// tmp is a temporary.
 	unpack := func(off int, dst, abs, tmp string) {
 		at := func(o int) string { return fmt.Sprintf("%d(SI)", off+o) }
 		switch k.name {
 		case "Q8_0":
 			a.I("VMOVDQU", at(2)+", "+dst)
-			a.I("VPABSB", dst+", "+abs)
 		case "Q4_0":
 			a.I("VBROADCASTI128", at(2)+", "+dst)
 			a.I("VPSRLVD", "smnibshift<>(SB), "+dst+", "+dst)
 			a.I("VPAND", "Y14, "+dst+", "+dst)
+			a.I("VPSUBB", "smeight<>(SB), "+dst+", "+dst)
 		case "Q5_0":
 			a.I("VBROADCASTI128", at(6)+", "+dst)
 			a.I("VPSRLVD", "smnibshift<>(SB), "+dst+", "+dst)
 			a.I("VPAND", "Y14, "+dst+", "+dst)
-			// tmp = 16 where the 5th bit is set, ORed into the nibble.
+			// tmp = 0xFF where the 5th bit is set; 16 where it is
+			// clear is subtracted: x = nibble - 16·(1 - bit).
 			a.I("VPBROADCASTD", at(2)+", "+tmp)
 			a.I("VPSHUFB", "smqhshuf<>(SB), "+tmp+", "+tmp)
-			a.I("VPAND", "Y13, "+tmp+", "+tmp)
-			a.I("VPCMPEQB", "Y13, "+tmp+", "+tmp)
-			a.I("VPAND", "smsixteen<>(SB), "+tmp+", "+tmp)
-			a.I("VPOR", tmp+", "+dst+", "+dst)
+			a.I("VPAND", "smbitsel<>(SB), "+tmp+", "+tmp)
+			a.I("VPCMPEQB", "smbitsel<>(SB), "+tmp+", "+tmp)
+			a.I("VPANDN", "smsixteen<>(SB), "+tmp+", "+tmp)
+			a.I("VPSUBB", tmp+", "+dst+", "+dst)
 		}
+		a.I("VPABSB", dst+", "+abs)
 	}
 	// pairs writes the block's work for the M activation rows against
-	// the weight block in Y8 (and |x| in Y9), products at BX.
+	// x in Y8 and |x| in Y9, the products at BX.
 	pairs := func() {
 		for j := 0; j < M; j++ {
-			o := 32 + 32*j
-			tr := "Y11"
-			if j%2 == 1 && uns {
-				tr = "Y12"
-			}
-			if uns {
-				a.I("VPMADDUBSW", fmt.Sprintf("%d(DI), Y8, %s", o, tr))
-				a.I("VPMADDWD", fmt.Sprintf("Y15, %s, %s", tr, tr))
-				a.I("VPADDD", fmt.Sprintf("%d(DI), %s, %s", 32+32*M+32*j, tr, tr))
-			} else {
-				a.I("VMOVDQU", fmt.Sprintf("%d(DI), %s", o, tr))
-				a.I("VPSIGNB", fmt.Sprintf("Y8, %s, %s", tr, tr))
-				a.I("VPMADDUBSW", fmt.Sprintf("%s, Y9, %s", tr, tr))
-				a.I("VPMADDWD", fmt.Sprintf("Y15, %s, %s", tr, tr))
-			}
-			a.I("VCVTDQ2PS", fmt.Sprintf("%s, %s", tr, tr))
+			a.I("VMOVDQU", fmt.Sprintf("%d(DI), Y11", 32+32*j))
+			a.I("VPSIGNB", "Y8, Y11, Y11")
+			a.I("VPMADDUBSW", "Y11, Y9, Y11")
+			a.I("VPMADDWD", "Y15, Y11, Y11")
+			a.I("VCVTDQ2PS", "Y11, Y11")
 			a.I("VBROADCASTSS", fmt.Sprintf("%d(BX), Y10", 4*j))
-			a.I("VFMADD231PS", fmt.Sprintf("%s, Y10, Y%d", tr, j))
+			a.I("VFMADD231PS", fmt.Sprintf("Y11, Y10, Y%d", j))
 		}
 	}
-	// Software-pipelined: the loop unpacks the next block (into Y9, or
-	// Y12 and Y13 for Q8_0) before the work of the current one, so that
-	// the unpack's latency is not on the block's path; the last block
-	// runs after the loop, with nothing to read ahead.
-	nx, nxa := "Y9", ""
-	if !uns {
-		nx, nxa = "Y12", "Y13"
-	}
+	// The last block runs after the loop, with nothing to read ahead.
 	unpack(0, "Y8", "Y9", "Y11")
 	a.I("DECQ", "DX")
 	a.I("JZ", lbl+"last")
 	a.Label(lbl + "blk")
 	a.I("PREFETCHT0", "1024(SI)")
-	unpack(k.wts, nx, nxa, "Y10")
+	unpack(k.wts, "Y12", "Y13", "Y10")
 	pairs()
-	a.I("VMOVDQA", nx+", Y8")
-	if !uns {
-		a.I("VMOVDQA", nxa+", Y9")
-	}
+	a.I("VMOVDQA", "Y12, Y8")
+	a.I("VMOVDQA", "Y13, Y9")
 	a.I("ADDQ", fmt.Sprintf("$%d, SI", k.wts))
 	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
 	a.I("ADDQ", "$32, BX")
