@@ -146,10 +146,11 @@ func smallLegacy(ks [7]smallAsm, wts int) GemmFunc {
 		_ = w[(n1-1)*wrb+nb*wts-1]
 		_ = act[(M-1)*arb+nb*34-1]
 		_ = y[(M-1)*ldy+n1-1]
+		bs := 32 + 32*M
 		bp := smallRecs.Get().(*[]byte)
-		p := aligned32(bp, nb*(32+32*M)+nb*32)
+		p := aligned32(bp, nb*bs+nb*32)
 		smallLegacyRecords(p, act, arb, nb, M)
-		t := p[nb*(32+32*M):]
+		t := p[nb*bs:]
 		ks[M-2](&w[n0*wrb], wrb, &p[0], nb, &y[n0], ldy, n1-n0, (*float32)(unsafe.Pointer(&t[0])))
 		smallRecs.Put(bp)
 	}
@@ -188,7 +189,10 @@ func init() {
 	// Q8_0, Q5_0, Q4_0: on the AVX2 tier (measured at N=896, K=1024, ns
 	// per weight row, M=4 / M=8: Q8_0 100 / 164 against the AVX2 GEMM's
 	// 164 / 240 and the row kernels' 104 / 204; Q5_0 113 / 197 against
-	// 155 / 246 and 198 / 457). On AVX-512 VNNI the ZMM kernels
+	// 155 / 246 and 198 / 457; since the pipelined unpack, cpu-ns per
+	// weight row, minima of 6 alternated runs on a busy machine, Q5_0
+	// M=4 118 -> 110, M=8 195 -> 169, Q8_0 unchanged at 82-86 / 148).
+	// On AVX-512 VNNI the ZMM kernels
 	// (smallz_amd64.go) instead of the VNNI GEMM (BenchmarkSmallM "run",
 	// K=1024, cpu-ns per weight row, medians of 5 alternated runs on a
 	// busy machine, GEMM -> ZMM: Q8_0 M=2 41 -> 33, M=4 94 -> 50, M=8

@@ -85,22 +85,30 @@ func smallConst(a *Asm, name, q string) {
 // output of weight row 0, activation row 0 (activation row j's at j·ldy
 // floats); t: scratch of nb·8 floats for the products of a weight row.
 //
-// Per weight row and block, the weight's 32 values become signed bytes x
-// (Q8_0 as stored; Q5_0 q5-16; Q4_0 q4-8) and |x|, and d_w is converted
-// once; per activation row ggml's sign trick forms the products: y signed
+// Per weight row, a pass writes the table t of the M products d_w·d_a of
+// every block (smallProducts). Then per block the weight's 32 values
+// become signed bytes x (Q8_0 as stored; Q5_0 q5-16; Q4_0 q4-8) and |x|,
+// and per activation row ggml's sign trick forms the products: y signed
 // by x (VPSIGNB), VPMADDUBSW |x|·(±y) into int16 pairs (|pair| ≤
 // 2·128·127, exact unless an activation byte is -128, which the
-// activation quantizer never produces), VPMADDWD by ones into the 8
-// int32 sums, VCVTDQ2PS, and one FMA per lane with d_w·d_a. The M
-// products d_w·d_a of a block are one VMULPS, made for the whole weight
-// row first (smallProducts) and broadcast from t (a load, no vector ALU
-// work).
+// activation quantizer never produces), VPMADDWD by ones into the 8 int32
+// sums, VCVTDQ2PS, and one FMA per lane with d_w·d_a broadcast from t.
 //
-// Registers: Y0..Y(M-1) the accumulators of activation rows 0..M-1, Y8 x,
-// Y9 |x|, Y10 d_w, Y11 and Y12 temporaries, Y13 the bit selector (Q5_0),
-// Y14 bytes 0x0F, Y15 int16 ones. SI walks the weight row's blocks, DI
-// the records, BX the products, DX counts blocks, R9 the weight row, R10
-// the records, R14 t,
+// The block loop is software-pipelined: it unpacks the next block (into
+// Y12, Y13) before the current block's work, so the unpack's latency is
+// off the block's path — until then the Q5_0 kernels, whose unpack is a
+// chain of 12 instructions, ran well below Q8_0's instruction rate. (The
+// weights as VPMADDUBSW's unsigned operand, with the activation offsets
+// -c·Σy in the records as the ZMM kernels do, saves the VPSIGNB but
+// costs a load per activation row and block; on the Zen 5 VM VPMADDUBSW,
+// VPMADDWD and VFMADD231PS share two pipes and 256-bit loads two more,
+// and that variant measured no faster.)
+//
+// Registers: Y0..Y(M-1) the accumulators of activation rows 0..M-1, Y8
+// x, Y9 |x|, Y12 and Y13 the next block's, Y10 each product broadcast
+// (and a temporary of the unpack), Y11 a temporary, Y14 bytes 0x0F, Y15
+// int16 ones. SI walks the weight row's blocks, DI the records, BX the
+// table, DX counts blocks, R9 the weight row, R10 the records, R14 t,
 // R11 nb, R8 wrb, AX the output, R13 ldy in bytes, R12 the output of
 // activation row j, CX rows left.
 func genSmallAVX2(a *Asm, k smallKind, M int) {
@@ -124,58 +132,72 @@ func genSmallAVX2(a *Asm, k smallKind, M int) {
 	a.I("MOVL", "$0x0F0F0F0F, BX")
 	a.I("VMOVD", "BX, X14")
 	a.I("VPBROADCASTD", "X14, Y14")
-	if k.name == "Q5_0" {
-		a.I("VMOVDQU", "smbitsel<>(SB), Y13")
-	}
 	a.Label(lbl + "row")
 	for j := 0; j < M; j++ {
 		a.I("VXORPS", fmt.Sprintf("Y%d, Y%d, Y%d", j, j, j))
 	}
 	smallProducts(a, lbl, k.wts, bs)
+	a.I("MOVQ", "R14, BX")
 	a.I("MOVQ", "R9, SI")
 	a.I("MOVQ", "R10, DI")
 	a.I("MOVQ", "R11, DX")
-	a.I("MOVQ", "R14, BX")
+	// unpack writes the weight block at off(SI): x to dst, |x| to abs;
+	// tmp is a temporary.
+	unpack := func(off int, dst, abs, tmp string) {
+		at := func(o int) string { return fmt.Sprintf("%d(SI)", off+o) }
+		switch k.name {
+		case "Q8_0":
+			a.I("VMOVDQU", at(2)+", "+dst)
+		case "Q4_0":
+			a.I("VBROADCASTI128", at(2)+", "+dst)
+			a.I("VPSRLVD", "smnibshift<>(SB), "+dst+", "+dst)
+			a.I("VPAND", "Y14, "+dst+", "+dst)
+			a.I("VPSUBB", "smeight<>(SB), "+dst+", "+dst)
+		case "Q5_0":
+			a.I("VBROADCASTI128", at(6)+", "+dst)
+			a.I("VPSRLVD", "smnibshift<>(SB), "+dst+", "+dst)
+			a.I("VPAND", "Y14, "+dst+", "+dst)
+			// tmp = 0xFF where the 5th bit is set; 16 where it is
+			// clear is subtracted: x = nibble - 16·(1 - bit).
+			a.I("VPBROADCASTD", at(2)+", "+tmp)
+			a.I("VPSHUFB", "smqhshuf<>(SB), "+tmp+", "+tmp)
+			a.I("VPAND", "smbitsel<>(SB), "+tmp+", "+tmp)
+			a.I("VPCMPEQB", "smbitsel<>(SB), "+tmp+", "+tmp)
+			a.I("VPANDN", "smsixteen<>(SB), "+tmp+", "+tmp)
+			a.I("VPSUBB", tmp+", "+dst+", "+dst)
+		}
+		a.I("VPABSB", dst+", "+abs)
+	}
+	// pairs writes the block's work for the M activation rows against
+	// x in Y8 and |x| in Y9, the products at BX.
+	pairs := func() {
+		for j := 0; j < M; j++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(DI), Y11", 32+32*j))
+			a.I("VPSIGNB", "Y8, Y11, Y11")
+			a.I("VPMADDUBSW", "Y11, Y9, Y11")
+			a.I("VPMADDWD", "Y15, Y11, Y11")
+			a.I("VCVTDQ2PS", "Y11, Y11")
+			a.I("VBROADCASTSS", fmt.Sprintf("%d(BX), Y10", 4*j))
+			a.I("VFMADD231PS", fmt.Sprintf("Y11, Y10, Y%d", j))
+		}
+	}
+	// The last block runs after the loop, with nothing to read ahead.
+	unpack(0, "Y8", "Y9", "Y11")
+	a.I("DECQ", "DX")
+	a.I("JZ", lbl+"last")
 	a.Label(lbl + "blk")
 	a.I("PREFETCHT0", "1024(SI)")
-	// The weight block: x in Y8, |x| in Y9, d_w in Y10.
-	switch k.name {
-	case "Q8_0":
-		a.I("VMOVDQU", "2(SI), Y8")
-	case "Q4_0":
-		a.I("VBROADCASTI128", "2(SI), Y8")
-		a.I("VPSRLVD", "smnibshift<>(SB), Y8, Y8")
-		a.I("VPAND", "Y14, Y8, Y8")
-		a.I("VPSUBB", "smeight<>(SB), Y8, Y8")
-	case "Q5_0":
-		a.I("VBROADCASTI128", "6(SI), Y8")
-		a.I("VPSRLVD", "smnibshift<>(SB), Y8, Y8")
-		a.I("VPAND", "Y14, Y8, Y8")
-		// Y11 = 0xFF where the 5th bit is set; 16 where it is clear
-		// is subtracted: x = nibble - 16·(1 - bit).
-		a.I("VPBROADCASTD", "2(SI), Y11")
-		a.I("VPSHUFB", "smqhshuf<>(SB), Y11, Y11")
-		a.I("VPAND", "Y13, Y11, Y11")
-		a.I("VPCMPEQB", "Y13, Y11, Y11")
-		a.I("VPANDN", "smsixteen<>(SB), Y11, Y11")
-		a.I("VPSUBB", "Y11, Y8, Y8")
-	}
-	a.I("VPABSB", "Y8, Y9")
-	for j := 0; j < M; j++ {
-		o := 32 + 32*j
-		a.I("VMOVDQU", fmt.Sprintf("%d(DI), Y11", o))
-		a.I("VPSIGNB", "Y8, Y11, Y11")
-		a.I("VPMADDUBSW", "Y11, Y9, Y11")
-		a.I("VPMADDWD", "Y15, Y11, Y11")
-		a.I("VCVTDQ2PS", "Y11, Y11")
-		a.I("VBROADCASTSS", fmt.Sprintf("%d(BX), Y12", 4*j))
-		a.I("VFMADD231PS", fmt.Sprintf("Y11, Y12, Y%d", j))
-	}
+	unpack(k.wts, "Y12", "Y13", "Y10")
+	pairs()
+	a.I("VMOVDQA", "Y12, Y8")
+	a.I("VMOVDQA", "Y13, Y9")
 	a.I("ADDQ", fmt.Sprintf("$%d, SI", k.wts))
 	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
 	a.I("ADDQ", "$32, BX")
 	a.I("DECQ", "DX")
 	a.I("JNZ", lbl+"blk")
+	a.Label(lbl + "last")
+	pairs()
 	// hsum_float_8 of each accumulator (ggml's order: lanes 4..7 onto
 	// 0..3, then 2,3 onto 0,1, then 1 onto 0), stored to its row.
 	a.I("MOVQ", "AX, R12")
@@ -206,7 +228,8 @@ func genSmallAVX2(a *Asm, k smallKind, M int) {
 // the activation scales the first 32 bytes of the block's records at DI)
 // as one VMULPS, stored to the table at R14 (32 bytes per block), which
 // the block loop then broadcasts from — written a whole row earlier, so
-// the loads never wait on the stores. Uses SI, DI, DX, BX, Y10, Y12.
+// the loads never wait on the stores (making them in the block loop, a
+// block ahead, ran 15-20% slower). Uses SI, DI, DX, BX, Y10.
 func smallProducts(a *Asm, lbl string, wts, bs int) {
 	a.I("MOVQ", "R9, SI")
 	a.I("MOVQ", "R10, DI")
@@ -215,8 +238,8 @@ func smallProducts(a *Asm, lbl string, wts, bs int) {
 	a.Label(lbl + "prod")
 	a.I("VPBROADCASTW", "(SI), X10")
 	a.I("VCVTPH2PS", "X10, Y10")
-	a.I("VMULPS", "(DI), Y10, Y12")
-	a.I("VMOVUPS", "Y12, (BX)")
+	a.I("VMULPS", "(DI), Y10, Y10")
+	a.I("VMOVUPS", "Y10, (BX)")
 	a.I("ADDQ", fmt.Sprintf("$%d, SI", wts))
 	a.I("ADDQ", fmt.Sprintf("$%d, DI", bs))
 	a.I("ADDQ", "$32, BX")
