@@ -31,8 +31,34 @@ import "github.com/minfer/minfer/quant"
 // VPDPBUSD, VCVTDQ2PS and FMA for both rows); the float part per row is
 // unchanged.
 
+// rowsQ8_0AVX2R4 is the hand-written four-rows-a-group Q8_0 kernel
+// (dot_legacy_amd64.s), rowsQ8_0AVX2R8 the generated eight-rows-a-group
+// one (internal/asmgen/rows_q80_avx2.go); same bits, as each row keeps its
+// own accumulator and block order.
+//
 //go:noescape
-func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+func rowsQ8_0AVX2R4(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+//go:noescape
+func rowsQ8_0AVX2R8(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+// q80LongNB is the row length (in blocks) from which rowsQ8_0AVX2 takes
+// eight rows a group. Out of cache (1 GiB matrix, best of 12 passes, on
+// the Zen 5 this was tuned on) the eight-row kernel streamed rows of
+// K=2560, 3072 and 4864 at 0.72-0.85 of a plain read where the four-row
+// one managed 0.60-0.68; at K=896..2048 the four-row one was ahead
+// (0.70-0.84 against 0.66-0.80).
+const q80LongNB = 80
+
+// rowsQ8_0AVX2 is the AVX2 Q8_0 row kernel: the eight-row one for rows of
+// q80LongNB blocks or more, else the four-row one.
+func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int) {
+	if nb >= q80LongNB {
+		rowsQ8_0AVX2R8(w, wrb, a, nb, y, rows)
+		return
+	}
+	rowsQ8_0AVX2R4(w, wrb, a, nb, y, rows)
+}
 
 //go:noescape
 func rowsQ4_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)

@@ -231,8 +231,8 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 	VPMADDUBSW Y4, Y7, Y7 \
 	FINISH(acc)
 
-// func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ8_0AVX2(SB), NOSPLIT, $16-48
+// func rowsQ8_0AVX2R4(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+TEXT ·rowsQ8_0AVX2R4(SB), NOSPLIT, $16-48
 	LOADARGS
 	CONSTS
 	CMPQ CX, $4
