@@ -29,11 +29,12 @@ import "github.com/minfer/minfer/quant"
 // the activation sums subtracted in int32) and an opmask for the Q5 5th
 // bits, on two row pairs per step, each pair in one ZMM register (one
 // VPDPBUSD, VCVTDQ2PS and FMA for both rows); the float part per row is
-// unchanged.
+// unchanged. Q8_0 rows of q80LongNB blocks or more go eight at a time
+// (four pairs) on both tiers: more row streams keep DRAM busier.
 
 // rowsQ8_0AVX2R4 is the hand-written four-rows-a-group Q8_0 kernel
 // (dot_legacy_amd64.s), rowsQ8_0AVX2R8 the generated eight-rows-a-group
-// one (internal/asmgen/rows_q80_avx2.go); same bits, as each row keeps its
+// one (internal/asmgen/rows_q80.go); same bits, as each row keeps its
 // own accumulator and block order.
 //
 //go:noescape
@@ -75,8 +76,28 @@ func rowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 //go:noescape
 func rowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
+// rowsQ8_0VNNIR4 is the hand-written four-rows-a-group VNNI Q8_0 kernel
+// (dot_legacy_amd64.s), rowsQ8_0VNNIR8 the generated eight-row one
+// (internal/asmgen/rows_q80.go); same bits.
+//
 //go:noescape
-func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+func rowsQ8_0VNNIR4(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+//go:noescape
+func rowsQ8_0VNNIR8(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+// rowsQ8_0VNNI is the VNNI Q8_0 row kernel: the eight-row one for rows of
+// q80LongNB blocks or more, else the four-row one (out of cache, best of
+// 12 passes over 1 GiB, ratio to a plain read, four / eight rows:
+// K=2560 0.65/0.75, 0.66/0.77; K=3072 0.58/0.71, 0.66/0.76; K=4864
+// 0.61/0.72, 0.67/0.80; K=896 0.67/0.62, 0.76/0.71).
+func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int) {
+	if nb >= q80LongNB {
+		rowsQ8_0VNNIR8(w, wrb, a, nb, y, rows)
+		return
+	}
+	rowsQ8_0VNNIR4(w, wrb, a, nb, y, rows)
+}
 
 //go:noescape
 func rowsQ5_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)

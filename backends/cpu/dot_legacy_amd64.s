@@ -563,8 +563,8 @@ GLOBL vnNibShift<>(SB), RODATA|NOPTR, $64
 	NIBBLES(qs) \
 	FINISHVNNI(acc)
 
-// func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ8_0VNNI(SB), NOSPLIT, $0-48
+// func rowsQ8_0VNNIR4(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+TEXT ·rowsQ8_0VNNIR4(SB), NOSPLIT, $0-48
 	LOADARGS
 	VNNICONSTS
 	MOVL         $0x80808080, AX

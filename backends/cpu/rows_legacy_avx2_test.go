@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/minfer/minfer/quant"
@@ -17,7 +18,8 @@ import (
 // (internal/asmgen/rows_legacy_avx2.go), the Q8_0 one the dispatch
 // registers (rowsQ8_0AVX2, which picks by row length) and both of its
 // kernels on their own at every length: the hand-written four-row one and
-// the generated eight-row one (internal/asmgen/rows_q80_avx2.go).
+// the generated eight-row one (internal/asmgen/rows_q80_avx2.go), and the
+// same two of the AVX-512 VNNI tier.
 func legacyAVX2Q8Rows() []rowKernel {
 	return []rowKernel{
 		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
@@ -25,6 +27,15 @@ func legacyAVX2Q8Rows() []rowKernel {
 		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},
 		{quant.Q8_0, "avx2/r4", legacyRows(rowsQ8_0AVX2R4, 34, 34)},
 		{quant.Q8_0, "avx2/r8", legacyRows(rowsQ8_0AVX2R8, 34, 34)},
+		{quant.Q8_0, "avx512vnni/r4", legacyRows(rowsQ8_0VNNIR4, 34, 34)},
+		{quant.Q8_0, "avx512vnni/r8", legacyRows(rowsQ8_0VNNIR8, 34, 34)},
+	}
+}
+
+// skipTier skips a subtest of a kernel whose tier the CPU lacks.
+func skipTier(t *testing.T, k rowKernel) {
+	if strings.HasPrefix(k.tier, "avx512vnni") && !hasVNNI {
+		t.Skip("no AVX-512 VNNI (or MINFER_NO_AVX512 set): the VNNI kernel cannot run")
 	}
 }
 
@@ -116,6 +127,7 @@ func TestGeneratedLegacyAVX2RowsEdges(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 29))
 	for _, k := range legacyAVX2Q8Rows() {
 		t.Run(k.typ.String()+"/"+k.tier, func(t *testing.T) {
+			skipTier(t, k)
 			dot := quant.DotFor(k.typ)
 			bs := k.typ.TypeSize()
 			const N = 19
@@ -171,6 +183,7 @@ func TestGeneratedLegacyAVX2RowsRandom(t *testing.T) {
 		for _, K := range []int{32, 896, 2528, 2560, 4864} {
 			for _, raw := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/K%d/raw=%v", k.typ, k.tier, K, raw), func(t *testing.T) {
+					skipTier(t, k)
 					const N = 23
 					dot := quant.DotFor(k.typ)
 					// rows of K+64 elements, of which the kernel reads K
