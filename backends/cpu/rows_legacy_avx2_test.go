@@ -17,15 +17,15 @@ import (
 // wrapped as the dispatch wraps them: the generated Q4_0 and Q5_0 ones
 // (internal/asmgen/rows_legacy_avx2.go), the Q8_0 one the dispatch
 // registers (rowsQ8_0AVX2, which picks by row length) and both of its
-// kernels on their own at every length: the hand-written four-row one and
-// the generated eight-row one (internal/asmgen/rows_q80_avx2.go), and the
-// same two of the AVX-512 VNNI tier.
+// kernels on their own at every length: the generated two-row and
+// eight-row ones (internal/asmgen/rows_q80.go), and the AVX-512 VNNI
+// tier's hand-written four-row and generated eight-row ones.
 func legacyAVX2Q8Rows() []rowKernel {
 	return []rowKernel{
 		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
 		{quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34)},
 		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},
-		{quant.Q8_0, "avx2/r4", legacyRows(rowsQ8_0AVX2R4, 34, 34)},
+		{quant.Q8_0, "avx2/r2", legacyRows(rowsQ8_0AVX2R2, 34, 34)},
 		{quant.Q8_0, "avx2/r8", legacyRows(rowsQ8_0AVX2R8, 34, 34)},
 		{quant.Q8_0, "avx512vnni/r4", legacyRows(rowsQ8_0VNNIR4, 34, 34)},
 		{quant.Q8_0, "avx512vnni/r8", legacyRows(rowsQ8_0VNNIR8, 34, 34)},
@@ -131,7 +131,7 @@ func TestGeneratedLegacyAVX2RowsEdges(t *testing.T) {
 			dot := quant.DotFor(k.typ)
 			bs := k.typ.TypeSize()
 			const N = 19
-			for _, nb := range []int{1, 2, 3, 28, 33, 80} {
+			for _, nb := range []int{1, 2, 3, 28, 33, 80, 128} {
 				K := nb * 32
 				wrb := nb * bs
 				for wk := 0; wk < 5; wk++ {
@@ -180,7 +180,7 @@ func TestGeneratedLegacyAVX2RowsRandom(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(31, 37))
 	for _, k := range legacyAVX2Q8Rows() {
-		for _, K := range []int{32, 896, 2528, 2560, 4864} {
+		for _, K := range []int{32, 896, 2528, 2560, 4064, 4096, 4864} {
 			for _, raw := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/K%d/raw=%v", k.typ, k.tier, K, raw), func(t *testing.T) {
 					skipTier(t, k)

@@ -4,8 +4,9 @@
 
 #include "textflag.h"
 
-// AVX2 decode row kernel of Q8_0 weights against one Q8_0 activation
-// row, eight rows a group, AVX2 and AVX-512 VNNI (see\ninternal/asmgen/rows_q80.go).
+// Decode row kernels of Q8_0 weights against one Q8_0 activation row:
+// AVX2 two and eight rows a group, AVX-512 VNNI eight (see
+// internal/asmgen/rows_q80.go).
 //
 // Float order of quant.DotQ8_0Q8_0 (ggml's AVX2 kernel): per 32-element
 // block, 8 int32 lanes (lane k the integer dot of elements 4k..4k+3, with
@@ -13,8 +14,92 @@
 // activation are both -128, which the activation quantizer never writes),
 // converted to float32, acc = FMA(cvt, d_w·d_a, acc) in block order, then
 // hsum_float_8(acc). Each row keeps its own accumulator; a group of fewer
-// than eight rows points its missing rows at its last row and stores only
-// its own, so a row's float steps do not depend on its position.
+// rows than its kernel's points its missing rows at its last row and stores
+// only its own, so a row's float steps do not depend on its position.
+
+// func rowsQ8_0AVX2R2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+TEXT ·rowsQ8_0AVX2R2(SB), NOSPLIT, $56-48
+	MOVQ	w+0(FP), SI
+	MOVQ	wrb+8(FP), R14
+	MOVQ	R14, 32(SP)
+	MOVQ	y+32(FP), R14
+	MOVQ	R14, 40(SP)
+	MOVQ	rows+40(FP), R14
+	MOVQ	R14, 48(SP)
+	VPCMPEQW	Y13, Y13, Y13
+	VPSRLW	$15, Y13, Y13
+rowsQ8_0AVX2R2group:
+	MOVQ	48(SP), R13
+	TESTQ	R13, R13
+	JLE	rowsQ8_0AVX2R2done
+	MOVQ	32(SP), R14
+	MOVQ	SI, R8
+	LEAQ	(R8)(R14*1), R9
+	CMPQ	R13, $2
+	CMOVQLT	R8, R9
+	LEAQ	(SI)(R14*2), SI
+	MOVQ	a+16(FP), DI
+	MOVQ	nb+24(FP), R13
+	XORL	R12, R12
+	VXORPS	Y0, Y0, Y0
+	VXORPS	Y1, Y1, Y1
+rowsQ8_0AVX2R2block:
+	PREFETCHT0	4096(SI)(R12*2)
+	PREFETCHT0	4160(SI)(R12*2)
+	MOVWQZX	(R9)(R12*1), R14
+	SHLQ	$16, R14
+	MOVW	(R8)(R12*1), R14
+	VMOVQ	R14, X12
+	VCVTPH2PS	X12, Y12
+	VPBROADCASTW	(DI), X10
+	VCVTPH2PS	X10, Y10
+	VMULPS	Y10, Y12, Y12
+	VMOVUPS	Y12, (SP)
+	VMOVDQU	2(DI), Y8
+	VMOVDQU	2(R8)(R12*1), Y10
+	VPSIGNB	Y10, Y8, Y11
+	VPABSB	Y10, Y10
+	VPMADDUBSW	Y11, Y10, Y10
+	VPMADDWD	Y13, Y10, Y10
+	VCVTDQ2PS	Y10, Y10
+	VBROADCASTSS	0(SP), Y12
+	VFMADD231PS	Y10, Y12, Y0
+	VMOVDQU	2(R9)(R12*1), Y10
+	VPSIGNB	Y10, Y8, Y11
+	VPABSB	Y10, Y10
+	VPMADDUBSW	Y11, Y10, Y10
+	VPMADDWD	Y13, Y10, Y10
+	VCVTDQ2PS	Y10, Y10
+	VBROADCASTSS	4(SP), Y12
+	VFMADD231PS	Y10, Y12, Y1
+	ADDQ	$34, R12
+	ADDQ	$34, DI
+	DECQ	R13
+	JNZ	rowsQ8_0AVX2R2block
+	VEXTRACTF128	$1, Y0, X10
+	VADDPS	X0, X10, X0
+	VMOVHLPS	X0, X0, X10
+	VADDPS	X10, X0, X0
+	VMOVSHDUP	X0, X10
+	VADDSS	X10, X0, X0
+	VEXTRACTF128	$1, Y1, X10
+	VADDPS	X1, X10, X1
+	VMOVHLPS	X1, X1, X10
+	VADDPS	X10, X1, X1
+	VMOVSHDUP	X1, X10
+	VADDSS	X10, X1, X1
+	MOVQ	40(SP), R14
+	MOVQ	48(SP), R13
+	VMOVSS	X0, (R14)
+	CMPQ	R13, $2
+	JLT	rowsQ8_0AVX2R2done
+	VMOVSS	X1, 4(R14)
+	ADDQ	$8, 40(SP)
+	SUBQ	$2, 48(SP)
+	JMP	rowsQ8_0AVX2R2group
+rowsQ8_0AVX2R2done:
+	VZEROUPPER
+	RET
 
 // func rowsQ8_0AVX2R8(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 TEXT ·rowsQ8_0AVX2R8(SB), NOSPLIT, $56-48
@@ -27,10 +112,10 @@ TEXT ·rowsQ8_0AVX2R8(SB), NOSPLIT, $56-48
 	MOVQ	R14, 48(SP)
 	VPCMPEQW	Y13, Y13, Y13
 	VPSRLW	$15, Y13, Y13
-q80r8group:
+rowsQ8_0AVX2R8group:
 	MOVQ	48(SP), R13
 	TESTQ	R13, R13
-	JLE	q80r8done
+	JLE	rowsQ8_0AVX2R8done
 	MOVQ	32(SP), R14
 	MOVQ	SI, R8
 	LEAQ	(R8)(R14*1), R9
@@ -66,7 +151,7 @@ q80r8group:
 	VXORPS	Y5, Y5, Y5
 	VXORPS	Y6, Y6, Y6
 	VXORPS	Y7, Y7, Y7
-q80r8block:
+rowsQ8_0AVX2R8block:
 	PREFETCHT0	4096(SI)(R12*8)
 	PREFETCHT0	4160(SI)(R12*8)
 	PREFETCHT0	4224(SI)(R12*8)
@@ -161,7 +246,7 @@ q80r8block:
 	ADDQ	$34, R12
 	ADDQ	$34, DI
 	DECQ	R13
-	JNZ	q80r8block
+	JNZ	rowsQ8_0AVX2R8block
 	VEXTRACTF128	$1, Y0, X10
 	VADDPS	X0, X10, X0
 	VMOVHLPS	X0, X0, X10
@@ -214,30 +299,30 @@ q80r8block:
 	MOVQ	48(SP), R13
 	VMOVSS	X0, (R14)
 	CMPQ	R13, $2
-	JLT	q80r8done
+	JLT	rowsQ8_0AVX2R8done
 	VMOVSS	X1, 4(R14)
 	CMPQ	R13, $3
-	JLT	q80r8done
+	JLT	rowsQ8_0AVX2R8done
 	VMOVSS	X2, 8(R14)
 	CMPQ	R13, $4
-	JLT	q80r8done
+	JLT	rowsQ8_0AVX2R8done
 	VMOVSS	X3, 12(R14)
 	CMPQ	R13, $5
-	JLT	q80r8done
+	JLT	rowsQ8_0AVX2R8done
 	VMOVSS	X4, 16(R14)
 	CMPQ	R13, $6
-	JLT	q80r8done
+	JLT	rowsQ8_0AVX2R8done
 	VMOVSS	X5, 20(R14)
 	CMPQ	R13, $7
-	JLT	q80r8done
+	JLT	rowsQ8_0AVX2R8done
 	VMOVSS	X6, 24(R14)
 	CMPQ	R13, $8
-	JLT	q80r8done
+	JLT	rowsQ8_0AVX2R8done
 	VMOVSS	X7, 28(R14)
 	ADDQ	$32, 40(SP)
 	SUBQ	$8, 48(SP)
-	JMP	q80r8group
-q80r8done:
+	JMP	rowsQ8_0AVX2R8group
+rowsQ8_0AVX2R8done:
 	VZEROUPPER
 	RET
 

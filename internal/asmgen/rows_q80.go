@@ -2,28 +2,30 @@ package main
 
 import "fmt"
 
-// The decode row kernels of Q8_0 weights for long rows, eight rows a
-// group, AVX2 and AVX-512 VNNI, printed into backends/cpu/rows_q80_amd64.s.
-// The Go side (dot_legacy_amd64.go: rowsQ8_0AVX2, rowsQ8_0VNNI) calls them
-// instead of the hand-written four-row kernels (dot_legacy_amd64.s) from
-// q80LongNB blocks a row up: out of cache, rows of 2560 elements and more
-// streamed at 0.72-0.85 of a plain read with eight row streams against
-// 0.58-0.68 with four (best of 12 passes over 1 GiB, K = 2560, 3072,
-// 4864, both tiers), while short rows stream better four at a time.
-// legacyRows (rows_asm.go) checks every bound they rely on.
+// The decode row kernels of Q8_0 weights against one Q8_0 activation row
+// with two or eight rows a group (AVX2) and eight (AVX-512 VNNI), printed
+// into backends/cpu/rows_q80_amd64.s. The Go side (dot_legacy_amd64.go:
+// rowsQ8_0AVX2, rowsQ8_0VNNI) picks by row length (q80LongNB): out of
+// cache, how many rows a group reads side by side decides how close to a
+// plain read the weights stream (two rows for short rows, eight for long
+// ones on this Zen 5; the hand-written VNNI kernel keeps the short rows
+// four at a time). legacyRows (rows_asm.go) checks every bound they rely
+// on.
 
 func init() {
 	register("rows_q80_amd64.s", "amd64 && !purego", func(a *Asm) {
 		a.Blank()
 		a.Comment(q80r8Doc)
-		q80r8Kernel(a)
+		q80rNKernel(a, "rowsQ8_0AVX2R2", 2)
+		q80rNKernel(a, "rowsQ8_0AVX2R8", 8)
 		q80r8VNNIConsts(a)
 		q80r8VNNIKernel(a)
 	})
 }
 
-const q80r8Doc = `AVX2 decode row kernel of Q8_0 weights against one Q8_0 activation
-row, eight rows a group, AVX2 and AVX-512 VNNI (see\ninternal/asmgen/rows_q80.go).
+const q80r8Doc = `Decode row kernels of Q8_0 weights against one Q8_0 activation row:
+AVX2 two and eight rows a group, AVX-512 VNNI eight (see
+internal/asmgen/rows_q80.go).
 
 Float order of quant.DotQ8_0Q8_0 (ggml's AVX2 kernel): per 32-element
 block, 8 int32 lanes (lane k the integer dot of elements 4k..4k+3, with
@@ -31,115 +33,11 @@ ggml's sign trick |x|·(y with x's sign): exact unless a weight and its
 activation are both -128, which the activation quantizer never writes),
 converted to float32, acc = FMA(cvt, d_w·d_a, acc) in block order, then
 hsum_float_8(acc). Each row keeps its own accumulator; a group of fewer
-than eight rows points its missing rows at its last row and stores only
-its own, so a row's float steps do not depend on its position.`
+rows than its kernel's points its missing rows at its last row and stores
+only its own, so a row's float steps do not depend on its position.`
 
 // q80r8Rows are the GPRs holding a group's eight row bases.
 var q80r8Rows = []string{"R8", "R9", "R10", "R11", "AX", "BX", "CX", "DX"}
-
-// q80r8Kernel writes
-//
-//	func rowsQ8_0AVX2R8(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-//
-// Registers: R8..R11, AX, BX, CX, DX the group's row bases, SI the next
-// group's first row (its bytes prefetched linearly, rowsPF ahead, as the
-// group's rows are read), R12 the block offset in the rows, DI the
-// activation block, R13 blocks left, R14 and R15 the rows' f16 d. Stack:
-// 0..31 the eight rows' d_w·d_a of the block (row r at 4r), 32 the row
-// stride, 40 the outputs, 48 the rows left. Y0..Y7 the rows'
-// accumulators, Y8 the activation quants, Y10 the weight quants and
-// their products, Y11 the signed activations, Y12 a row's scale (and the
-// block's scales), Y13 int16 ones.
-func q80r8Kernel(a *Asm) {
-	const name, p = "rowsQ8_0AVX2R8", "q80r8"
-	acc := []string{"Y0", "Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7"}
-	a.Blank()
-	a.Raw("// func %s(w *byte, wrb int, a *byte, nb int, y *float32, rows int)", name)
-	a.Raw("TEXT ·%s(SB), NOSPLIT, $56-48", name)
-	a.I("MOVQ", "w+0(FP), SI")
-	a.I("MOVQ", "wrb+8(FP), R14")
-	a.I("MOVQ", "R14, 32(SP)")
-	a.I("MOVQ", "y+32(FP), R14")
-	a.I("MOVQ", "R14, 40(SP)")
-	a.I("MOVQ", "rows+40(FP), R14")
-	a.I("MOVQ", "R14, 48(SP)")
-	a.I("VPCMPEQW", "Y13, Y13, Y13")
-	a.I("VPSRLW", "$15, Y13, Y13")
-	a.Label(p + "group")
-	a.I("MOVQ", "48(SP), R13")
-	a.I("TESTQ", "R13, R13")
-	a.I("JLE", p+"done")
-	a.I("MOVQ", "32(SP), R14")
-	rows := q80r8Rows
-	a.I("MOVQ", "SI", rows[0])
-	for r := 1; r < 8; r++ {
-		a.I("LEAQ", fmt.Sprintf("(%s)(R14*1)", rows[r-1]), rows[r])
-		a.I("CMPQ", fmt.Sprintf("R13, $%d", r+1))
-		a.I("CMOVQLT", rows[r-1], rows[r])
-	}
-	a.I("LEAQ", "(SI)(R14*8), SI")
-	a.I("MOVQ", "a+16(FP), DI")
-	a.I("MOVQ", "nb+24(FP), R13")
-	a.I("XORL", "R12, R12")
-	for _, y := range acc {
-		a.I("VXORPS", y, y, y)
-	}
-	a.Label(p + "block")
-	// The next group's bytes, linearly, as this group's are read: R12
-	// advances by a block of each of the eight rows (272 bytes).
-	for i := 0; i < (8*34+63)/64; i++ {
-		a.I("PREFETCHT0", fmt.Sprintf("%d(SI)(R12*8)", rowsPF+64*i))
-	}
-	// The eight rows' f16 d gathered four at a time into R14 / R15 (row 0
-	// lowest), converted, times d_a, to the stack.
-	for g, reg := range []string{"R14", "R15"} {
-		q := rows[4*g : 4*g+4]
-		a.I("MOVWQZX", fmt.Sprintf("(%s)(R12*1)", q[3]), reg)
-		for _, r := range []string{q[2], q[1], q[0]} {
-			a.I("SHLQ", "$16", reg)
-			a.I("MOVW", fmt.Sprintf("(%s)(R12*1)", r), reg)
-		}
-	}
-	a.I("VMOVQ", "R14, X12")
-	a.I("VPINSRQ", "$1, R15, X12, X12")
-	a.I("VCVTPH2PS", "X12, Y12")
-	a.I("VPBROADCASTW", "(DI), X10")
-	a.I("VCVTPH2PS", "X10, Y10")
-	a.I("VMULPS", "Y10, Y12, Y12")
-	a.I("VMOVUPS", "Y12, (SP)")
-	a.I("VMOVDQU", "2(DI), Y8")
-	for r := 0; r < 8; r++ {
-		a.I("VMOVDQU", fmt.Sprintf("2(%s)(R12*1), Y10", rows[r]))
-		a.I("VPSIGNB", "Y10, Y8, Y11")
-		a.I("VPABSB", "Y10, Y10")
-		a.I("VPMADDUBSW", "Y11, Y10, Y10")
-		a.I("VPMADDWD", "Y13, Y10, Y10")
-		a.I("VCVTDQ2PS", "Y10, Y10")
-		a.I("VBROADCASTSS", fmt.Sprintf("%d(SP), Y12", 4*r))
-		a.I("VFMADD231PS", "Y10, Y12", acc[r])
-	}
-	a.I("ADDQ", "$34, R12")
-	a.I("ADDQ", "$34, DI")
-	a.I("DECQ", "R13")
-	a.I("JNZ", p+"block")
-	for _, y := range acc {
-		hsum8(a, y, "X"+y[1:], "X10")
-	}
-	a.I("MOVQ", "40(SP), R14")
-	a.I("MOVQ", "48(SP), R13")
-	a.I("VMOVSS", "X0, (R14)")
-	for r := 1; r < 8; r++ {
-		a.I("CMPQ", fmt.Sprintf("R13, $%d", r+1))
-		a.I("JLT", p+"done")
-		a.I("VMOVSS", fmt.Sprintf("X%d, %d(R14)", r, 4*r))
-	}
-	a.I("ADDQ", "$32, 40(SP)")
-	a.I("SUBQ", "$8, 48(SP)")
-	a.I("JMP", p+"group")
-	a.Label(p + "done")
-	a.I("VZEROUPPER")
-	a.I("RET")
-}
 
 // q80r8VNNIConsts writes the VPERMPS indices that spread the eight rows'
 // d_w·d_a (one YMM, row r in lane r) to the four row pairs' ZMM scales
@@ -275,6 +173,112 @@ scales (VPERMPS of the eight rows' d_w·d_a by Z20..Z23), Z12 bytes 0x80.`)
 	}
 	a.I("ADDQ", "$32, 40(SP)")
 	a.I("SUBQ", "$8, 48(SP)")
+	a.I("JMP", p+"group")
+	a.Label(p + "done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// q80rNKernel writes the AVX2 kernel name with n rows a group (2 or 8):
+//
+//	func name(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+//
+// Registers: R8..R11, AX, BX, CX, DX the group's row bases (the first n),
+// SI the next group's first row (its bytes prefetched linearly, rowsPF
+// ahead, as the group's rows are read), R12 the block offset in the rows,
+// DI the activation block, R13 blocks left, R14 and R15 the rows' f16 d
+// (four a register, row 0 lowest). Stack: 0..31 the rows' d_w·d_a of the
+// block (row r at 4r), 32 the row stride, 40 the outputs, 48 the rows
+// left. Y0..Y(n-1) the rows' accumulators, Y8 the activation quants, Y10
+// the weight quants and their products, Y11 the signed activations, Y12 a
+// row's scale (and the block's scales), Y13 int16 ones.
+func q80rNKernel(a *Asm, name string, n int) {
+	p := name
+	acc := []string{"Y0", "Y1", "Y2", "Y3", "Y4", "Y5", "Y6", "Y7"}[:n]
+	a.Blank()
+	a.Raw("// func %s(w *byte, wrb int, a *byte, nb int, y *float32, rows int)", name)
+	a.Raw("TEXT ·%s(SB), NOSPLIT, $56-48", name)
+	a.I("MOVQ", "w+0(FP), SI")
+	a.I("MOVQ", "wrb+8(FP), R14")
+	a.I("MOVQ", "R14, 32(SP)")
+	a.I("MOVQ", "y+32(FP), R14")
+	a.I("MOVQ", "R14, 40(SP)")
+	a.I("MOVQ", "rows+40(FP), R14")
+	a.I("MOVQ", "R14, 48(SP)")
+	a.I("VPCMPEQW", "Y13, Y13, Y13")
+	a.I("VPSRLW", "$15, Y13, Y13")
+	a.Label(p + "group")
+	a.I("MOVQ", "48(SP), R13")
+	a.I("TESTQ", "R13, R13")
+	a.I("JLE", p+"done")
+	a.I("MOVQ", "32(SP), R14")
+	rows := q80r8Rows[:n]
+	a.I("MOVQ", "SI", rows[0])
+	for r := 1; r < n; r++ {
+		a.I("LEAQ", fmt.Sprintf("(%s)(R14*1)", rows[r-1]), rows[r])
+		a.I("CMPQ", fmt.Sprintf("R13, $%d", r+1))
+		a.I("CMOVQLT", rows[r-1], rows[r])
+	}
+	a.I("LEAQ", fmt.Sprintf("(SI)(R14*%d), SI", n))
+	a.I("MOVQ", "a+16(FP), DI")
+	a.I("MOVQ", "nb+24(FP), R13")
+	a.I("XORL", "R12, R12")
+	for _, y := range acc {
+		a.I("VXORPS", y, y, y)
+	}
+	a.Label(p + "block")
+	// The next group's bytes, linearly, as this group's are read: R12
+	// advances by a block of each of the n rows.
+	for i := 0; i < (n*34+63)/64; i++ {
+		a.I("PREFETCHT0", fmt.Sprintf("%d(SI)(R12*%d)", rowsPF+64*i, n))
+	}
+	// The rows' f16 d gathered four at a time into R14 / R15, converted,
+	// times d_a, to the stack.
+	for g, reg := range []string{"R14", "R15"}[:(n+3)/4] {
+		q := rows[4*g : min(4*g+4, n)]
+		a.I("MOVWQZX", fmt.Sprintf("(%s)(R12*1)", q[len(q)-1]), reg)
+		for r := len(q) - 2; r >= 0; r-- {
+			a.I("SHLQ", "$16", reg)
+			a.I("MOVW", fmt.Sprintf("(%s)(R12*1)", q[r]), reg)
+		}
+	}
+	a.I("VMOVQ", "R14, X12")
+	if n > 4 {
+		a.I("VPINSRQ", "$1, R15, X12, X12")
+	}
+	a.I("VCVTPH2PS", "X12, Y12")
+	a.I("VPBROADCASTW", "(DI), X10")
+	a.I("VCVTPH2PS", "X10, Y10")
+	a.I("VMULPS", "Y10, Y12, Y12")
+	a.I("VMOVUPS", "Y12, (SP)")
+	a.I("VMOVDQU", "2(DI), Y8")
+	for r := 0; r < n; r++ {
+		a.I("VMOVDQU", fmt.Sprintf("2(%s)(R12*1), Y10", rows[r]))
+		a.I("VPSIGNB", "Y10, Y8, Y11")
+		a.I("VPABSB", "Y10, Y10")
+		a.I("VPMADDUBSW", "Y11, Y10, Y10")
+		a.I("VPMADDWD", "Y13, Y10, Y10")
+		a.I("VCVTDQ2PS", "Y10, Y10")
+		a.I("VBROADCASTSS", fmt.Sprintf("%d(SP), Y12", 4*r))
+		a.I("VFMADD231PS", "Y10, Y12", acc[r])
+	}
+	a.I("ADDQ", "$34, R12")
+	a.I("ADDQ", "$34, DI")
+	a.I("DECQ", "R13")
+	a.I("JNZ", p+"block")
+	for _, y := range acc {
+		hsum8(a, y, "X"+y[1:], "X10")
+	}
+	a.I("MOVQ", "40(SP), R14")
+	a.I("MOVQ", "48(SP), R13")
+	a.I("VMOVSS", "X0, (R14)")
+	for r := 1; r < n; r++ {
+		a.I("CMPQ", fmt.Sprintf("R13, $%d", r+1))
+		a.I("JLT", p+"done")
+		a.I("VMOVSS", fmt.Sprintf("X%d, %d(R14)", r, 4*r))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, 40(SP)", 4*n))
+	a.I("SUBQ", fmt.Sprintf("$%d, 48(SP)", n))
 	a.I("JMP", p+"group")
 	a.Label(p + "done")
 	a.I("VZEROUPPER")
