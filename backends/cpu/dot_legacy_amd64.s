@@ -310,11 +310,12 @@ q51done:
 	RET
 
 // ---------------------------------------------------------------- AVX-512 VNNI
-// The same kernels with the integer part on VPDPBUSD and the Q5 5th bits
-// through an opmask; the float part is the same 8-lane FMA per block and
-// row, so the bits are the same. The weights go into VPDPBUSD as unsigned
-// bytes (Q8_0: x+128, Q5_0: q5 = x+16, Q4_0: q4 = x+8) and the
-// accumulator starts at −(128, 16 or 8)·Σ y of each 4 bytes (Z13, once
+// The Q5_0 and Q4_0 kernels with the integer part on VPDPBUSD and the Q5
+// 5th bits through an opmask (the Q8_0 ones are generated:
+// internal/asmgen/rows_q80.go); the float part is the same 8-lane FMA per
+// block and row, so the bits are the same. The weights go into VPDPBUSD
+// as unsigned bytes (Q5_0: q5 = x+16, Q4_0: q4 = x+8) and the
+// accumulator starts at −(16 or 8)·Σ y of each 4 bytes (Z13, once
 // per activation block), which leaves the exact Σ x·y for every input.
 //
 // Rows go four at a time as two pairs on ZMM registers, row A (B) of a
@@ -402,12 +403,6 @@ GLOBL vnNibShift<>(SB), RODATA|NOPTR, $64
 	VCVTDQ2PS   Z9, Z9 \
 	VFMADD231PS Z9, scale, acc
 
-// Z7 = the Q8_0 quants of rows at qa, qb (biased to unsigned).
-#define Q80PAIR(qa, qb) \
-	VMOVDQU64    qa, Y7 \
-	VINSERTI64X4 $1, qb, Z7, Z7 \
-	VPXORD       Z12, Z7, Z7
-
 // Z7 = the 32 nibbles of the rows at qa (low half) and qb (high half),
 // each half as NIBBLES lays out one row.
 #define NIBPAIR(qa, qb) \
@@ -464,11 +459,6 @@ GLOBL vnNibShift<>(SB), RODATA|NOPTR, $64
 	VCVTDQ2PS   Y9, Y9 \
 	VFMADD231PS Y9, Y6, acc
 
-#define Q80ROWVNNI(sc, qs, acc) \
-	WSCALE(sc) \
-	VPXOR qs, Y12, Y7 \
-	FINISHVNNI(acc)
-
 #define Q50ROWVNNI(sc, qh, qs, acc) \
 	WSCALE(sc) \
 	NIBBLES(qs) \
@@ -480,51 +470,6 @@ GLOBL vnNibShift<>(SB), RODATA|NOPTR, $64
 	WSCALE(sc) \
 	NIBBLES(qs) \
 	FINISHVNNI(acc)
-
-// func rowsQ8_0VNNIR4(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ8_0VNNIR4(SB), NOSPLIT, $0-48
-	LOADARGS
-	VNNICONSTS
-	MOVL         $0x80808080, AX
-	VMOVD        AX, X12
-	VPBROADCASTD X12, Z12
-	CMPQ CX, $4
-	JLT  v80tail
-v80row4:
-	STARTPAIRS
-v80blk4:
-	PREFETCH3(136)
-	ACTPAIR
-	SCALEPAIRS
-	Q80PAIR(2(SI), 2(SI)(R8*1))
-	FINPAIR(Z2, Z0)
-	Q80PAIR(2(SI)(R8*2), 2(SI)(R12*1))
-	FINPAIR(Z3, Z1)
-	ADDQ $34, SI
-	ADDQ $34, DI
-	DECQ DX
-	JNZ  v80blk4
-	STOREPAIRS
-	CMPQ CX, $4
-	JGE  v80row4
-v80tail:
-	TESTQ CX, CX
-	JZ    v80done
-v80row1:
-	START1
-v80blk1:
-	ACT80
-	ACTOFF
-	Q80ROWVNNI((SI), 2(SI), Y0)
-	ADDQ $34, SI
-	ADDQ $34, DI
-	DECQ DX
-	JNZ  v80blk1
-	STORE1
-	JNZ  v80row1
-v80done:
-	VZEROUPPER
-	RET
 
 // func rowsQ5_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 TEXT ·rowsQ5_0VNNI(SB), NOSPLIT, $0-48

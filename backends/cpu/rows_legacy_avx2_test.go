@@ -18,8 +18,8 @@ import (
 // (internal/asmgen/rows_legacy_avx2.go), the Q8_0 one the dispatch
 // registers (rowsQ8_0AVX2, which picks by row length) and both of its
 // kernels on their own at every length: the generated two-row and
-// eight-row ones (internal/asmgen/rows_q80.go), and the AVX-512 VNNI
-// tier's hand-written four-row and generated eight-row ones.
+// eight-row ones (internal/asmgen/rows_q80.go), and the same three of
+// the AVX-512 VNNI tier.
 func legacyAVX2Q8Rows() []rowKernel {
 	return []rowKernel{
 		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
@@ -27,7 +27,8 @@ func legacyAVX2Q8Rows() []rowKernel {
 		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},
 		{quant.Q8_0, "avx2/r2", legacyRows(rowsQ8_0AVX2R2, 34, 34)},
 		{quant.Q8_0, "avx2/r8", legacyRows(rowsQ8_0AVX2R8, 34, 34)},
-		{quant.Q8_0, "avx512vnni/r4", legacyRows(rowsQ8_0VNNIR4, 34, 34)},
+		{quant.Q8_0, "avx512vnni", legacyRows(rowsQ8_0VNNI, 34, 34)},
+		{quant.Q8_0, "avx512vnni/r2", legacyRows(rowsQ8_0VNNIR2, 34, 34)},
 		{quant.Q8_0, "avx512vnni/r8", legacyRows(rowsQ8_0VNNIR8, 34, 34)},
 	}
 }

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // Decode row kernels of Q8_0 weights against one Q8_0 activation row:
-// AVX2 two and eight rows a group, AVX-512 VNNI eight (see
+// two and eight rows a group, AVX2 and AVX-512 VNNI (see
 // internal/asmgen/rows_q80.go).
 //
 // Float order of quant.DotQ8_0Q8_0 (ggml's AVX2 kernel): per 32-element
@@ -368,9 +368,99 @@ GLOBL q80r8Pair3<>(SB), RODATA|NOPTR, $64
 // input (weights biased to unsigned, x+128, the accumulator started at
 // -128·Σ y of each 4 bytes), two rows per ZMM (row 2p low, 2p+1 high),
 // then per row the same 8-lane convert and FMA with d_w·d_a in block order
-// and hsum_float_8 of each half. Z0..Z3 the pairs' accumulators, Z4 the
-// activation quants in both halves, Z13 the offsets, Z16..Z19 the pairs'
-// scales (VPERMPS of the eight rows' d_w·d_a by Z20..Z23), Z12 bytes 0x80.
+// and hsum_float_8 of each half. Z0.. the pairs' accumulators, Z4 the
+// activation quants in both halves, Z13 the offsets, Z16.. the pairs'
+// scales (VPERMPS of the rows' d_w·d_a by Z20..), Z12 bytes 0x80.
+// func rowsQ8_0VNNIR2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+TEXT ·rowsQ8_0VNNIR2(SB), NOSPLIT, $56-48
+	MOVQ	w+0(FP), SI
+	MOVQ	wrb+8(FP), R14
+	MOVQ	R14, 32(SP)
+	MOVQ	y+32(FP), R14
+	MOVQ	R14, 40(SP)
+	MOVQ	rows+40(FP), R14
+	MOVQ	R14, 48(SP)
+	VMOVDQU64	q80r8Pair0<>(SB), Z20
+	VMOVDQU64	q80r8Pair1<>(SB), Z21
+	VMOVDQU64	q80r8Pair2<>(SB), Z22
+	VMOVDQU64	q80r8Pair3<>(SB), Z23
+	MOVL	$0x80808080, R14
+	VPBROADCASTD	R14, Z12
+rowsQ8_0VNNIR2group:
+	MOVQ	48(SP), R13
+	TESTQ	R13, R13
+	JLE	rowsQ8_0VNNIR2done
+	MOVQ	32(SP), R14
+	MOVQ	SI, R8
+	LEAQ	(R8)(R14*1), R9
+	CMPQ	R13, $2
+	CMOVQLT	R8, R9
+	LEAQ	(SI)(R14*2), SI
+	MOVQ	a+16(FP), DI
+	MOVQ	nb+24(FP), R13
+	XORL	R12, R12
+	VPXORD	Z0, Z0, Z0
+rowsQ8_0VNNIR2block:
+	PREFETCHT0	4096(SI)(R12*2)
+	PREFETCHT0	4160(SI)(R12*2)
+	VPBROADCASTW	(DI), X5
+	VCVTPH2PS	X5, Y5
+	VBROADCASTI64X4	2(DI), Z4
+	VPXORD	Z9, Z9, Z9
+	VPXORD	Z13, Z13, Z13
+	VPDPBUSD	Z4, Z12, Z13
+	VPSUBD	Z13, Z9, Z13
+	MOVWQZX	(R9)(R12*1), R14
+	SHLQ	$16, R14
+	MOVW	(R8)(R12*1), R14
+	VMOVQ	R14, X6
+	VCVTPH2PS	X6, Y6
+	VMULPS	Y5, Y6, Y6
+	VPERMPS	Z6, Z20, Z16
+	VMOVDQU64	2(R8)(R12*1), Y7
+	VINSERTI64X4	$1, 2(R9)(R12*1), Z7, Z7
+	VPXORD	Z12, Z7, Z7
+	VMOVDQA64	Z13, Z9
+	VPDPBUSD	Z4, Z7, Z9
+	VCVTDQ2PS	Z9, Z9
+	VFMADD231PS	Z9, Z16, Z0
+	ADDQ	$34, R12
+	ADDQ	$34, DI
+	DECQ	R13
+	JNZ	rowsQ8_0VNNIR2block
+	VEXTRACTF64X4	$1, Z0, Y4
+	VEXTRACTF128	$1, Y0, X8
+	VADDPS	X0, X8, X0
+	VMOVHLPS	X0, X0, X8
+	VADDPS	X8, X0, X0
+	VMOVSHDUP	X0, X8
+	VADDSS	X8, X0, X0
+	VEXTRACTF128	$1, Y4, X8
+	VADDPS	X4, X8, X4
+	VMOVHLPS	X4, X4, X8
+	VADDPS	X8, X4, X4
+	VMOVSHDUP	X4, X8
+	VADDSS	X8, X4, X4
+	MOVQ	40(SP), R14
+	MOVQ	48(SP), R13
+	VMOVSS	X0, (R14)
+	CMPQ	R13, $2
+	JLT	rowsQ8_0VNNIR2done
+	VMOVSS	X4, 4(R14)
+	ADDQ	$8, 40(SP)
+	SUBQ	$2, 48(SP)
+	JMP	rowsQ8_0VNNIR2group
+rowsQ8_0VNNIR2done:
+	VZEROUPPER
+	RET
+
+// The AVX-512 VNNI kernel: the integer part on VPDPBUSD, exact for every
+// input (weights biased to unsigned, x+128, the accumulator started at
+// -128·Σ y of each 4 bytes), two rows per ZMM (row 2p low, 2p+1 high),
+// then per row the same 8-lane convert and FMA with d_w·d_a in block order
+// and hsum_float_8 of each half. Z0.. the pairs' accumulators, Z4 the
+// activation quants in both halves, Z13 the offsets, Z16.. the pairs'
+// scales (VPERMPS of the rows' d_w·d_a by Z20..), Z12 bytes 0x80.
 // func rowsQ8_0VNNIR8(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 TEXT ·rowsQ8_0VNNIR8(SB), NOSPLIT, $56-48
 	MOVQ	w+0(FP), SI
@@ -386,10 +476,10 @@ TEXT ·rowsQ8_0VNNIR8(SB), NOSPLIT, $56-48
 	VMOVDQU64	q80r8Pair3<>(SB), Z23
 	MOVL	$0x80808080, R14
 	VPBROADCASTD	R14, Z12
-q80v8group:
+rowsQ8_0VNNIR8group:
 	MOVQ	48(SP), R13
 	TESTQ	R13, R13
-	JLE	q80v8done
+	JLE	rowsQ8_0VNNIR8done
 	MOVQ	32(SP), R14
 	MOVQ	SI, R8
 	LEAQ	(R8)(R14*1), R9
@@ -421,7 +511,7 @@ q80v8group:
 	VPXORD	Z1, Z1, Z1
 	VPXORD	Z2, Z2, Z2
 	VPXORD	Z3, Z3, Z3
-q80v8block:
+rowsQ8_0VNNIR8block:
 	PREFETCHT0	4096(SI)(R12*8)
 	PREFETCHT0	4160(SI)(R12*8)
 	PREFETCHT0	4224(SI)(R12*8)
@@ -487,7 +577,7 @@ q80v8block:
 	ADDQ	$34, R12
 	ADDQ	$34, DI
 	DECQ	R13
-	JNZ	q80v8block
+	JNZ	rowsQ8_0VNNIR8block
 	VEXTRACTF64X4	$1, Z0, Y4
 	VEXTRACTF64X4	$1, Z1, Y5
 	VEXTRACTF64X4	$1, Z2, Y6
@@ -544,29 +634,29 @@ q80v8block:
 	MOVQ	48(SP), R13
 	VMOVSS	X0, (R14)
 	CMPQ	R13, $2
-	JLT	q80v8done
+	JLT	rowsQ8_0VNNIR8done
 	VMOVSS	X4, 4(R14)
 	CMPQ	R13, $3
-	JLT	q80v8done
+	JLT	rowsQ8_0VNNIR8done
 	VMOVSS	X1, 8(R14)
 	CMPQ	R13, $4
-	JLT	q80v8done
+	JLT	rowsQ8_0VNNIR8done
 	VMOVSS	X5, 12(R14)
 	CMPQ	R13, $5
-	JLT	q80v8done
+	JLT	rowsQ8_0VNNIR8done
 	VMOVSS	X2, 16(R14)
 	CMPQ	R13, $6
-	JLT	q80v8done
+	JLT	rowsQ8_0VNNIR8done
 	VMOVSS	X6, 20(R14)
 	CMPQ	R13, $7
-	JLT	q80v8done
+	JLT	rowsQ8_0VNNIR8done
 	VMOVSS	X3, 24(R14)
 	CMPQ	R13, $8
-	JLT	q80v8done
+	JLT	rowsQ8_0VNNIR8done
 	VMOVSS	X7, 28(R14)
 	ADDQ	$32, 40(SP)
 	SUBQ	$8, 48(SP)
-	JMP	q80v8group
-q80v8done:
+	JMP	rowsQ8_0VNNIR8group
+rowsQ8_0VNNIR8done:
 	VZEROUPPER
 	RET

@@ -3,14 +3,13 @@ package main
 import "fmt"
 
 // The decode row kernels of Q8_0 weights against one Q8_0 activation row
-// with two or eight rows a group (AVX2) and eight (AVX-512 VNNI), printed
-// into backends/cpu/rows_q80_amd64.s. The Go side (dot_legacy_amd64.go:
+// with two or eight rows a group, AVX2 and AVX-512 VNNI, printed into
+// backends/cpu/rows_q80_amd64.s. The Go side (dot_legacy_amd64.go:
 // rowsQ8_0AVX2, rowsQ8_0VNNI) picks by row length (q80LongNB): out of
 // cache, how many rows a group reads side by side decides how close to a
 // plain read the weights stream (two rows for short rows, eight for long
-// ones on this Zen 5; the hand-written VNNI kernel keeps the short rows
-// four at a time). legacyRows (rows_asm.go) checks every bound they rely
-// on.
+// ones on this Zen 5). legacyRows (rows_asm.go) checks every bound they
+// rely on.
 
 func init() {
 	register("rows_q80_amd64.s", "amd64 && !purego", func(a *Asm) {
@@ -19,12 +18,13 @@ func init() {
 		q80rNKernel(a, "rowsQ8_0AVX2R2", 2)
 		q80rNKernel(a, "rowsQ8_0AVX2R8", 8)
 		q80r8VNNIConsts(a)
-		q80r8VNNIKernel(a)
+		q80r8VNNIKernel(a, "rowsQ8_0VNNIR2", 1)
+		q80r8VNNIKernel(a, "rowsQ8_0VNNIR8", 4)
 	})
 }
 
 const q80r8Doc = `Decode row kernels of Q8_0 weights against one Q8_0 activation row:
-AVX2 two and eight rows a group, AVX-512 VNNI eight (see
+two and eight rows a group, AVX2 and AVX-512 VNNI (see
 internal/asmgen/rows_q80.go).
 
 Float order of quant.DotQ8_0Q8_0 (ggml's AVX2 kernel): per 32-element
@@ -55,32 +55,34 @@ func q80r8VNNIConsts(a *Asm) {
 	}
 }
 
-// q80r8VNNIKernel writes
+// q80r8VNNIKernel writes the AVX-512 VNNI Q8_0 kernel name with 2·pairs
+// rows a group (pairs 1 or 4):
 //
-//	func rowsQ8_0VNNIR8(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+//	func name(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 //
-// the AVX-512 VNNI Q8_0 kernel with eight rows a group: the integer part
+// The integer part
 // on VPDPBUSD (exact for every input: the weights biased to unsigned,
 // x+128, and the accumulator started at -128·Σ y of each 4 bytes, which
 // leaves Σ x·y), two rows per ZMM (row 2p in the low half, 2p+1 in the
 // high), then per row the same 8-lane convert and FMA with d_w·d_a in
 // block order as the AVX2 kernels, and hsum_float_8 of each half.
-// Registers: the row bases, SI, R12..R15 and DI as in rowsQ8_0AVX2R8;
-// Z0..Z3 the pairs' accumulators, Z4 the activation quants in both
-// halves, Z5 d_a, Z6 the eight rows' d_w·d_a, Z7 and Z9 temporaries, Z12
-// bytes 0x80, Z13 the offsets, Z16..Z19 the pairs' scales, Z20..Z23 the
+// Registers: the row bases, SI, R12..R15 and DI as in q80rNKernel;
+// Z0..Z(pairs-1) the pairs' accumulators, Z4 the activation quants in both
+// halves, Z5 d_a, Z6 the rows' d_w·d_a, Z7 and Z9 temporaries, Z12
+// bytes 0x80, Z13 the offsets, Z16.. the pairs' scales, Z20..Z23 the
 // q80r8Pair indices.
-func q80r8VNNIKernel(a *Asm) {
-	const name, p = "rowsQ8_0VNNIR8", "q80v8"
-	rows := q80r8Rows
+func q80r8VNNIKernel(a *Asm, name string, pairs int) {
+	p := name
+	n := 2 * pairs
+	rows := q80r8Rows[:n]
 	a.Blank()
 	a.Comment(`The AVX-512 VNNI kernel: the integer part on VPDPBUSD, exact for every
 input (weights biased to unsigned, x+128, the accumulator started at
 -128·Σ y of each 4 bytes), two rows per ZMM (row 2p low, 2p+1 high),
 then per row the same 8-lane convert and FMA with d_w·d_a in block order
-and hsum_float_8 of each half. Z0..Z3 the pairs' accumulators, Z4 the
-activation quants in both halves, Z13 the offsets, Z16..Z19 the pairs'
-scales (VPERMPS of the eight rows' d_w·d_a by Z20..Z23), Z12 bytes 0x80.`)
+and hsum_float_8 of each half. Z0.. the pairs' accumulators, Z4 the
+activation quants in both halves, Z13 the offsets, Z16.. the pairs'
+scales (VPERMPS of the rows' d_w·d_a by Z20..), Z12 bytes 0x80.`)
 	a.Raw("// func %s(w *byte, wrb int, a *byte, nb int, y *float32, rows int)", name)
 	a.Raw("TEXT ·%s(SB), NOSPLIT, $56-48", name)
 	a.I("MOVQ", "w+0(FP), SI")
@@ -101,21 +103,21 @@ scales (VPERMPS of the eight rows' d_w·d_a by Z20..Z23), Z12 bytes 0x80.`)
 	a.I("JLE", p+"done")
 	a.I("MOVQ", "32(SP), R14")
 	a.I("MOVQ", "SI", rows[0])
-	for r := 1; r < 8; r++ {
+	for r := 1; r < n; r++ {
 		a.I("LEAQ", fmt.Sprintf("(%s)(R14*1)", rows[r-1]), rows[r])
 		a.I("CMPQ", fmt.Sprintf("R13, $%d", r+1))
 		a.I("CMOVQLT", rows[r-1], rows[r])
 	}
-	a.I("LEAQ", "(SI)(R14*8), SI")
+	a.I("LEAQ", fmt.Sprintf("(SI)(R14*%d), SI", n))
 	a.I("MOVQ", "a+16(FP), DI")
 	a.I("MOVQ", "nb+24(FP), R13")
 	a.I("XORL", "R12, R12")
-	for i := 0; i < 4; i++ {
+	for i := 0; i < pairs; i++ {
 		a.I("VPXORD", fmt.Sprintf("Z%d, Z%d, Z%d", i, i, i))
 	}
 	a.Label(p + "block")
-	for i := 0; i < (8*34+63)/64; i++ {
-		a.I("PREFETCHT0", fmt.Sprintf("%d(SI)(R12*8)", rowsPF+64*i))
+	for i := 0; i < (n*34+63)/64; i++ {
+		a.I("PREFETCHT0", fmt.Sprintf("%d(SI)(R12*%d)", rowsPF+64*i, n))
 	}
 	// The activation block: d_a in all lanes of Y5, the quants in both
 	// halves of Z4, Z13 = -128·Σ y of each 4 bytes.
@@ -126,22 +128,24 @@ scales (VPERMPS of the eight rows' d_w·d_a by Z20..Z23), Z12 bytes 0x80.`)
 	a.I("VPXORD", "Z13, Z13, Z13")
 	a.I("VPDPBUSD", "Z4, Z12, Z13")
 	a.I("VPSUBD", "Z13, Z9, Z13")
-	for g, reg := range []string{"R14", "R15"} {
-		q := rows[4*g : 4*g+4]
-		a.I("MOVWQZX", fmt.Sprintf("(%s)(R12*1)", q[3]), reg)
-		for _, r := range []string{q[2], q[1], q[0]} {
+	for g, reg := range []string{"R14", "R15"}[:(n+3)/4] {
+		q := rows[4*g : min(4*g+4, n)]
+		a.I("MOVWQZX", fmt.Sprintf("(%s)(R12*1)", q[len(q)-1]), reg)
+		for r := len(q) - 2; r >= 0; r-- {
 			a.I("SHLQ", "$16", reg)
-			a.I("MOVW", fmt.Sprintf("(%s)(R12*1)", r), reg)
+			a.I("MOVW", fmt.Sprintf("(%s)(R12*1)", q[r]), reg)
 		}
 	}
 	a.I("VMOVQ", "R14, X6")
-	a.I("VPINSRQ", "$1, R15, X6, X6")
+	if n > 4 {
+		a.I("VPINSRQ", "$1, R15, X6, X6")
+	}
 	a.I("VCVTPH2PS", "X6, Y6")
 	a.I("VMULPS", "Y5, Y6, Y6")
-	for i := 0; i < 4; i++ {
+	for i := 0; i < pairs; i++ {
 		a.I("VPERMPS", fmt.Sprintf("Z6, Z%d, Z%d", 20+i, 16+i))
 	}
-	for i := 0; i < 4; i++ {
+	for i := 0; i < pairs; i++ {
 		ra, rb := rows[2*i], rows[2*i+1]
 		a.I("VMOVDQU64", fmt.Sprintf("2(%s)(R12*1), Y7", ra))
 		a.I("VINSERTI64X4", fmt.Sprintf("$1, 2(%s)(R12*1), Z7, Z7", rb))
@@ -156,23 +160,23 @@ scales (VPERMPS of the eight rows' d_w·d_a by Z20..Z23), Z12 bytes 0x80.`)
 	a.I("DECQ", "R13")
 	a.I("JNZ", p+"block")
 	// Row 2p in Yp, row 2p+1 (the high half) in Y(p+4).
-	for i := 0; i < 4; i++ {
+	for i := 0; i < pairs; i++ {
 		a.I("VEXTRACTF64X4", fmt.Sprintf("$1, Z%d, Y%d", i, i+4))
 	}
-	order := []int{0, 4, 1, 5, 2, 6, 3, 7} // row r's register
+	order := []int{0, 4, 1, 5, 2, 6, 3, 7}[:n] // row r's register
 	for _, x := range order {
 		hsum8(a, fmt.Sprintf("Y%d", x), fmt.Sprintf("X%d", x), "X8")
 	}
 	a.I("MOVQ", "40(SP), R14")
 	a.I("MOVQ", "48(SP), R13")
 	a.I("VMOVSS", "X0, (R14)")
-	for r := 1; r < 8; r++ {
+	for r := 1; r < n; r++ {
 		a.I("CMPQ", fmt.Sprintf("R13, $%d", r+1))
 		a.I("JLT", p+"done")
 		a.I("VMOVSS", fmt.Sprintf("X%d, %d(R14)", order[r], 4*r))
 	}
-	a.I("ADDQ", "$32, 40(SP)")
-	a.I("SUBQ", "$8, 48(SP)")
+	a.I("ADDQ", fmt.Sprintf("$%d, 40(SP)", 4*n))
+	a.I("SUBQ", fmt.Sprintf("$%d, 48(SP)", n))
 	a.I("JMP", p+"group")
 	a.Label(p + "done")
 	a.I("VZEROUPPER")
