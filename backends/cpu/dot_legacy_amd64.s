@@ -136,31 +136,6 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 	VCVTPH2PS X5, X5   \
 	VMOVDQU   4(DI), Y4
 
-// SCALE4: the four rows' d_w·d_a of the block step at once, to 0(SP)..
-// 15(SP) (row r at 4r): their f16 d (block offset 0) gathered in AX with
-// scalar loads, one convert, one VMULPS by the activation scale (X5, all
-// lanes; the same float32 product as WSCALE's). WSCALE4(off) then
-// broadcasts row off/4's from the stack: a load, no vector ALU work.
-// Uses AX, R14, X6.
-#define SCALE4 \
-	MOVWLZX   (SI)(R12*1), AX \
-	SHLQ      $16, AX         \
-	MOVWLZX   (SI)(R8*2), R14 \
-	ORQ       R14, AX         \
-	SHLQ      $16, AX         \
-	MOVWLZX   (SI)(R8*1), R14 \
-	ORQ       R14, AX         \
-	SHLQ      $16, AX         \
-	MOVWLZX   (SI), R14       \
-	ORQ       R14, AX         \
-	VMOVQ     AX, X6          \
-	VCVTPH2PS X6, X6          \
-	VMULPS    X5, X6, X6      \
-	VMOVUPS   X6, 0(SP)
-
-#define WSCALE4(off) \
-	VBROADCASTSS off(SP), Y6
-
 // Y6 = d_w·d_a in all lanes (the weight's f16 d at sc).
 #define WSCALE(sc) \
 	VPBROADCASTW sc, X6 \
@@ -197,23 +172,6 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 	VFMADD231PS Y7, Y6, acc
 
 // One weight row's block against the activation block in Y4/Y5.
-// Q8_0: ggml's sign trick, |x|·(y with x's sign).
-#define Q80ROW(sc, qs, acc) \
-	WSCALE(sc) \
-	VMOVDQU    qs, Y7 \
-	VPSIGNB    Y7, Y4, Y9 \
-	VPABSB     Y7, Y7 \
-	VPMADDUBSW Y9, Y7, Y7 \
-	FINISH(acc)
-
-#define Q80ROW4(sc, qs, acc) \
-	WSCALE4(sc) \
-	VMOVDQU    qs, Y7 \
-	VPSIGNB    Y7, Y4, Y9 \
-	VPABSB     Y7, Y7 \
-	VPMADDUBSW Y9, Y7, Y7 \
-	FINISH(acc)
-
 // Q4_1: Σ q·y (q unsigned).
 #define Q41ROW(sc, qs, acc, sm) \
 	WSCALEMIN(sc, sm) \
@@ -230,47 +188,6 @@ GLOBL bit16<>(SB), RODATA|NOPTR, $32
 	VPOR       Y9, Y7, Y7 \
 	VPMADDUBSW Y4, Y7, Y7 \
 	FINISH(acc)
-
-// func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ8_0AVX2(SB), NOSPLIT, $16-48
-	LOADARGS
-	CONSTS
-	CMPQ CX, $4
-	JLT  q80tail
-q80row4:
-	START4
-q80blk4:
-	PREFETCH3(136)
-	ACT80
-	SCALE4
-	Q80ROW4(0, 2(SI), Y0)
-	Q80ROW4(4, 2(SI)(R8*1), Y1)
-	Q80ROW4(8, 2(SI)(R8*2), Y2)
-	Q80ROW4(12, 2(SI)(R12*1), Y3)
-	ADDQ $34, SI
-	ADDQ $34, DI
-	DECQ DX
-	JNZ  q80blk4
-	STORE4
-	CMPQ CX, $4
-	JGE  q80row4
-q80tail:
-	TESTQ CX, CX
-	JZ    q80done
-q80row1:
-	START1
-q80blk1:
-	ACT80
-	Q80ROW((SI), 2(SI), Y0)
-	ADDQ $34, SI
-	ADDQ $34, DI
-	DECQ DX
-	JNZ  q80blk1
-	STORE1
-	JNZ  q80row1
-q80done:
-	VZEROUPPER
-	RET
 
 // The m·s sums of the Q4_1/Q5_1 rows: X8, X10, X12, X13; added after HSUM.
 #define ZEROMIN4 \
@@ -393,11 +310,12 @@ q51done:
 	RET
 
 // ---------------------------------------------------------------- AVX-512 VNNI
-// The same kernels with the integer part on VPDPBUSD and the Q5 5th bits
-// through an opmask; the float part is the same 8-lane FMA per block and
-// row, so the bits are the same. The weights go into VPDPBUSD as unsigned
-// bytes (Q8_0: x+128, Q5_0: q5 = x+16, Q4_0: q4 = x+8) and the
-// accumulator starts at −(128, 16 or 8)·Σ y of each 4 bytes (Z13, once
+// The Q5_0 and Q4_0 kernels with the integer part on VPDPBUSD and the Q5
+// 5th bits through an opmask (the Q8_0 ones are generated:
+// internal/asmgen/rows_q80.go); the float part is the same 8-lane FMA per
+// block and row, so the bits are the same. The weights go into VPDPBUSD
+// as unsigned bytes (Q5_0: q5 = x+16, Q4_0: q4 = x+8) and the
+// accumulator starts at −(16 or 8)·Σ y of each 4 bytes (Z13, once
 // per activation block), which leaves the exact Σ x·y for every input.
 //
 // Rows go four at a time as two pairs on ZMM registers, row A (B) of a
@@ -405,7 +323,7 @@ q51done:
 // serve both rows of a pair, against the activation quants broadcast to
 // both halves (Z4). Z0 / Z1 are the pairs' float accumulators (rows 0,1 /
 // 2,3 of the group), Z20 / Z21 the VPERMPS indices spreading the four rows'
-// d_w·d_a (X6, from SCALE4R) to [row 0 ×8 | row 1 ×8] / [row 2 | row 3]
+// d_w·d_a (X6, from SCALEPAIRS) to [row 0 ×8 | row 1 ×8] / [row 2 | row 3]
 // (Z2, Z3); Z12 the bias bytes, Z14 bytes 0x0F, K2 the upper-half dword
 // mask. Each half keeps its row's 8 lanes and block order, and
 // hsum_float_8 runs on each half at the end. The rows left (< 4) go one
@@ -458,7 +376,8 @@ GLOBL vnNibShift<>(SB), RODATA|NOPTR, $64
 	VPDPBUSD        Z4, Z12, Z13 \
 	VPSUBD          Z13, Z9, Z13
 
-// SCALE4 without the store: X6 = the four rows' d_w·d_a; then Z2, Z3 =
+// X6 = the four rows' d_w·d_a (their f16 d gathered in AX with scalar
+// loads, one convert, one VMULPS by d_a in X5); then Z2, Z3 =
 // the pairs' per-half scales.
 #define SCALEPAIRS \
 	MOVWLZX   (SI)(R12*1), AX \
@@ -483,12 +402,6 @@ GLOBL vnNibShift<>(SB), RODATA|NOPTR, $64
 	VPDPBUSD    Z4, Z7, Z9 \
 	VCVTDQ2PS   Z9, Z9 \
 	VFMADD231PS Z9, scale, acc
-
-// Z7 = the Q8_0 quants of rows at qa, qb (biased to unsigned).
-#define Q80PAIR(qa, qb) \
-	VMOVDQU64    qa, Y7 \
-	VINSERTI64X4 $1, qb, Z7, Z7 \
-	VPXORD       Z12, Z7, Z7
 
 // Z7 = the 32 nibbles of the rows at qa (low half) and qb (high half),
 // each half as NIBBLES lays out one row.
@@ -546,11 +459,6 @@ GLOBL vnNibShift<>(SB), RODATA|NOPTR, $64
 	VCVTDQ2PS   Y9, Y9 \
 	VFMADD231PS Y9, Y6, acc
 
-#define Q80ROWVNNI(sc, qs, acc) \
-	WSCALE(sc) \
-	VPXOR qs, Y12, Y7 \
-	FINISHVNNI(acc)
-
 #define Q50ROWVNNI(sc, qh, qs, acc) \
 	WSCALE(sc) \
 	NIBBLES(qs) \
@@ -562,51 +470,6 @@ GLOBL vnNibShift<>(SB), RODATA|NOPTR, $64
 	WSCALE(sc) \
 	NIBBLES(qs) \
 	FINISHVNNI(acc)
-
-// func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-TEXT ·rowsQ8_0VNNI(SB), NOSPLIT, $0-48
-	LOADARGS
-	VNNICONSTS
-	MOVL         $0x80808080, AX
-	VMOVD        AX, X12
-	VPBROADCASTD X12, Z12
-	CMPQ CX, $4
-	JLT  v80tail
-v80row4:
-	STARTPAIRS
-v80blk4:
-	PREFETCH3(136)
-	ACTPAIR
-	SCALEPAIRS
-	Q80PAIR(2(SI), 2(SI)(R8*1))
-	FINPAIR(Z2, Z0)
-	Q80PAIR(2(SI)(R8*2), 2(SI)(R12*1))
-	FINPAIR(Z3, Z1)
-	ADDQ $34, SI
-	ADDQ $34, DI
-	DECQ DX
-	JNZ  v80blk4
-	STOREPAIRS
-	CMPQ CX, $4
-	JGE  v80row4
-v80tail:
-	TESTQ CX, CX
-	JZ    v80done
-v80row1:
-	START1
-v80blk1:
-	ACT80
-	ACTOFF
-	Q80ROWVNNI((SI), 2(SI), Y0)
-	ADDQ $34, SI
-	ADDQ $34, DI
-	DECQ DX
-	JNZ  v80blk1
-	STORE1
-	JNZ  v80row1
-v80done:
-	VZEROUPPER
-	RET
 
 // func rowsQ5_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 TEXT ·rowsQ5_0VNNI(SB), NOSPLIT, $0-48

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/minfer/minfer/quant"
@@ -14,12 +15,28 @@ import (
 
 // legacyAVX2Q8Rows lists the AVX2 row kernels against Q8_0 activations,
 // wrapped as the dispatch wraps them: the generated Q4_0 and Q5_0 ones
-// (internal/asmgen/rows_legacy_avx2.go) and the hand-written Q8_0 one.
+// (internal/asmgen/rows_legacy_avx2.go), the Q8_0 one the dispatch
+// registers (rowsQ8_0AVX2, which picks by row length) and both of its
+// kernels on their own at every length: the generated two-row and
+// eight-row ones (internal/asmgen/rows_q80.go), and the same three of
+// the AVX-512 VNNI tier.
 func legacyAVX2Q8Rows() []rowKernel {
 	return []rowKernel{
 		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
 		{quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34)},
 		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},
+		{quant.Q8_0, "avx2/r2", legacyRows(rowsQ8_0AVX2R2, 34, 34)},
+		{quant.Q8_0, "avx2/r8", legacyRows(rowsQ8_0AVX2R8, 34, 34)},
+		{quant.Q8_0, "avx512vnni", legacyRows(rowsQ8_0VNNI, 34, 34)},
+		{quant.Q8_0, "avx512vnni/r2", legacyRows(rowsQ8_0VNNIR2, 34, 34)},
+		{quant.Q8_0, "avx512vnni/r8", legacyRows(rowsQ8_0VNNIR8, 34, 34)},
+	}
+}
+
+// skipTier skips a subtest of a kernel whose tier the CPU lacks.
+func skipTier(t *testing.T, k rowKernel) {
+	if strings.HasPrefix(k.tier, "avx512vnni") && !hasVNNI {
+		t.Skip("no AVX-512 VNNI (or MINFER_NO_AVX512 set): the VNNI kernel cannot run")
 	}
 }
 
@@ -102,18 +119,20 @@ func sameFloat(got, want float32) bool {
 // and Q8_0 row kernels, called directly (so on an AVX-512 machine too), bit
 // for bit against the pure-Go dot: random, all-max, all-min and (Q8_0)
 // -128 quants; zero, subnormal, maximal, infinite and NaN scales; extreme
-// activations; every row count of the 4-row groups' tails and sub-ranges.
+// activations; every row count of the 4- and 8-row groups' tails and
+// sub-ranges.
 func TestGeneratedLegacyAVX2RowsEdges(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 (or MINFER_NO_AVX2 set): the AVX2 kernels cannot run")
 	}
 	r := rand.New(rand.NewPCG(23, 29))
 	for _, k := range legacyAVX2Q8Rows() {
-		t.Run(k.typ.String(), func(t *testing.T) {
+		t.Run(k.typ.String()+"/"+k.tier, func(t *testing.T) {
+			skipTier(t, k)
 			dot := quant.DotFor(k.typ)
 			bs := k.typ.TypeSize()
-			const N = 11
-			for _, nb := range []int{1, 2, 3, 28, 33} {
+			const N = 19
+			for _, nb := range []int{1, 2, 3, 28, 33, 80, 128} {
 				K := nb * 32
 				wrb := nb * bs
 				for wk := 0; wk < 5; wk++ {
@@ -124,7 +143,7 @@ func TestGeneratedLegacyAVX2RowsEdges(t *testing.T) {
 								continue // ggml's sign trick needs |a| ≤ 127, as the quantizer gives
 							}
 							a := edgeQ8_0(r, nb, ak)
-							for _, rg := range [][2]int{{0, N}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {1, 7}, {2, 9}, {3, 10}, {5, 5}, {N - 1, N}} {
+							for _, rg := range [][2]int{{0, N}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {1, 7}, {0, 8}, {2, 9}, {3, 10}, {0, 9}, {1, 16}, {3, N}, {5, 5}, {N - 1, N}} {
 								y := make([]float32, N)
 								for i := range y {
 									y[i] = -1234.5
@@ -162,9 +181,10 @@ func TestGeneratedLegacyAVX2RowsRandom(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(31, 37))
 	for _, k := range legacyAVX2Q8Rows() {
-		for _, K := range []int{32, 896, 4864} {
+		for _, K := range []int{32, 896, 2528, 2560, 4064, 4096, 4864} {
 			for _, raw := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/K%d/raw=%v", k.typ, K, raw), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/K%d/raw=%v", k.typ, k.tier, K, raw), func(t *testing.T) {
+					skipTier(t, k)
 					const N = 23
 					dot := quant.DotFor(k.typ)
 					// rows of K+64 elements, of which the kernel reads K
@@ -176,7 +196,7 @@ func TestGeneratedLegacyAVX2RowsRandom(t *testing.T) {
 					if err := quant.QuantizeAct(quant.Q8_0, legacyFloats(r, K, 1e3), act); err != nil {
 						t.Fatal(err)
 					}
-					for _, rg := range [][2]int{{0, N}, {1, N}, {2, N - 1}, {3, N - 3}, {7, 8}} {
+					for _, rg := range [][2]int{{0, N}, {1, N}, {2, N - 1}, {3, N - 3}, {7, 8}, {0, 8}, {5, 14}, {9, N}} {
 						y := make([]float32, N)
 						k.f(K, wb, wrb, act, y, rg[0], rg[1])
 						for n := rg[0]; n < rg[1]; n++ {

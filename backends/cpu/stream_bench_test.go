@@ -152,8 +152,9 @@ func threadCPU() int64 {
 // read's (readGB/s) and their ratio; the ratio is the figure to compare
 // across runs, as both sides share the machine's memory traffic. The
 // "hot" cases run a 512 KiB matrix that stays in L2: the kernel's
-// compute ceiling; the "dram" cases a 1 GiB matrix (dramBytes). Kernels of
-// tiers the CPU lacks are skipped.
+// compute ceiling; the "dram" cases a 1 GiB matrix (dramBytes), at
+// K=1024 and 3072 and, for the 32-element formats, also at Qwen2.5's 896
+// and 4864. Kernels of tiers the CPU lacks are skipped.
 func BenchmarkDecode(b *testing.B) {
 	r := rand.New(rand.NewPCG(51, 52))
 	buf := make([]byte, decodeBytes+(1<<20))
@@ -161,11 +162,19 @@ func BenchmarkDecode(b *testing.B) {
 		buf[i] = byte(i)
 	}
 	var dram []byte // allocated by the first dram case that runs
+	type shape struct {
+		K    int
+		kind string // "", "hot" or "dram"
+	}
 	for _, k := range decodeKernels() {
-		for _, c := range []struct {
-			K    int
-			kind string // "", "hot" or "dram"
-		}{{1024, ""}, {3072, ""}, {1024, "hot"}, {1024, "dram"}, {3072, "dram"}} {
+		cases := []shape{{1024, ""}, {3072, ""}, {1024, "hot"}, {1024, "dram"}, {3072, "dram"}}
+		switch k.typ {
+		case quant.Q4_0, quant.Q5_0, quant.Q8_0:
+			// Qwen2.5's widths: K=896 rows are short (28 blocks), and
+			// its Q8_0 output head is one; 4864 is the ffn width.
+			cases = append(cases, shape{896, "dram"}, shape{4864, "dram"})
+		}
+		for _, c := range cases {
 			K, size, name := c.K, decodeBytes, fmt.Sprintf("%s/K%d/%s", k.typ, c.K, k.tier)
 			switch c.kind {
 			case "hot":
