@@ -5,9 +5,9 @@ package cpu
 import "github.com/minfer/minfer/quant"
 
 // AVX2 row kernels for the 32-element formats (Q8_0, Q5_0, Q4_0 against
-// Q8_0 activations; Q4_1, Q5_1 against Q8_1; Q5_0 and Q4_0 are generated,
-// rows_legacy_avx2_amd64.s from internal/asmgen/rows_legacy_avx2.go, the
-// Q8_0 ones in internal/asmgen/rows_q80.go, the others hand-written in
+// Q8_0 activations; Q4_1, Q5_1 against Q8_1; Q8_0, Q5_0 and Q4_0 are
+// generated, internal/asmgen/rows_q80.go and rows_legacy_avx2.go around
+// the loops of rows_legacy_steps.go, the others hand-written in
 // dot_legacy_amd64.s). Each asm call sweeps a whole
 // range of weight rows against one activation row and gives the same bits
 // as quant's pure-Go dots: per block, 8 int32 lanes each holding the
@@ -30,38 +30,33 @@ import "github.com/minfer/minfer/quant"
 // the activation sums subtracted in int32) and an opmask for the Q5 5th
 // bits, on two row pairs per step, each pair in one ZMM register (one
 // VPDPBUSD, VCVTDQ2PS and FMA for both rows); the float part per row is
-// unchanged. Q8_0 rows go two at a time (one pair), long ones eight
-// (four pairs): see q80LongNB.
-
-// rowsQ8_0AVX2R2 and rowsQ8_0AVX2R8 are the generated Q8_0 kernels with
-// two and eight rows a group (internal/asmgen/rows_q80.go); same bits, as
-// each row keeps its own accumulator and block order.
+// unchanged.
 //
-//go:noescape
-func rowsQ8_0AVX2R2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+// The Q8_0, Q5_0 and Q4_0 kernels of both tiers take four rows a step,
+// rows i, q+i, 2q+i, 3q+i of q = rows/4 steps: four sequential streams,
+// which the hardware prefetcher follows (and each prefetched 2 KiB ahead),
+// where neighbouring rows read a block at a time stayed well below a plain
+// streaming read out of DRAM. BenchmarkDecode dram ratios (kernel GB/s over
+// a streaming read's, thread CPU time; main's test binary and this one
+// alternated 5 times, medians), K = 896 / 1024 / 3072 / 4864:
+//
+//	AVX2 Q8_0 (2 or 8 neighbouring rows)  0.86 0.75 0.85 0.79 -> 1.26 0.92 1.22 1.27
+//	AVX2 Q5_0                             0.57 0.59 0.56 0.56 -> 0.70 0.62 0.66 0.70
+//	AVX2 Q4_0                             0.71 0.73 0.68 0.67 -> 0.69 0.73 0.71 0.75
+//	VNNI Q8_0 (2 or 8 neighbouring rows)  0.80 0.84 0.81 0.75 -> 1.22 1.16 1.21 1.21
+//	VNNI Q5_0                             0.83 0.82 0.73 0.67 -> 0.96 0.99 1.03 1.00
+//	VNNI Q4_0                             0.88 0.83 0.73 0.66 -> 0.93 0.89 0.96 0.97
+//
+// (above 1: the read has no software prefetch). Among spread steps, two
+// rows (0.98 / 0.86 / 1.06 / 0.90 for AVX2 Q8_0) and eight (0.91 / 0.92
+// / 0.94 / 0.87) did worse than four (1.23 / 1.10 / 1.19 / 1.12), and four
+// without the software prefetch a little worse (1.06 / 1.05 / 1.16 /
+// 1.09; the variants alternated within each pass, medians of 5). The AVX2
+// Q5_0 and Q4_0 kernels are bound by their own work (about 18 and 21 GB/s
+// on rows that stay in L2).
 
 //go:noescape
-func rowsQ8_0AVX2R8(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-
-// q80LongNB is the row length (in blocks) from which the Q8_0 row kernels
-// take eight rows a group; shorter rows go two at a time (both tiers).
-// Weight rows stream from DRAM once per decode step, and how many rows a
-// group reads side by side decides how close to a plain read they stream (1 GiB matrix, best of 12 passes, ratio to the best read pass, on
-// the Zen 5 this was tuned on; AVX2, two runs each, 4 / 2 / 8 rows):
-// K=896 0.82/0.89/0.79, 0.81/0.90/0.76; K=1536 0.76/0.76/0.70,
-// 0.74/0.85/0.66; K=2048 0.69/0.83/0.68, 0.73/0.80/0.71; K=3072
-// 0.65/0.80/0.79, 0.69/0.83/0.82; K=4864 0.73/0.77/0.82, 0.67/0.72/0.78.
-const q80LongNB = 128
-
-// rowsQ8_0AVX2 is the AVX2 Q8_0 row kernel: eight rows a group for rows
-// of q80LongNB blocks or more, else two.
-func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int) {
-	if nb >= q80LongNB {
-		rowsQ8_0AVX2R8(w, wrb, a, nb, y, rows)
-		return
-	}
-	rowsQ8_0AVX2R2(w, wrb, a, nb, y, rows)
-}
+func rowsQ8_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
 func rowsQ4_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
@@ -69,37 +64,14 @@ func rowsQ4_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 //go:noescape
 func rowsQ5_1AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
-// rowsQ4_0AVX2 and rowsQ5_0AVX2 are generated
-// (internal/asmgen/rows_legacy_avx2.go).
-//
 //go:noescape
 func rowsQ4_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
 func rowsQ5_0AVX2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
-// rowsQ8_0VNNIR2 and rowsQ8_0VNNIR8 are the generated VNNI Q8_0 kernels
-// with one and four row pairs a group (internal/asmgen/rows_q80.go).
-//
 //go:noescape
-func rowsQ8_0VNNIR2(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-
-//go:noescape
-func rowsQ8_0VNNIR8(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
-
-// rowsQ8_0VNNI is the VNNI Q8_0 row kernel: eight rows a group for rows
-// of q80LongNB blocks or more, else two (out of cache, best of 12 passes
-// over 1 GiB, ratio to a plain read, the former hand-written four-row
-// kernel / two / eight rows: K=896 0.74/0.89/0.69, 0.76/0.86/0.66;
-// K=2048 0.74/0.82/0.75, 0.72/0.77/0.72; K=3072 0.73/0.80/0.79; four /
-// eight rows: K=4864 0.61/0.72, 0.67/0.80).
-func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int) {
-	if nb >= q80LongNB {
-		rowsQ8_0VNNIR8(w, wrb, a, nb, y, rows)
-		return
-	}
-	rowsQ8_0VNNIR2(w, wrb, a, nb, y, rows)
-}
+func rowsQ8_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
 //go:noescape
 func rowsQ5_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)

@@ -13,23 +13,18 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// legacyAVX2Q8Rows lists the AVX2 row kernels against Q8_0 activations,
-// wrapped as the dispatch wraps them: the generated Q4_0 and Q5_0 ones
-// (internal/asmgen/rows_legacy_avx2.go), the Q8_0 one the dispatch
-// registers (rowsQ8_0AVX2, which picks by row length) and both of its
-// kernels on their own at every length: the generated two-row and
-// eight-row ones (internal/asmgen/rows_q80.go), and the same three of
-// the AVX-512 VNNI tier.
+// legacyAVX2Q8Rows lists the generated row kernels against Q8_0
+// activations (internal/asmgen/rows_q80.go, rows_legacy_avx2.go), wrapped
+// as the dispatch wraps them: Q4_0, Q5_0 and Q8_0 on AVX2 and on AVX-512
+// VNNI.
 func legacyAVX2Q8Rows() []rowKernel {
 	return []rowKernel{
 		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
 		{quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34)},
 		{quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34)},
-		{quant.Q8_0, "avx2/r2", legacyRows(rowsQ8_0AVX2R2, 34, 34)},
-		{quant.Q8_0, "avx2/r8", legacyRows(rowsQ8_0AVX2R8, 34, 34)},
+		{quant.Q4_0, "avx512vnni", legacyRows(rowsQ4_0VNNI, 18, 34)},
+		{quant.Q5_0, "avx512vnni", legacyRows(rowsQ5_0VNNI, 22, 34)},
 		{quant.Q8_0, "avx512vnni", legacyRows(rowsQ8_0VNNI, 34, 34)},
-		{quant.Q8_0, "avx512vnni/r2", legacyRows(rowsQ8_0VNNIR2, 34, 34)},
-		{quant.Q8_0, "avx512vnni/r8", legacyRows(rowsQ8_0VNNIR8, 34, 34)},
 	}
 }
 
@@ -210,5 +205,73 @@ func TestGeneratedLegacyAVX2RowsRandom(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// legacyStepRowCounts are the row counts TestLegacyRowsStepCounts runs:
+// every count 1..9, then counts whose steps of four or eight rows spread
+// over the range (rows i, q+i, 2q+i, ... of q = rows/n) leave 0..7 rows
+// for the group of neighbouring rows that ends the range.
+var legacyStepRowCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 14, 16, 17, 23, 24, 31, 38}
+
+// TestLegacyRowsStepCounts checks the Q8_0, Q5_0 and Q4_0 row kernels of
+// both tiers (legacyAVX2Q8Rows: each called directly), bit for bit against
+// the pure-Go dot, for every row count of legacyStepRowCounts from two
+// starting rows, so every spread step, every row left after the steps and
+// every position of a row within a step is covered; weights random,
+// all-max, all-min, all -128 and all 127 (scales random, with specials
+// for the random ones), activations random and extreme, rows of 1, 3, 28
+// (Qwen2.5's 896), 128 and 152 blocks (both sides of the Q8_0 kernels'
+// long-row switch).
+func TestLegacyRowsStepCounts(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 (or MINFER_NO_AVX2 set): the AVX2 kernels cannot run")
+	}
+	r := rand.New(rand.NewPCG(43, 47))
+	for _, k := range legacyAVX2Q8Rows() {
+		t.Run(k.typ.String()+"/"+k.tier, func(t *testing.T) {
+			skipTier(t, k)
+			dot := quant.DotFor(k.typ)
+			bs := k.typ.TypeSize()
+			const N = 40
+			for _, nb := range []int{1, 3, 28, 128, 152} {
+				K, wrb := nb*32, nb*bs
+				for wk := 0; wk < 5; wk++ {
+					w := edgeLegacyWeights(r, N, nb, bs, wk, wk == 0)
+					for ak := 0; ak < 6; ak++ {
+						if ak == 5 && k.typ == quant.Q8_0 {
+							continue // ggml's sign trick needs |a| ≤ 127, as the quantizer gives
+						}
+						a := edgeQ8_0(r, nb, ak)
+						want := make([]float32, N)
+						for n := range want {
+							want[n] = dot(K, w[n*wrb:(n+1)*wrb], a)
+						}
+						for n0 := 0; n0 < 2; n0++ {
+							for _, rows := range legacyStepRowCounts {
+								n1 := n0 + rows
+								y := make([]float32, N)
+								for i := range y {
+									y[i] = -1234.5
+								}
+								k.f(K, w[:n1*wrb], wrb, a, y, n0, n1)
+								for n := range y {
+									if n < n0 || n >= n1 {
+										if y[n] != -1234.5 {
+											t.Fatalf("nb=%d rows [%d,%d): wrote y[%d]", nb, n0, n1, n)
+										}
+										continue
+									}
+									if !sameFloat(y[n], want[n]) {
+										t.Fatalf("nb=%d weights %d act %d rows [%d,%d): y[%d] = %v (%#08x), oracle %v (%#08x)",
+											nb, wk, ak, n0, n1, n, y[n], math.Float32bits(y[n]), want[n], math.Float32bits(want[n]))
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		})
 	}
 }
