@@ -38,6 +38,11 @@ type f32Tier struct {
 	// count, a pass takes fewer); the merge of its block
 	// partials; the rounding of its queries through f16.
 	dotsHT []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+	// dotsHZ are the wider score tiles (AVX-512: two keys per ZMM, keys
+	// in groups of eight, n a multiple of 8), indexed by queries per pass
+	// minus one; nil on a tier without them. scoresHT gives them the
+	// groups of eight of each chunk and dotsHT the rest.
+	dotsHZ []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
 	mergeB func(y, o, w *float32, nb, hd int, sum float32)
 	// vrows is how many value rows vaccHQ sweeps for every pass of queries
 	// and every column block before moving on, the sums stored and
@@ -193,12 +198,23 @@ func (t *f32Tier) scoresHT(sc []float32, scs int, k []byte, kstride, n int, q []
 	_ = k[:2*((n-1)*kstride+hd)]
 	for j0 := 0; j0 < n; j0 += flashKeyChunk {
 		c := min(flashKeyChunk, n-j0)
-		for r := 0; r < nq; {
+		c8 := 0
+		if len(t.dotsHZ) > 0 {
+			// Passes of as even a size as the kernels allow.
+			c8 = c &^ 7
+			np := (nq + len(t.dotsHZ) - 1) / len(t.dotsHZ)
+			for r, p := 0, 0; c8 > 0 && r < nq; p++ {
+				m := (nq - r + np - p - 1) / (np - p)
+				t.dotsHZ[m-1](&sc[r*scs+j0], scs, &k[2*j0*kstride], kstride, c8, &q[r*hd], hd)
+				r += m
+			}
+		}
+		for r := 0; c8 < c && r < nq; {
 			m := min(len(t.dotsHT), nq-r)
 			for t.dotsHT[m-1] == nil {
 				m--
 			}
-			t.dotsHT[m-1](&sc[r*scs+j0], scs, &k[2*j0*kstride], kstride, c, &q[r*hd], hd)
+			t.dotsHT[m-1](&sc[r*scs+j0+c8], scs, &k[2*(j0+c8)*kstride], kstride, c-c8, &q[r*hd], hd)
 			r += m
 		}
 	}

@@ -51,7 +51,8 @@ import (
 // keeps its own float order above; only the loops over queries are moved
 // inside the loops over rows. flashDot's eight lanes (one YMM register)
 // let the score tiles hold 4 keys × 3 queries of accumulators and reduce
-// four of them at once; S_b's order is that of the non-flash softmax's sum,
+// four of them at once; the AVX-512 tier's tiles (flashz_amd64.s) hold two
+// keys' lanes per ZMM register, 8 keys × up to 6 queries; S_b's order is that of the non-flash softmax's sum,
 // which the exp kernel computes on the way.
 //
 // Over a q8_0 cache the same run structure holds (flashBlocksQ8): the
