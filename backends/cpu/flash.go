@@ -462,11 +462,22 @@ func flashMerge(y, acc, w, o, m, S []float32) {
 		}
 	}
 	var sum float32
-	for b, mb := range m {
-		w[b] = ggmlf32.ExpF(mb - M)
+	tier := f32k
+	if tier != nil {
+		// The weights through the tier's exp kernel (ggmlf32.ExpF's bits).
+		for b, mb := range m {
+			w[b] = mb - M
+		}
+		tier.expRow(w, w)
+	} else {
+		for b, mb := range m {
+			w[b] = ggmlf32.ExpF(mb - M)
+		}
+	}
+	for b := range m {
 		sum += float32(w[b] * S[b])
 	}
-	if tier := f32k; tier != nil && hd%8 == 0 {
+	if tier != nil && hd%8 == 0 {
 		tier.merge(y, o, w, hd, sum)
 		return
 	}
