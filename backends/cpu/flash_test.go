@@ -317,8 +317,13 @@ func TestFlashMultiQueryKernels(t *testing.T) {
 						want := make([]float32, nq*scs)
 						got := make([]float32, nq*scs)
 						scoresF16Q(want, scs, k, kstride, n, q, nq, hd, make([]float32, hd))
-						tier.scoresHT(got, scs, k, kstride, n, q, nq, hd)
-						sameBits(t, fmt.Sprintf("scores hd %d nq %d n %d", hd, nq, n), got, want)
+						// With the doubled queries' scratch (the wider
+						// tiles, where the tier has them) and without.
+						for _, qd := range [][]float32{make([]float32, 2*nq*hd), nil} {
+							clear(got)
+							tier.scoresHT(got, scs, k, kstride, n, q, nq, hd, qd)
+							sameBits(t, fmt.Sprintf("scores hd %d nq %d n %d scratch %d", hd, nq, n, len(qd)), got, want)
+						}
 					}
 				}
 			}
@@ -450,12 +455,13 @@ func BenchmarkFlashScores(b *testing.B) {
 				q[i] = float32(r.NormFloat64())
 			}
 			sc := make([]float32, nq*n)
+			qd := make([]float32, 2*nq*hd)
 			b.Run(fmt.Sprintf("%s/nq%d", tier.name, nq), func(b *testing.B) {
 				if !tier.ok {
 					b.Skip(tier.why)
 				}
 				for b.Loop() {
-					tier.scoresHT(sc, n, k, kstride, n, q, nq, hd)
+					tier.scoresHT(sc, n, k, kstride, n, q, nq, hd, qd)
 				}
 			})
 		}

@@ -8,12 +8,13 @@
 // eight keys per group, two keys per ZMM. Generated: one kernel per number of
 // queries per pass (rq), listed in f32simd_amd64.go.
 
-// func scoresF16Z1AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+// func scoresF16Z1AVX512(sc *float32, scs int, k *byte, kstride, n int, qd *float32, hd int)
 // Scores of 1 queries over n (a multiple of 8) f16 rows in flashDot's order,
 // two keys per ZMM (see scoresZ in internal/asmgen/flashz.go). Registers: DI sc
 // at key j, R8 scs bytes, SI k_j, R9 kstride bytes (R13 three times it), CX
-// keys left, DX q, BX hd·4 (query stride; R15 three and R14 five times it),
-// R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX piece of q.
+// keys left, DX qd, BX hd·8 (doubled query stride; R15 three and R14 five
+// times it), R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX
+// doubled piece of q.
 // Accumulators Z8..Z11 (query r, keys c and c+4 in Z(8+4r+c)), query pieces
 // Z0.., key pairs Y6/Z6 and Y7/Z7.
 TEXT ·scoresF16Z1AVX512(SB), NOSPLIT, $0-56
@@ -25,9 +26,9 @@ TEXT ·scoresF16Z1AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$1, R9
 	LEAQ	(R9)(R9*2), R13
 	MOVQ	n+32(FP), CX
-	MOVQ	q+40(FP), DX
+	MOVQ	qd+40(FP), DX
 	MOVQ	hd+48(FP), BX
-	SHLQ	$2, BX
+	SHLQ	$3, BX
 	LEAQ	(BX)(BX*2), R15
 	LEAQ	(BX)(BX*4), R14
 
@@ -78,7 +79,7 @@ scoresF16Z1AVX512_group:
 	MOVQ	hd+48(FP), R10
 	SHRQ	$3, R10
 scoresF16Z1AVX512_gd:
-	VBROADCASTF64X4	(AX), Z0
+	VMOVUPS	(AX), Z0
 	VMOVDQU	(R11), X6
 	VINSERTI128	$1, (R12), Y6, Y6
 	VCVTPH2PS	Y6, Z6
@@ -97,7 +98,7 @@ scoresF16Z1AVX512_gd:
 	VFMADD231PS	Z0, Z7, Z11
 	ADDQ	$16, R11
 	ADDQ	$16, R12
-	ADDQ	$32, AX
+	ADDQ	$64, AX
 	DECQ	R10
 	JNZ	scoresF16Z1AVX512_gd
 	MOVQ	DI, R11
@@ -123,12 +124,13 @@ scoresF16Z1AVX512_done:
 	VZEROUPPER
 	RET
 
-// func scoresF16Z2AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+// func scoresF16Z2AVX512(sc *float32, scs int, k *byte, kstride, n int, qd *float32, hd int)
 // Scores of 2 queries over n (a multiple of 8) f16 rows in flashDot's order,
 // two keys per ZMM (see scoresZ in internal/asmgen/flashz.go). Registers: DI sc
 // at key j, R8 scs bytes, SI k_j, R9 kstride bytes (R13 three times it), CX
-// keys left, DX q, BX hd·4 (query stride; R15 three and R14 five times it),
-// R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX piece of q.
+// keys left, DX qd, BX hd·8 (doubled query stride; R15 three and R14 five
+// times it), R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX
+// doubled piece of q.
 // Accumulators Z8..Z15 (query r, keys c and c+4 in Z(8+4r+c)), query pieces
 // Z0.., key pairs Y6/Z6 and Y7/Z7.
 TEXT ·scoresF16Z2AVX512(SB), NOSPLIT, $0-56
@@ -140,9 +142,9 @@ TEXT ·scoresF16Z2AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$1, R9
 	LEAQ	(R9)(R9*2), R13
 	MOVQ	n+32(FP), CX
-	MOVQ	q+40(FP), DX
+	MOVQ	qd+40(FP), DX
 	MOVQ	hd+48(FP), BX
-	SHLQ	$2, BX
+	SHLQ	$3, BX
 	LEAQ	(BX)(BX*2), R15
 	LEAQ	(BX)(BX*4), R14
 
@@ -197,8 +199,8 @@ scoresF16Z2AVX512_group:
 	MOVQ	hd+48(FP), R10
 	SHRQ	$3, R10
 scoresF16Z2AVX512_gd:
-	VBROADCASTF64X4	(AX), Z0
-	VBROADCASTF64X4	(AX)(BX*1), Z1
+	VMOVUPS	(AX), Z0
+	VMOVUPS	(AX)(BX*1), Z1
 	VMOVDQU	(R11), X6
 	VINSERTI128	$1, (R12), Y6, Y6
 	VCVTPH2PS	Y6, Z6
@@ -221,7 +223,7 @@ scoresF16Z2AVX512_gd:
 	VFMADD231PS	Z1, Z7, Z15
 	ADDQ	$16, R11
 	ADDQ	$16, R12
-	ADDQ	$32, AX
+	ADDQ	$64, AX
 	DECQ	R10
 	JNZ	scoresF16Z2AVX512_gd
 	MOVQ	DI, R11
@@ -261,12 +263,13 @@ scoresF16Z2AVX512_done:
 	VZEROUPPER
 	RET
 
-// func scoresF16Z3AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+// func scoresF16Z3AVX512(sc *float32, scs int, k *byte, kstride, n int, qd *float32, hd int)
 // Scores of 3 queries over n (a multiple of 8) f16 rows in flashDot's order,
 // two keys per ZMM (see scoresZ in internal/asmgen/flashz.go). Registers: DI sc
 // at key j, R8 scs bytes, SI k_j, R9 kstride bytes (R13 three times it), CX
-// keys left, DX q, BX hd·4 (query stride; R15 three and R14 five times it),
-// R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX piece of q.
+// keys left, DX qd, BX hd·8 (doubled query stride; R15 three and R14 five
+// times it), R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX
+// doubled piece of q.
 // Accumulators Z8..Z19 (query r, keys c and c+4 in Z(8+4r+c)), query pieces
 // Z0.., key pairs Y6/Z6 and Y7/Z7.
 TEXT ·scoresF16Z3AVX512(SB), NOSPLIT, $0-56
@@ -278,9 +281,9 @@ TEXT ·scoresF16Z3AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$1, R9
 	LEAQ	(R9)(R9*2), R13
 	MOVQ	n+32(FP), CX
-	MOVQ	q+40(FP), DX
+	MOVQ	qd+40(FP), DX
 	MOVQ	hd+48(FP), BX
-	SHLQ	$2, BX
+	SHLQ	$3, BX
 	LEAQ	(BX)(BX*2), R15
 	LEAQ	(BX)(BX*4), R14
 
@@ -339,9 +342,9 @@ scoresF16Z3AVX512_group:
 	MOVQ	hd+48(FP), R10
 	SHRQ	$3, R10
 scoresF16Z3AVX512_gd:
-	VBROADCASTF64X4	(AX), Z0
-	VBROADCASTF64X4	(AX)(BX*1), Z1
-	VBROADCASTF64X4	(AX)(BX*2), Z2
+	VMOVUPS	(AX), Z0
+	VMOVUPS	(AX)(BX*1), Z1
+	VMOVUPS	(AX)(BX*2), Z2
 	VMOVDQU	(R11), X6
 	VINSERTI128	$1, (R12), Y6, Y6
 	VCVTPH2PS	Y6, Z6
@@ -368,7 +371,7 @@ scoresF16Z3AVX512_gd:
 	VFMADD231PS	Z2, Z7, Z19
 	ADDQ	$16, R11
 	ADDQ	$16, R12
-	ADDQ	$32, AX
+	ADDQ	$64, AX
 	DECQ	R10
 	JNZ	scoresF16Z3AVX512_gd
 	MOVQ	DI, R11
@@ -422,12 +425,13 @@ scoresF16Z3AVX512_done:
 	VZEROUPPER
 	RET
 
-// func scoresF16Z4AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+// func scoresF16Z4AVX512(sc *float32, scs int, k *byte, kstride, n int, qd *float32, hd int)
 // Scores of 4 queries over n (a multiple of 8) f16 rows in flashDot's order,
 // two keys per ZMM (see scoresZ in internal/asmgen/flashz.go). Registers: DI sc
 // at key j, R8 scs bytes, SI k_j, R9 kstride bytes (R13 three times it), CX
-// keys left, DX q, BX hd·4 (query stride; R15 three and R14 five times it),
-// R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX piece of q.
+// keys left, DX qd, BX hd·8 (doubled query stride; R15 three and R14 five
+// times it), R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX
+// doubled piece of q.
 // Accumulators Z8..Z23 (query r, keys c and c+4 in Z(8+4r+c)), query pieces
 // Z0.., key pairs Y6/Z6 and Y7/Z7.
 TEXT ·scoresF16Z4AVX512(SB), NOSPLIT, $0-56
@@ -439,9 +443,9 @@ TEXT ·scoresF16Z4AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$1, R9
 	LEAQ	(R9)(R9*2), R13
 	MOVQ	n+32(FP), CX
-	MOVQ	q+40(FP), DX
+	MOVQ	qd+40(FP), DX
 	MOVQ	hd+48(FP), BX
-	SHLQ	$2, BX
+	SHLQ	$3, BX
 	LEAQ	(BX)(BX*2), R15
 	LEAQ	(BX)(BX*4), R14
 
@@ -504,10 +508,10 @@ scoresF16Z4AVX512_group:
 	MOVQ	hd+48(FP), R10
 	SHRQ	$3, R10
 scoresF16Z4AVX512_gd:
-	VBROADCASTF64X4	(AX), Z0
-	VBROADCASTF64X4	(AX)(BX*1), Z1
-	VBROADCASTF64X4	(AX)(BX*2), Z2
-	VBROADCASTF64X4	(AX)(R15*1), Z3
+	VMOVUPS	(AX), Z0
+	VMOVUPS	(AX)(BX*1), Z1
+	VMOVUPS	(AX)(BX*2), Z2
+	VMOVUPS	(AX)(R15*1), Z3
 	VMOVDQU	(R11), X6
 	VINSERTI128	$1, (R12), Y6, Y6
 	VCVTPH2PS	Y6, Z6
@@ -538,7 +542,7 @@ scoresF16Z4AVX512_gd:
 	VFMADD231PS	Z3, Z7, Z23
 	ADDQ	$16, R11
 	ADDQ	$16, R12
-	ADDQ	$32, AX
+	ADDQ	$64, AX
 	DECQ	R10
 	JNZ	scoresF16Z4AVX512_gd
 	MOVQ	DI, R11
@@ -606,12 +610,13 @@ scoresF16Z4AVX512_done:
 	VZEROUPPER
 	RET
 
-// func scoresF16Z5AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+// func scoresF16Z5AVX512(sc *float32, scs int, k *byte, kstride, n int, qd *float32, hd int)
 // Scores of 5 queries over n (a multiple of 8) f16 rows in flashDot's order,
 // two keys per ZMM (see scoresZ in internal/asmgen/flashz.go). Registers: DI sc
 // at key j, R8 scs bytes, SI k_j, R9 kstride bytes (R13 three times it), CX
-// keys left, DX q, BX hd·4 (query stride; R15 three and R14 five times it),
-// R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX piece of q.
+// keys left, DX qd, BX hd·8 (doubled query stride; R15 three and R14 five
+// times it), R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX
+// doubled piece of q.
 // Accumulators Z8..Z27 (query r, keys c and c+4 in Z(8+4r+c)), query pieces
 // Z0.., key pairs Y6/Z6 and Y7/Z7.
 TEXT ·scoresF16Z5AVX512(SB), NOSPLIT, $0-56
@@ -623,9 +628,9 @@ TEXT ·scoresF16Z5AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$1, R9
 	LEAQ	(R9)(R9*2), R13
 	MOVQ	n+32(FP), CX
-	MOVQ	q+40(FP), DX
+	MOVQ	qd+40(FP), DX
 	MOVQ	hd+48(FP), BX
-	SHLQ	$2, BX
+	SHLQ	$3, BX
 	LEAQ	(BX)(BX*2), R15
 	LEAQ	(BX)(BX*4), R14
 
@@ -692,11 +697,11 @@ scoresF16Z5AVX512_group:
 	MOVQ	hd+48(FP), R10
 	SHRQ	$3, R10
 scoresF16Z5AVX512_gd:
-	VBROADCASTF64X4	(AX), Z0
-	VBROADCASTF64X4	(AX)(BX*1), Z1
-	VBROADCASTF64X4	(AX)(BX*2), Z2
-	VBROADCASTF64X4	(AX)(R15*1), Z3
-	VBROADCASTF64X4	(AX)(BX*4), Z4
+	VMOVUPS	(AX), Z0
+	VMOVUPS	(AX)(BX*1), Z1
+	VMOVUPS	(AX)(BX*2), Z2
+	VMOVUPS	(AX)(R15*1), Z3
+	VMOVUPS	(AX)(BX*4), Z4
 	VMOVDQU	(R11), X6
 	VINSERTI128	$1, (R12), Y6, Y6
 	VCVTPH2PS	Y6, Z6
@@ -731,7 +736,7 @@ scoresF16Z5AVX512_gd:
 	VFMADD231PS	Z4, Z7, Z27
 	ADDQ	$16, R11
 	ADDQ	$16, R12
-	ADDQ	$32, AX
+	ADDQ	$64, AX
 	DECQ	R10
 	JNZ	scoresF16Z5AVX512_gd
 	MOVQ	DI, R11
@@ -813,12 +818,13 @@ scoresF16Z5AVX512_done:
 	VZEROUPPER
 	RET
 
-// func scoresF16Z6AVX512(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+// func scoresF16Z6AVX512(sc *float32, scs int, k *byte, kstride, n int, qd *float32, hd int)
 // Scores of 6 queries over n (a multiple of 8) f16 rows in flashDot's order,
 // two keys per ZMM (see scoresZ in internal/asmgen/flashz.go). Registers: DI sc
 // at key j, R8 scs bytes, SI k_j, R9 kstride bytes (R13 three times it), CX
-// keys left, DX q, BX hd·4 (query stride; R15 three and R14 five times it),
-// R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX piece of q.
+// keys left, DX qd, BX hd·8 (doubled query stride; R15 three and R14 five
+// times it), R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX
+// doubled piece of q.
 // Accumulators Z8..Z31 (query r, keys c and c+4 in Z(8+4r+c)), query pieces
 // Z0.., key pairs Y6/Z6 and Y7/Z7.
 TEXT ·scoresF16Z6AVX512(SB), NOSPLIT, $0-56
@@ -830,9 +836,9 @@ TEXT ·scoresF16Z6AVX512(SB), NOSPLIT, $0-56
 	SHLQ	$1, R9
 	LEAQ	(R9)(R9*2), R13
 	MOVQ	n+32(FP), CX
-	MOVQ	q+40(FP), DX
+	MOVQ	qd+40(FP), DX
 	MOVQ	hd+48(FP), BX
-	SHLQ	$2, BX
+	SHLQ	$3, BX
 	LEAQ	(BX)(BX*2), R15
 	LEAQ	(BX)(BX*4), R14
 
@@ -903,12 +909,12 @@ scoresF16Z6AVX512_group:
 	MOVQ	hd+48(FP), R10
 	SHRQ	$3, R10
 scoresF16Z6AVX512_gd:
-	VBROADCASTF64X4	(AX), Z0
-	VBROADCASTF64X4	(AX)(BX*1), Z1
-	VBROADCASTF64X4	(AX)(BX*2), Z2
-	VBROADCASTF64X4	(AX)(R15*1), Z3
-	VBROADCASTF64X4	(AX)(BX*4), Z4
-	VBROADCASTF64X4	(AX)(R14*1), Z5
+	VMOVUPS	(AX), Z0
+	VMOVUPS	(AX)(BX*1), Z1
+	VMOVUPS	(AX)(BX*2), Z2
+	VMOVUPS	(AX)(R15*1), Z3
+	VMOVUPS	(AX)(BX*4), Z4
+	VMOVUPS	(AX)(R14*1), Z5
 	VMOVDQU	(R11), X6
 	VINSERTI128	$1, (R12), Y6, Y6
 	VCVTPH2PS	Y6, Z6
@@ -947,7 +953,7 @@ scoresF16Z6AVX512_gd:
 	VFMADD231PS	Z5, Z7, Z31
 	ADDQ	$16, R11
 	ADDQ	$16, R12
-	ADDQ	$32, AX
+	ADDQ	$64, AX
 	DECQ	R10
 	JNZ	scoresF16Z6AVX512_gd
 	MOVQ	DI, R11
@@ -1040,5 +1046,23 @@ scoresF16Z6AVX512_gd:
 	JMP	scoresF16Z6AVX512_group
 
 scoresF16Z6AVX512_done:
+	VZEROUPPER
+	RET
+
+// func dupF32AVX512(dst, src *float32, n int)
+// Each 8-float piece of src written twice into dst (see dupZ in
+// internal/asmgen/flashz.go). DI dst, SI src, CX pieces left, Z0 the piece.
+TEXT ·dupF32AVX512(SB), NOSPLIT, $0-24
+	MOVQ	dst+0(FP), DI
+	MOVQ	src+8(FP), SI
+	MOVQ	n+16(FP), CX
+	SHRQ	$3, CX
+dupF32AVX512_loop:
+	VBROADCASTF64X4	(SI), Z0
+	VMOVUPS	Z0, (DI)
+	ADDQ	$32, SI
+	ADDQ	$64, DI
+	DECQ	CX
+	JNZ	dupF32AVX512_loop
 	VZEROUPPER
 	RET

@@ -10,7 +10,9 @@ import "fmt"
 // of two YMM ones and the 32 registers hold 4 key pairs × up to 6 queries
 // of accumulators. A key pair's piece is its two 8-half pieces (a VMOVDQU
 // and a VINSERTI128 into one YMM) converted by one VCVTPH2PS into a ZMM; a
-// query's piece is broadcast to both halves (VBROADCASTF64X4). Each lane is
+// query's piece is read from a copy of the queries with each 8-float piece
+// written twice (dupF32AVX512), one ZMM load (a VBROADCASTF64X4 per piece
+// measured 7-8% slower, BenchmarkFlashScores nq8 and nq16). Each lane is
 // still the FMA chain of flashDot's lane l over d ≡ l (mod 8) in increasing
 // d from +0. The four accumulators of a query are reduced together in
 // flashDot's tree with VSHUFPS pairs and VADDPS (the additions VHADDPS
@@ -26,6 +28,7 @@ queries per pass (rq), listed in f32simd_amd64.go.`)
 		for rq := 1; rq <= scoresZMax; rq++ {
 			scoresZ(a, rq)
 		}
+		dupZ(a)
 	})
 }
 
@@ -35,9 +38,10 @@ queries per pass (rq), listed in f32simd_amd64.go.`)
 const scoresZMax = 6
 
 // scoresZ writes scoresF16Z<rq>AVX512(sc *float32, scs int, k *byte,
-// kstride, n int, q *float32, hd int): sc[r*scs+j] = flashDot(float32(k_j),
-// q_r) for r < rq, j < n, k_j the hd halves at k + 2·j·kstride, q_r =
-// q[r*hd:], n a positive multiple of 8 and hd a positive multiple of 8.
+// kstride, n int, qd *float32, hd int): sc[r*scs+j] = flashDot(float32(k_j),
+// q_r) for r < rq, j < n, k_j the hd halves at k + 2·j·kstride, q_r the
+// query whose doubled copy (dupF32AVX512) is qd[r*2*hd:], n a positive
+// multiple of 8 and hd a positive multiple of 8.
 func scoresZ(a *Asm, rq int) {
 	name := fmt.Sprintf("scoresF16Z%dAVX512", rq)
 	acc := func(r, c int) string { return fmt.Sprintf("Z%d", 8+4*r+c) }
@@ -47,17 +51,18 @@ func scoresZ(a *Asm, rq int) {
 	kaddr := func(base string, c int) string {
 		return "(" + base + ")" + []string{"", "(R9*1)", "(R9*2)", "(R13*1)"}[c]
 	}
-	// Query r's piece from AX: BX = hd·4, R15 = 3·hd·4, R14 = 5·hd·4.
+	// Query r's doubled piece from AX: BX = hd·8, R15 = 3·hd·8, R14 = 5·hd·8.
 	qaddr := func(r int) string {
 		return "(AX)" + []string{"", "(BX*1)", "(BX*2)", "(R15*1)", "(BX*4)", "(R14*1)"}[r]
 	}
 	a.Blank()
-	a.Comment(fmt.Sprintf(`func %s(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+	a.Comment(fmt.Sprintf(`func %s(sc *float32, scs int, k *byte, kstride, n int, qd *float32, hd int)
 Scores of %d queries over n (a multiple of 8) f16 rows in flashDot's order,
 two keys per ZMM (see scoresZ in internal/asmgen/flashz.go). Registers: DI sc
 at key j, R8 scs bytes, SI k_j, R9 kstride bytes (R13 three times it), CX
-keys left, DX q, BX hd·4 (query stride; R15 three and R14 five times it),
-R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX piece of q.
+keys left, DX qd, BX hd·8 (doubled query stride; R15 three and R14 five
+times it), R10 pieces left, R11 piece of k_j, R12 piece of k_(j+4), AX
+doubled piece of q.
 Accumulators Z8..Z%d (query r, keys c and c+4 in Z(8+4r+c)), query pieces
 Z0.., key pairs Y6/Z6 and Y7/Z7.`, name, rq, 8+4*rq-1))
 	fmt.Fprintf(&a.b, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
@@ -69,9 +74,9 @@ Z0.., key pairs Y6/Z6 and Y7/Z7.`, name, rq, 8+4*rq-1))
 	a.I("SHLQ", "$1, R9")
 	a.I("LEAQ", "(R9)(R9*2), R13")
 	a.I("MOVQ", "n+32(FP), CX")
-	a.I("MOVQ", "q+40(FP), DX")
+	a.I("MOVQ", "qd+40(FP), DX")
 	a.I("MOVQ", "hd+48(FP), BX")
-	a.I("SHLQ", "$2, BX")
+	a.I("SHLQ", "$3, BX")
 	a.I("LEAQ", "(BX)(BX*2), R15")
 	a.I("LEAQ", "(BX)(BX*4), R14")
 	a.Blank()
@@ -100,7 +105,7 @@ Z0.., key pairs Y6/Z6 and Y7/Z7.`, name, rq, 8+4*rq-1))
 	a.I("SHRQ", "$3, R10")
 	a.Label(name + "_gd")
 	for r := 0; r < rq; r++ {
-		a.I("VBROADCASTF64X4", qaddr(r)+", "+qz(r))
+		a.I("VMOVUPS", qaddr(r)+", "+qz(r))
 	}
 	for c := 0; c < 4; c++ {
 		t := 6 + c%2
@@ -113,7 +118,7 @@ Z0.., key pairs Y6/Z6 and Y7/Z7.`, name, rq, 8+4*rq-1))
 	}
 	a.I("ADDQ", "$16, R11")
 	a.I("ADDQ", "$16, R12")
-	a.I("ADDQ", "$32, AX")
+	a.I("ADDQ", "$64, AX")
 	a.I("DECQ", "R10")
 	a.I("JNZ", name+"_gd")
 	// Per query: h1 = hadd(P0, P1), h2 = hadd(P2, P3) lane-wise as
@@ -148,6 +153,30 @@ Z0.., key pairs Y6/Z6 and Y7/Z7.`, name, rq, 8+4*rq-1))
 	a.I("JMP", name+"_group")
 	a.Blank()
 	a.Label(name + "_done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// dupZ writes dupF32AVX512(dst, src *float32, n int): for each 8-float
+// piece of src (n a positive multiple of 8), the piece twice at dst: the
+// doubled queries scoresF16Z reads with one ZMM load.
+func dupZ(a *Asm) {
+	a.Blank()
+	a.Comment(`func dupF32AVX512(dst, src *float32, n int)
+Each 8-float piece of src written twice into dst (see dupZ in
+internal/asmgen/flashz.go). DI dst, SI src, CX pieces left, Z0 the piece.`)
+	a.Raw("TEXT ·dupF32AVX512(SB), NOSPLIT, $0-24")
+	a.I("MOVQ", "dst+0(FP), DI")
+	a.I("MOVQ", "src+8(FP), SI")
+	a.I("MOVQ", "n+16(FP), CX")
+	a.I("SHRQ", "$3, CX")
+	a.Label("dupF32AVX512_loop")
+	a.I("VBROADCASTF64X4", "(SI), Z0")
+	a.I("VMOVUPS", "Z0, (DI)")
+	a.I("ADDQ", "$32, SI")
+	a.I("ADDQ", "$64, DI")
+	a.I("DECQ", "CX")
+	a.I("JNZ", "dupF32AVX512_loop")
 	a.I("VZEROUPPER")
 	a.I("RET")
 }
