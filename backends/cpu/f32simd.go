@@ -38,6 +38,13 @@ type f32Tier struct {
 	// count, a pass takes fewer); the merge of its block
 	// partials; the rounding of its queries through f16.
 	dotsHT []func(sc *float32, scs int, k *byte, kstride, n int, q *float32, hd int)
+	// dotsHZ are the wider score tiles (AVX-512: two keys per ZMM, keys
+	// in groups of eight, n a multiple of 8), indexed by queries per pass
+	// minus one, reading the queries doubled by dupQ (each 8-float piece
+	// twice); nil on a tier without them. scoresHT gives them the groups of
+	// eight of each chunk and dotsHT the rest.
+	dotsHZ []func(sc *float32, scs int, k *byte, kstride, n int, qd *float32, hd int)
+	dupQ   func(dst, src *float32, n int)
 	mergeB func(y, o, w *float32, nb, hd int, sum float32)
 	// vrows is how many value rows vaccHQ sweeps for every pass of queries
 	// and every column block before moving on, the sums stored and
@@ -180,8 +187,9 @@ func (t *f32Tier) vaccH(o []float32, v []byte, vstride int, p []float32, hd int)
 // r < nq, j < n (k_j the hd halves at k[2*j*kstride:]), hd a positive
 // multiple of 8: the rows in chunks of flashKeyChunk (in L1 while every
 // pass of queries reads them), each converted piece of a key feeding the
-// queries of a pass.
-func (t *f32Tier) scoresHT(sc []float32, scs int, k []byte, kstride, n int, q []float32, nq, hd int) {
+// queries of a pass. qd is scratch of 2·nq·hd floats for the doubled
+// queries of the tier's wider tiles (with less, only dotsHT run).
+func (t *f32Tier) scoresHT(sc []float32, scs int, k []byte, kstride, n int, q []float32, nq, hd int, qd []float32) {
 	if n <= 0 || nq <= 0 {
 		return
 	}
@@ -191,14 +199,29 @@ func (t *f32Tier) scoresHT(sc []float32, scs int, k []byte, kstride, n int, q []
 	_ = sc[(nq-1)*scs+n-1]
 	_ = q[:nq*hd]
 	_ = k[:2*((n-1)*kstride+hd)]
+	wide := len(t.dotsHZ) > 0 && len(qd) >= 2*nq*hd && n >= 8
+	if wide {
+		t.dupQ(&qd[0], &q[0], nq*hd)
+	}
 	for j0 := 0; j0 < n; j0 += flashKeyChunk {
 		c := min(flashKeyChunk, n-j0)
-		for r := 0; r < nq; {
+		c8 := 0
+		if wide {
+			// Passes of as even a size as the kernels allow.
+			c8 = c &^ 7
+			np := (nq + len(t.dotsHZ) - 1) / len(t.dotsHZ)
+			for r, p := 0, 0; c8 > 0 && r < nq; p++ {
+				m := (nq - r + np - p - 1) / (np - p)
+				t.dotsHZ[m-1](&sc[r*scs+j0], scs, &k[2*j0*kstride], kstride, c8, &qd[2*r*hd], hd)
+				r += m
+			}
+		}
+		for r := 0; c8 < c && r < nq; {
 			m := min(len(t.dotsHT), nq-r)
 			for t.dotsHT[m-1] == nil {
 				m--
 			}
-			t.dotsHT[m-1](&sc[r*scs+j0], scs, &k[2*j0*kstride], kstride, c, &q[r*hd], hd)
+			t.dotsHT[m-1](&sc[r*scs+j0+c8], scs, &k[2*(j0+c8)*kstride], kstride, c-c8, &q[r*hd], hd)
 			r += m
 		}
 	}

@@ -555,7 +555,7 @@ sw_done:
 	RET
 
 // func expF32(y, x *float32, n int)
-// y[i] = ggmlf32.ExpF(x[i]) for i < n (for tests).
+// y[i] = ggmlf32.ExpF(x[i]) for i < n (the tests; flashMerge's block weights).
 TEXT ·expF32(SB), NOSPLIT, $0-24
 	EXPCONST
 	MOVQ y+0(FP), DI

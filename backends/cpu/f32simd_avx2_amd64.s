@@ -720,7 +720,7 @@ sw2_done:
 	RET
 
 // func expF32AVX2(y, x *float32, n int)
-// y[i] = ggmlf32.ExpF(x[i]) for i < n (for tests); the tail's lane mask
+// y[i] = ggmlf32.ExpF(x[i]) for i < n (the tests; flashMerge's block weights); the tail's lane mask
 // in Y7.
 TEXT ·expF32AVX2(SB), NOSPLIT, $0-24
 	EXPCONST2

@@ -51,7 +51,8 @@ import (
 // keeps its own float order above; only the loops over queries are moved
 // inside the loops over rows. flashDot's eight lanes (one YMM register)
 // let the score tiles hold 4 keys × 3 queries of accumulators and reduce
-// four of them at once; S_b's order is that of the non-flash softmax's sum,
+// four of them at once; the AVX-512 tier's tiles (flashz_amd64.s) hold two
+// keys' lanes per ZMM register, 8 keys × up to 6 queries; S_b's order is that of the non-flash softmax's sum,
 // which the exp kernel computes on the way.
 //
 // Over a q8_0 cache the same run structure holds (flashBlocksQ8): the
@@ -79,6 +80,7 @@ type flashScratch struct {
 	x             []float32 // tile·group·FlashBlock: one block's scores, then probabilities, per query
 	cnt           []int     // tile: rows of the block per token of a run
 	qf            []float32 // tile·group·headDim: queries rounded through f16
+	qd            []float32 // tile·group·2·headDim: a run's queries doubled for the AVX-512 score tiles
 	qb            []byte    // tile·group·headDim/32 Q8_0 blocks: queries quantized for a q8_0 cache
 	o             []float32 // tile·group·nb·headDim: the partials o_b of each (token, query head)
 	m, s          []float32 // tile·group·nb: m_b, S_b
@@ -115,6 +117,7 @@ func (f *flashScratch) grow(tile int) {
 	f.x = make([]float32, tile*f.group*FlashBlock)
 	f.cnt = make([]int, tile)
 	f.qf = make([]float32, tile*f.group*f.hd)
+	f.qd = make([]float32, 2*tile*f.group*f.hd)
 	f.qb = make([]byte, tile*f.group*q8Bytes(f.hd))
 	f.o = make([]float32, tile*f.group*f.nb*f.hd)
 	f.m = make([]float32, tile*f.group*f.nb)
@@ -370,7 +373,7 @@ func flashBlocksF16(fs *flashScratch, k, v faCache, col, j0, b int, q []float32,
 	kb := k.b[2*(j0*k.width+col):]
 	tier := f32k
 	if tier != nil && hd%8 == 0 {
-		tier.scoresHT(x, FB, kb, k.width, cmax, q, nq, hd)
+		tier.scoresHT(x, FB, kb, k.width, cmax, q, nq, hd, fs.qd)
 	} else {
 		scoresF16Q(x, FB, kb, k.width, cmax, q, nq, hd, s.row[:hd])
 	}
@@ -461,11 +464,22 @@ func flashMerge(y, acc, w, o, m, S []float32) {
 		}
 	}
 	var sum float32
-	for b, mb := range m {
-		w[b] = ggmlf32.ExpF(mb - M)
+	tier := f32k
+	if tier != nil {
+		// The weights through the tier's exp kernel (ggmlf32.ExpF's bits).
+		for b, mb := range m {
+			w[b] = mb - M
+		}
+		tier.expRow(w, w)
+	} else {
+		for b, mb := range m {
+			w[b] = ggmlf32.ExpF(mb - M)
+		}
+	}
+	for b := range m {
 		sum += float32(w[b] * S[b])
 	}
-	if tier := f32k; tier != nil && hd%8 == 0 {
+	if tier != nil && hd%8 == 0 {
 		tier.merge(y, o, w, hd, sum)
 		return
 	}
@@ -525,7 +539,7 @@ func FlashBlockPartial(p *FlashPartials, q []float32, kc, vc *KVCache, pos int32
 	qt := q[kh*G*hd : (kh+1)*G*hd]
 	// A view of the shared partials as the scratch flashBlocksF16 and
 	// flashBlocksQ8 write: query heads kh·G.. at rows 0.. of p.
-	view := flashScratch{nb: p.nb, group: G, hd: hd, x: fs.x, cnt: fs.cnt,
+	view := flashScratch{nb: p.nb, group: G, hd: hd, x: fs.x, cnt: fs.cnt, qd: fs.qd,
 		o: p.o[kh*G*p.nb*hd:], m: p.m[kh*G*p.nb:], s: p.s[kh*G*p.nb:]}
 	if k.q8 {
 		qb := fs.qb[:G*q8Bytes(hd)]

@@ -308,8 +308,8 @@ func TestFlashMultiQueryKernels(t *testing.T) {
 				t.Skip(tier.name + " float32 kernels unavailable: " + tier.why)
 			}
 			for _, hd := range []int{8, 24, 64, 128, 136, 192, 256} {
-				for _, nq := range []int{1, 2, 3, 4, 5, 7, 8, 9, 17} {
-					for _, n := range []int{1, 2, 3, 4, 5, 8, 33, 64, 67, 130} {
+				for _, nq := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 17} {
+					for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 33, 64, 67, 71, 130} {
 						kstride := 3*hd + 16
 						k := f16s((n-1)*kstride + hd)
 						q := f32s(nq * hd)
@@ -317,8 +317,13 @@ func TestFlashMultiQueryKernels(t *testing.T) {
 						want := make([]float32, nq*scs)
 						got := make([]float32, nq*scs)
 						scoresF16Q(want, scs, k, kstride, n, q, nq, hd, make([]float32, hd))
-						tier.scoresHT(got, scs, k, kstride, n, q, nq, hd)
-						sameBits(t, fmt.Sprintf("scores hd %d nq %d n %d", hd, nq, n), got, want)
+						// With the doubled queries' scratch (the wider
+						// tiles, where the tier has them) and without.
+						for _, qd := range [][]float32{make([]float32, 2*nq*hd), nil} {
+							clear(got)
+							tier.scoresHT(got, scs, k, kstride, n, q, nq, hd, qd)
+							sameBits(t, fmt.Sprintf("scores hd %d nq %d n %d scratch %d", hd, nq, n, len(qd)), got, want)
+						}
 					}
 				}
 			}
@@ -432,7 +437,9 @@ func TestFlashBlockSplit(t *testing.T) {
 
 // BenchmarkFlashScores is one flash block's scores (256 keys of an f16
 // cache, head size 128, Qwen3-0.6B's cache row width) for nq queries: the
-// decode G = 2 and prefill tiles of 2 and 4 tokens × 2 heads.
+// decode G = 2, prefill tiles of 2 and 4 tokens × 2 heads, and of 4 tokens
+// × 4 heads (Qwen3-4B's and Llama-3.1-8B's G); nq 6 is one full pass of the
+// AVX-512 tiles.
 func BenchmarkFlashScores(b *testing.B) {
 	r := rand.New(rand.NewPCG(81, 82))
 	const n, hd, kstride = FlashBlock, 128, 8 * 128
@@ -442,18 +449,19 @@ func BenchmarkFlashScores(b *testing.B) {
 		k[i], k[i+1] = byte(h), byte(h>>8)
 	}
 	for _, tier := range f32Tiers {
-		for _, nq := range []int{2, 4, 8} {
+		for _, nq := range []int{2, 4, 6, 8, 16} {
 			q := make([]float32, nq*hd)
 			for i := range q {
 				q[i] = float32(r.NormFloat64())
 			}
 			sc := make([]float32, nq*n)
+			qd := make([]float32, 2*nq*hd)
 			b.Run(fmt.Sprintf("%s/nq%d", tier.name, nq), func(b *testing.B) {
 				if !tier.ok {
 					b.Skip(tier.why)
 				}
 				for b.Loop() {
-					tier.scoresHT(sc, n, k, kstride, n, q, nq, hd)
+					tier.scoresHT(sc, n, k, kstride, n, q, nq, hd, qd)
 				}
 			})
 		}

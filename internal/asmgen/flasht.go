@@ -12,9 +12,8 @@ import "fmt"
 // lane l the FMA chain over d ≡ l (mod 8) in increasing d from +0, then
 // ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) — which the VHADDPS tree computes
 // for each of the four accumulators at once. AVX2 instructions only (VEX):
-// the AVX-512 tier runs the same kernels. (ZMM kernels holding two queries'
-// lanes per register were faster on L2-resident blocks but slower on a
-// cache that is not, BenchmarkPrefillDepth d4096, and were dropped.)
+// the AVX-512 tier runs them for the keys past its ZMM tiles' groups of
+// eight (flashz.go, two keys' lanes per ZMM register).
 func init() {
 	register("flasht_amd64.s", "!purego", func(a *Asm) {
 		a.Blank()
