@@ -156,14 +156,25 @@ func smallLegacy(ks [7]smallAsm, wts int) GemmFunc {
 	}
 }
 
-// smallZByM returns the GemmFunc that runs f, or g for M ≥ gFrom rows.
-func smallZByM(f, g GemmFunc, gFrom int) GemmFunc {
+// smallZWRecordBudget bounds the records of a call of the two-weight-row
+// kernels: each 4-row step reads all of them (32 loads of 64 bytes per
+// block at M=8), so they must stay in L1 (48 KiB on Zen 5). Past it they
+// lose to zmm2 (BenchmarkSmallM Q5_0 M=8, cpu-ns per weight row, medians
+// of 3, zmm2 / zmmw: K=1024 (36 KiB of records) 77 / 70, K=1536 (54 KiB)
+// 132 / 159, K=2048 125 / 229, K=4864 394 / 487; M=6 K=1536 (42 KiB)
+// 97 / 93).
+const smallZWRecordBudget = 40 << 10
+
+// smallZWFit returns the GemmFunc that runs zw, the two-weight-row
+// kernels, when their records fit smallZWRecordBudget and M < z2From, and
+// z2 otherwise.
+func smallZWFit(zw, z2 GemmFunc, z2From int) GemmFunc {
 	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
-		if M >= gFrom {
-			g(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+		if M >= z2From || K/32*smallZWRecordBytes(M) > smallZWRecordBudget {
+			z2(K, w, wrb, act, arb, M, y, ldy, n0, n1)
 			return
 		}
-		f(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+		zw(K, w, wrb, act, arb, M, y, ldy, n0, n1)
 	}
 }
 
@@ -217,7 +228,8 @@ func init() {
 	// 37.2, 49.7 -> 45.9, 61.9 -> 50.5, 62.4 -> 57.7, 75.8 -> 63.2,
 	// 76.7 -> 70.1; Q4_0 29.6 -> 26.3, 40.8 -> 32.4, 41.4 -> 39.5, 54.1
 	// -> 46.5, 55.6 -> 54.1, 67.4 -> 57.9, but M=8 67.2 -> 70.1, where
-	// Q4_0 keeps zmm2; in qwen2-0.5b's batched step of 8 sequences the
+	// Q4_0 keeps zmm2; and only while their records fit in L1, see
+	// smallZWRecordBudget; in qwen2-0.5b's batched step of 8 sequences the
 	// Q5_0 kernel's CPU time fell 8%, 3.92 -> 3.61 s per profile, medians
 	// of 3 alternated runs). Q8_0 keeps zmm2: its zmmw ran 7-9% slower at
 	// M=8 in L2 and 10% slower in the model (the head), where it saves
@@ -227,10 +239,12 @@ func init() {
 		switch {
 		case hasVNNI && t == quant.Q8_0:
 			registerSmall(t, "avx512vnni", 8, smallZGemm(smallZ[t].k, wts, smallZ[t].c))
-		case hasVNNI && t == quant.Q4_0:
-			registerSmall(t, "avx512vnni", 8, smallZByM(smallZWGemm(smallZW[t], wts, smallZ[t].c), smallZGemm(smallZ[t].k, wts, smallZ[t].c), 8))
 		case hasVNNI:
-			registerSmall(t, "avx512vnni", 8, smallZWGemm(smallZW[t], wts, smallZ[t].c))
+			z2From := 9
+			if t == quant.Q4_0 {
+				z2From = 8
+			}
+			registerSmall(t, "avx512vnni", 8, smallZWFit(smallZWGemm(smallZW[t], wts, smallZ[t].c), smallZGemm(smallZ[t].k, wts, smallZ[t].c), z2From))
 		default:
 			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, wts))
 		}

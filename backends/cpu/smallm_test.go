@@ -95,23 +95,26 @@ func TestSmallMDispatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		const N = 37
-		K := 2 * 256
-		w, wrb := rowTestWeights(t, r, wt, N, K, 0)
-		arb := k.ActRowBytes(K)
-		for M := 1; M <= 9; M++ {
-			x := make([]float32, M*K)
-			for m := 0; m < M; m++ {
-				copy(x[m*K:], kqRandRow(r, K, m%3))
-			}
-			act := make([]byte, M*arb)
-			k.QuantizeRows(x, K, 0, M, act)
-			y := make([]float32, M*N)
-			k.Run(K, w, act, M, y, N, 3, N)
-			for m := 0; m < M; m++ {
-				for n := 3; n < N; n++ {
-					want := quant.DotFor(wt)(K, w[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
-					if math.Float32bits(y[m*N+n]) != math.Float32bits(want) {
-						t.Fatalf("%s M=%d: y[%d][%d] = %v, oracle %v", wt, M, m, n, y[m*N+n], want)
+		// K=4864: the two-weight-row kernels' records no longer fit
+		// smallZWRecordBudget at any M and zmm2 runs instead.
+		for _, K := range []int{2 * 256, 19 * 256} {
+			w, wrb := rowTestWeights(t, r, wt, N, K, 0)
+			arb := k.ActRowBytes(K)
+			for M := 1; M <= 9; M++ {
+				x := make([]float32, M*K)
+				for m := 0; m < M; m++ {
+					copy(x[m*K:], kqRandRow(r, K, m%3))
+				}
+				act := make([]byte, M*arb)
+				k.QuantizeRows(x, K, 0, M, act)
+				y := make([]float32, M*N)
+				k.Run(K, w, act, M, y, N, 3, N)
+				for m := 0; m < M; m++ {
+					for n := 3; n < N; n++ {
+						want := quant.DotFor(wt)(K, w[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
+						if math.Float32bits(y[m*N+n]) != math.Float32bits(want) {
+							t.Fatalf("%s K=%d M=%d: y[%d][%d] = %v, oracle %v", wt, K, M, m, n, y[m*N+n], want)
+						}
 					}
 				}
 			}
