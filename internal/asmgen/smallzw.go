@@ -42,7 +42,9 @@ import (
 // (1152 bytes per block at M = 8): Q5_0 and Q4_0 gain (BenchmarkSmallM
 // M=8 Q5_0 77 -> 70 cpu-ns per weight row, in the model's batched step
 // 8% less CPU), Q8_0 loses 7-10% and keeps smallz.go's kernels (the
-// dispatch in backends/cpu/smallm_amd64.go). Loading each activation
+// dispatch in backends/cpu/smallm_amd64.go) — and Q5_0/Q4_0 gain only
+// while the records stay in L1 (K ≤ 1120 at M = 8; the dispatch falls back
+// to smallz.go's kernels past smallZWRecordBudget). Loading each activation
 // row's quants once into a register instead (one more instruction, half
 // the loads) or its offsets once for both pairs measured no better.
 //
