@@ -72,7 +72,7 @@ type smallKZKind struct {
 
 var smallKZ = map[quant.Type]smallKZKind{
 	quant.Q4_K: {144, 16, 128, true, [7]smallKAsm{smzQ4Kx2, smzQ4Kx3, smzQ4Kx4, smzQ4Kx5, smzQ4Kx6, smzQ4Kx7, smzQ4Kx8}},
-	quant.Q6_K: {210, 32, 576, false, [7]smallKAsm{smzQ6Kx2, smzQ6Kx3, smzQ6Kx4, smzQ6Kx5, smzQ6Kx6, smzQ6Kx7, smzQ6Kx8}},
+	quant.Q6_K: {210, 32, 64, false, [7]smallKAsm{smzQ6Kx2, smzQ6Kx3, smzQ6Kx4, smzQ6Kx5, smzQ6Kx6, smzQ6Kx7, smzQ6Kx8}},
 }
 
 // smallKZRecords fills p with the records of M Q8_K activation rows (arb

@@ -156,6 +156,28 @@ func smallLegacy(ks [7]smallAsm, wts int) GemmFunc {
 	}
 }
 
+// smallZWRecordBudget bounds the records of a call of the two-weight-row
+// kernels: each 4-row step reads all of them (32 loads of 64 bytes per
+// block at M=8), so they must stay in L1 (48 KiB on Zen 5). Past it they
+// lose to zmm2 (BenchmarkSmallM Q5_0 M=8, cpu-ns per weight row, medians
+// of 3, zmm2 / zmmw: K=1024 (36 KiB of records) 77 / 70, K=1536 (54 KiB)
+// 132 / 159, K=2048 125 / 229, K=4864 394 / 487; M=6 K=1536 (42 KiB)
+// 97 / 93).
+const smallZWRecordBudget = 40 << 10
+
+// smallZWFit returns the GemmFunc that runs zw, the two-weight-row
+// kernels, when their records fit smallZWRecordBudget and M < z2From, and
+// z2 otherwise.
+func smallZWFit(zw, z2 GemmFunc, z2From int) GemmFunc {
+	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+		if M >= z2From || K/32*smallZWRecordBytes(M) > smallZWRecordBudget {
+			z2(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+			return
+		}
+		zw(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+	}
+}
+
 // smallKernelEntry is one small-M kernel of smallKernelTable: its weight
 // type, tier, a name for tests and benchmarks, and its GemmFunc.
 type smallKernelEntry struct {
@@ -173,7 +195,8 @@ func smallKernelTable() []smallKernelEntry {
 		wts := smallAVX2[t].wts
 		r = append(r,
 			smallKernelEntry{t, "avx2", "avx2", smallLegacy(smallAVX2[t].k, wts)},
-			smallKernelEntry{t, "avx512vnni", "zmm2", smallZGemm(smallZ[t].k, wts, smallZ[t].c)})
+			smallKernelEntry{t, "avx512vnni", "zmm2", smallZGemm(smallZ[t].k, wts, smallZ[t].c)},
+			smallKernelEntry{t, "avx512vnni", "zmmw", smallZWGemm(smallZW[t], wts, smallZ[t].c)})
 	}
 	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
 		r = append(r, smallKernelEntry{t, "avx2", "avx2", smallKGemm(smallKAVX2[t])},
@@ -198,12 +221,32 @@ func init() {
 	// busy machine, GEMM -> ZMM: Q8_0 M=2 41 -> 33, M=4 94 -> 50, M=8
 	// 156 -> 83; Q5_0 66 -> 51, 106 -> 62, 152 -> 87; with the weights
 	// out of cache, as a model's are, the GEMM's M=8 is 200-230 and
-	// these stay at 72-83 thanks to their prefetch).
+	// these stay at 72-83 thanks to their prefetch); and for Q5_0 and
+	// Q4_0 the ones with two weight rows per register
+	// (smallzw_amd64.go; BenchmarkSmallM K=1024, cpu-ns per weight row,
+	// medians of 3, zmm2 -> zmmw, M = 2..8: Q5_0 37.9 -> 30.9, 50.1 ->
+	// 37.2, 49.7 -> 45.9, 61.9 -> 50.5, 62.4 -> 57.7, 75.8 -> 63.2,
+	// 76.7 -> 70.1; Q4_0 29.6 -> 26.3, 40.8 -> 32.4, 41.4 -> 39.5, 54.1
+	// -> 46.5, 55.6 -> 54.1, 67.4 -> 57.9, but M=8 67.2 -> 70.1, where
+	// Q4_0 keeps zmm2; and only while their records fit in L1, see
+	// smallZWRecordBudget; in qwen2-0.5b's batched step of 8 sequences the
+	// Q5_0 kernel's CPU time fell 8%, 3.92 -> 3.61 s per profile, medians
+	// of 3 alternated runs). Q8_0 keeps zmm2: its zmmw ran 7-9% slower at
+	// M=8 in L2 and 10% slower in the model (the head), where it saves
+	// fewer instructions (Q8_0 has no nibbles to unpack).
 	for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
-		if hasVNNI {
-			registerSmall(t, "avx512vnni", 8, smallZGemm(smallZ[t].k, smallAVX2[t].wts, smallZ[t].c))
-		} else {
-			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, smallAVX2[t].wts))
+		wts := smallAVX2[t].wts
+		switch {
+		case hasVNNI && t == quant.Q8_0:
+			registerSmall(t, "avx512vnni", 8, smallZGemm(smallZ[t].k, wts, smallZ[t].c))
+		case hasVNNI:
+			z2From := 9
+			if t == quant.Q4_0 {
+				z2From = 8
+			}
+			registerSmall(t, "avx512vnni", 8, smallZWFit(smallZWGemm(smallZW[t], wts, smallZ[t].c), smallZGemm(smallZ[t].k, wts, smallZ[t].c), z2From))
+		default:
+			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, wts))
 		}
 	}
 	// The K-quants: their row kernels per activation row (measured at

@@ -95,23 +95,26 @@ func TestSmallMDispatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		const N = 37
-		K := 2 * 256
-		w, wrb := rowTestWeights(t, r, wt, N, K, 0)
-		arb := k.ActRowBytes(K)
-		for M := 1; M <= 9; M++ {
-			x := make([]float32, M*K)
-			for m := 0; m < M; m++ {
-				copy(x[m*K:], kqRandRow(r, K, m%3))
-			}
-			act := make([]byte, M*arb)
-			k.QuantizeRows(x, K, 0, M, act)
-			y := make([]float32, M*N)
-			k.Run(K, w, act, M, y, N, 3, N)
-			for m := 0; m < M; m++ {
-				for n := 3; n < N; n++ {
-					want := quant.DotFor(wt)(K, w[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
-					if math.Float32bits(y[m*N+n]) != math.Float32bits(want) {
-						t.Fatalf("%s M=%d: y[%d][%d] = %v, oracle %v", wt, M, m, n, y[m*N+n], want)
+		// K=4864: the two-weight-row kernels' records no longer fit
+		// smallZWRecordBudget at any M and zmm2 runs instead.
+		for _, K := range []int{2 * 256, 19 * 256} {
+			w, wrb := rowTestWeights(t, r, wt, N, K, 0)
+			arb := k.ActRowBytes(K)
+			for M := 1; M <= 9; M++ {
+				x := make([]float32, M*K)
+				for m := 0; m < M; m++ {
+					copy(x[m*K:], kqRandRow(r, K, m%3))
+				}
+				act := make([]byte, M*arb)
+				k.QuantizeRows(x, K, 0, M, act)
+				y := make([]float32, M*N)
+				k.Run(K, w, act, M, y, N, 3, N)
+				for m := 0; m < M; m++ {
+					for n := 3; n < N; n++ {
+						want := quant.DotFor(wt)(K, w[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
+						if math.Float32bits(y[m*N+n]) != math.Float32bits(want) {
+							t.Fatalf("%s K=%d M=%d: y[%d][%d] = %v, oracle %v", wt, K, M, m, n, y[m*N+n], want)
+						}
 					}
 				}
 			}
@@ -124,7 +127,8 @@ func TestSmallMDispatch(t *testing.T) {
 // ffn_down) against M = 1, 2, 4, 8 activation rows, through MatMul.Run
 // (the path the dispatch chooses: "run") and, for types with them, the
 // installed small-M kernel called directly ("small"), every small-M
-// kernel of smallKernelTable the CPU can run (by name: "avx2", "zmm2"),
+// kernel of smallKernelTable the CPU can run (by name: "avx2", "zmm2",
+// "zmmw"),
 // and the GEMM ("gemm") and row-kernel loop ("rows").
 // ns/row is per weight row (all M outputs of it); cpu-ns/row the same in
 // the thread's CPU time (robust to other processes). The weights (under
@@ -182,7 +186,7 @@ func BenchmarkSmallM(b *testing.B) {
 						}
 					}
 				}
-				for _, p := range []string{"run", "small", "avx2", "zmm2", "gemm", "rows"} {
+				for _, p := range []string{"run", "small", "avx2", "zmm2", "zmmw", "gemm", "rows"} {
 					f := paths[p]
 					if f == nil {
 						continue
@@ -236,6 +240,46 @@ func TestSmallZRecords(t *testing.T) {
 					if want[i] != got[i] {
 						t.Fatalf("M=%d nb=%d c=%d: record byte %d (block %d, offset %d) = %#02x, want %#02x",
 							M, nb, c, i, i/(64+64*mp), i%(64+64*mp), got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSmallZWRecords checks the record builders of the ZMM kernels with
+// two weight rows per register (asm) against smallZWRecords (Go) for every
+// M and offset factor, on raw activation bytes (any quant, -128 included;
+// any finite f16 scale).
+func TestSmallZWRecords(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("the AVX-512 VNNI tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it")
+	}
+	r := rand.New(rand.NewPCG(81, 82))
+	for M := 2; M <= 8; M++ {
+		for _, nb := range []int{1, 3, 28} {
+			for _, c := range []int32{128, 16, 8} {
+				arb := nb*34 + 6
+				act := make([]byte, M*arb)
+				for i := range act {
+					act[i] = byte(r.Uint32())
+				}
+				for j := 0; j < M; j++ {
+					for b := 0; b < nb; b++ {
+						act[j*arb+b*34+1] &^= 0x40 // a finite scale: VCVTPH2PS quiets NaNs, the table does not
+					}
+				}
+				bs := smallZWRecordBytes(M)
+				want, got := make([]byte, nb*bs), make([]byte, nb*bs)
+				for i := range got {
+					got[i] = 0xAA
+				}
+				smallZWRecords(want, act, arb, nb, M, c)
+				smallZWRecordsAsm[M-2](&got[0], &act[0], arb, nb, int(c))
+				for i := range want {
+					if want[i] != got[i] {
+						t.Fatalf("M=%d nb=%d c=%d: record byte %d (block %d, offset %d) = %#02x, want %#02x",
+							M, nb, c, i, i/bs, i%bs, got[i], want[i])
 					}
 				}
 			}

@@ -37,11 +37,16 @@ import (
 //	Q4_K (128 bytes): 0..31 the 8 sub-block scales as dwords (s, s);
 //	  32..47 the mins as words; 64..95 d_w·d_a of the rows; 96..127
 //	  dmin_w·d_a (smallKHeaderQ4K, then the scale dwords).
-//	Q6_K (576 bytes): 0..511 per quarter g = 4n+i (32 elements, scales
-//	  sc[2g] for its first 16 and sc[2g+1] for the next) 64 bytes: dwords
-//	  (sc[2g], sc[2g]) in lanes 0..3 and 8..11, (sc[2g+1], sc[2g+1]) in
-//	  4..7 and 12..15; 512..543 the 16 scales as words (the bsums term);
-//	  544..575 d_w·d_a of the rows.
+//	Q6_K (64 bytes): 0..31 the 16 scales as words (the bsums term);
+//	  32..63 d_w·d_a of the rows. Each quarter's scale vector (g = 4n+i,
+//	  32 elements, scales sc[2g] for its first 16 and sc[2g+1] for the
+//	  next: dwords (sc[2g], sc[2g]) in lanes 0..3 and 8..11, (sc[2g+1],
+//	  sc[2g+1]) in 4..7 and 12..15) is made in the main pass, a VPSHUFB
+//	  of the 16 scale bytes (Y23, both 128-bit lanes) and a VPMOVSXBW:
+//	  storing the eight in the header pass for the main pass to load
+//	  (512 bytes per super-block and weight row) made the kernels 15-20%
+//	  slower (K=4864, M=8: 405-415 -> 341-355 cpu-ns per weight row,
+//	  alternated runs).
 //
 // Per super-block and row pair the float steps of each half are the
 // oracle's for its row: acc = FMA(cvt(sumi), d_w·d_a, acc) (a masked FMA
@@ -53,7 +58,8 @@ import (
 // Registers: Z0..Z7 the int32 sums of the pairs (two chains per pair,
 // four for one pair: pair q's chain c in Z(np·c+q)), Z20 and Z21 the
 // weight values (Q4_K: a chunk's two sub-blocks; Q6_K: Z20 a quarter), Z22
-// the scale vector, Z8..Z10 Q6_K's ql, ql and qh, Z11 and Z12
+// the scale vector, Y23 Q6_K's 16 scale bytes in both 128-bit lanes,
+// Z8..Z10 Q6_K's ql, ql and qh, Z11 and Z12
 // temporaries, Z14 bytes 0x0F, Z15 bytes 0x30 (Q6_K), Z16..Z19 the pairs'
 // acc lanes, Y24..Y27 the pairs' mins lanes (Q4_K), Y28 the mins words in
 // both 128-bit lanes, K1 and K2 the low and high 8 lanes, K3 and K4 the
@@ -72,7 +78,7 @@ internal/asmgen/smallkz.go (the generator) and backends/cpu/smallkz_amd64.go
 (the Go side).`)
 	a.Blank()
 	smallKData(a)
-	// Q6_K header: VPSHUFB controls making, from the 16 scale bytes in
+	// Q6_K scale vectors: VPSHUFB controls making, from the 16 scale bytes in
 	// each 128-bit lane, bytes sc[2g] ×8 then sc[2g+1] ×8 in each lane.
 	for g := 0; g < 8; g++ {
 		for o := 0; o < 32; o += 8 {
@@ -94,26 +100,20 @@ internal/asmgen/smallkz.go (the generator) and backends/cpu/smallkz_amd64.go
 // smallKZHdr is the header record size of the ZMM kernels.
 func smallKZHdr(k smallKKind) int {
 	if k.name == "Q6K" {
-		return 576
+		return 64
 	}
 	return 128
 }
 
 // smallKZHeaderQ6K writes the Q6_K header record (see the top comment) of
-// the super-block at SI, activation record at DI, to BX. Uses Y3, Y10, Z11.
+// the super-block at SI, activation record at DI, to BX. Uses Y10.
 func smallKZHeaderQ6K(a *Asm) {
-	a.I("VBROADCASTI128", "192(SI), Y3")
-	for g := 0; g < 8; g++ {
-		a.I("VPSHUFB", fmt.Sprintf("smkzQ6Sh<>+%d(SB), Y3, Y10", 32*g))
-		a.I("VPMOVSXBW", "Y10, Z11")
-		a.I("VMOVDQU64", fmt.Sprintf("Z11, %d(BX)", 64*g))
-	}
 	a.I("VPMOVSXBW", "192(SI), Y10")
-	a.I("VMOVDQU", "Y10, 512(BX)")
+	a.I("VMOVDQU", "Y10, 0(BX)")
 	a.I("VPBROADCASTW", "208(SI), X10")
 	a.I("VCVTPH2PS", "X10, Y10")
 	a.I("VMULPS", "(DI), Y10, Y10")
-	a.I("VMOVUPS", "Y10, 544(BX)")
+	a.I("VMOVUPS", "Y10, 32(BX)")
 }
 
 // genSmallKZ1 writes the kernel of type k for M activation rows.
@@ -225,6 +225,7 @@ func genSmallKZ1(a *Asm, k smallKKind, M int) {
 			dots(2*j+1, "Z21")
 		}
 	} else {
+		a.I("VBROADCASTI32X4", "192(SI), Y23")
 		for n := 0; n < 2; n++ {
 			a.I("VBROADCASTI64X4", fmt.Sprintf("%d(SI), Z8", 64*n))
 			a.I("VBROADCASTI64X4", fmt.Sprintf("%d(SI), Z9", 64*n+32))
@@ -256,7 +257,8 @@ func genSmallKZ1(a *Asm, k smallKKind, M int) {
 					hb = "Z10" // bits 4, 5 in place
 				}
 				a.I("VPTERNLOGD", "$0xF8, Z15, "+hb+", Z20") // Z20 |= hb & Z15
-				a.I("VMOVDQU64", fmt.Sprintf("%d(BX), Z22", 64*(4*n+i)))
+				a.I("VPSHUFB", fmt.Sprintf("smkzQ6Sh<>+%d(SB), Y23, Y22", 32*(4*n+i)))
+				a.I("VPMOVSXBW", "Y22, Z22")
 				dots(4*n+i, "Z20")
 			}
 		}
@@ -268,7 +270,7 @@ func genSmallKZ1(a *Asm, k smallKKind, M int) {
 	}
 	if !q4 {
 		// sumi -= 32·(sc·bsums).
-		a.I("VBROADCASTI64X4", "512(BX), Z22")
+		a.I("VBROADCASTI64X4", "0(BX), Z22")
 		for q := 0; q < np; q++ {
 			a.I("VPMADDWD", fmt.Sprintf("%d(DI), Z22, Z11", 32+64*q))
 			a.I("VPSLLD", "$5, Z11, Z11")
@@ -278,7 +280,7 @@ func genSmallKZ1(a *Asm, k smallKKind, M int) {
 	// The float steps of the super-block, per pair.
 	pOff := 64
 	if !q4 {
-		pOff = 544
+		pOff = 32
 	}
 	if q4 {
 		a.I("VBROADCASTI32X4", "32(BX), Y28")
