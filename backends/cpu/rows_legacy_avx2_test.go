@@ -221,8 +221,7 @@ var legacyStepRowCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 14, 16, 17, 23, 2
 // every position of a row within a step is covered; weights random,
 // all-max, all-min, all -128 and all 127 (scales random, with specials
 // for the random ones), activations random and extreme, rows of 1, 3, 28
-// (Qwen2.5's 896), 128 and 152 blocks (both sides of the Q8_0 kernels'
-// long-row switch).
+// (Qwen2.5's 896), 128 and 152 blocks (Qwen2.5's 4864).
 func TestLegacyRowsStepCounts(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 (or MINFER_NO_AVX2 set): the AVX2 kernels cannot run")

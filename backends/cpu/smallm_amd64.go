@@ -195,8 +195,10 @@ func smallKernelTable() []smallKernelEntry {
 		wts := smallAVX2[t].wts
 		r = append(r,
 			smallKernelEntry{t, "avx2", "avx2", smallLegacy(smallAVX2[t].k, wts)},
-			smallKernelEntry{t, "avx512vnni", "zmm2", smallZGemm(smallZ[t].k, wts, smallZ[t].c)},
-			smallKernelEntry{t, "avx512vnni", "zmmw", smallZWGemm(smallZW[t], wts, smallZ[t].c)})
+			smallKernelEntry{t, "avx512vnni", "zmm2", smallZGemm(smallZ[t].k, wts, smallZ[t].c)})
+		if zw, ok := smallZW[t]; ok {
+			r = append(r, smallKernelEntry{t, "avx512vnni", "zmmw", smallZWGemm(zw, wts, smallZ[t].c)})
+		}
 	}
 	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
 		r = append(r, smallKernelEntry{t, "avx2", "avx2", smallKGemm(smallKAVX2[t])},
