@@ -83,4 +83,16 @@ func BenchmarkElementWise(b *testing.B) {
 			RopeCols(x, 1, 896, pos, 64, 64, 1e6, 1, nil, true, 0, 896)
 		}
 	})
+	// Llama's NORMAL pairs over a prefill's rows (the angles cached)
+	xs := make([]float32, 64*896)
+	ps := make([]int32, 64)
+	for i := range ps {
+		ps[i] = int32(i)
+	}
+	var tab RopeTable
+	b.Run("rope-normal/64x14x64", func(b *testing.B) {
+		for b.Loop() {
+			RopeColsCached(xs, 64, 896, ps, 64, 64, 5e5, 1, nil, false, 0, 896, &tab, 1)
+		}
+	})
 }

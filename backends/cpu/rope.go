@@ -73,7 +73,7 @@ func RopeColsCached(x []float32, rows, cols int, pos []int32, headDim, ropeDims 
 				tab.cs, tab.sn = make([]float32, n), make([]float32, n)
 			}
 			cs, sn = tab.cs[:n], tab.sn[:n]
-		} else if neox && half <= ropeMaxHalf && rows == 1 {
+		} else if half <= ropeMaxHalf && rows == 1 {
 			var c1a, s1a [ropeMaxHalf]float32
 			cs, sn = c1a[:half], s1a[:half]
 		} else {
@@ -115,20 +115,15 @@ func RopeColsCached(x []float32, rows, cols int, pos []int32, headDim, ropeDims 
 			}
 		default:
 			for h := c0; h < c1; h += headDim {
-				for i := 0; i < half; i++ {
-					if ggmlf32.RopeNormalFused(i, half) {
-						row[h+2*i], row[h+2*i+1] = ggmlf32.RopePair(row[h+2*i], row[h+2*i+1], c[i], s[i])
-					} else {
-						row[h+2*i], row[h+2*i+1] = ggmlf32.RopePairUnfused(row[h+2*i], row[h+2*i+1], c[i], s[i])
-					}
-				}
+				ropeNormal(row[h:h+2*half], c, s, half)
 			}
 		}
 	}
 }
 
 // ropeMaxHalf bounds the NEOX pairs per head that take the vector path
-// (every real model's: head widths up to 512).
+// (every real model's: head widths up to 512), and the pairs whose angles
+// a one-row rotation keeps on the stack.
 const ropeMaxHalf = 256
 
 // ropeNeoxGo is ropeNeox (rope_amd64.go, rope_generic.go) for the pairs
@@ -136,5 +131,18 @@ const ropeMaxHalf = 256
 func ropeNeoxGo(x, c, s []float32, i0, half int) {
 	for i := i0; i < half; i++ {
 		x[i], x[i+half] = ggmlf32.RopePair(x[i], x[i+half], c[i], s[i])
+	}
+}
+
+// ropeNormalGo is ropeNormal (rope_amd64.go, rope_generic.go) for the
+// pairs i0..half-1, in Go: ggml's NORMAL loop rotates most pairs with FMA
+// contractions and its scalar remainder without (ggmlf32.RopeNormalFused).
+func ropeNormalGo(x, c, s []float32, i0, half int) {
+	for i := i0; i < half; i++ {
+		if ggmlf32.RopeNormalFused(i, half) {
+			x[2*i], x[2*i+1] = ggmlf32.RopePair(x[2*i], x[2*i+1], c[i], s[i])
+		} else {
+			x[2*i], x[2*i+1] = ggmlf32.RopePairUnfused(x[2*i], x[2*i+1], c[i], s[i])
+		}
 	}
 }

@@ -42,3 +42,55 @@ ropeloop:
 ropedone:
 	VZEROUPPER
 	RET
+
+// ropeNormalAVX2 rotates the adjacent pairs (x[2i], x[2i+1]) for i < n (n a
+// multiple of 8) by the angles whose cosines and sines are c[i], s[i], as
+// ggml's vectorized NORMAL loop (ggmlf32.RopePair, the fused pairs):
+// x0' = fma(x0, c, -(x1·s)) and x1' = fma(x0, s, x1·c), each product x1·s,
+// x1·c rounded to float32 first. Eight pairs a step, in two YMM registers of
+// four pairs: Y0/Y1 the pairs, Y2/Y3 [c s] interleaved per pair, Y4/Y5 [s c],
+// Y6/Y7 x0 duplicated, Y8/Y9 x1 duplicated, Y15 the sign of the even lanes.
+// Registers: AX x, BX c, CX s, R8 pairs left.
+
+// func ropeNormalAVX2(x *float32, c *float32, s *float32, n int)
+TEXT ·ropeNormalAVX2(SB), NOSPLIT, $0-32
+	MOVQ	x+0(FP), AX
+	MOVQ	c+8(FP), BX
+	MOVQ	s+16(FP), CX
+	MOVQ	n+24(FP), R8
+	TESTQ	R8, R8
+	JZ	normdone
+	MOVL	$0x80000000, R9
+	VMOVD	R9, X15
+	VPBROADCASTQ	X15, Y15
+normloop:
+	VMOVUPS	(BX), Y2
+	VMOVUPS	(CX), Y3
+	VUNPCKLPS	Y3, Y2, Y4
+	VUNPCKHPS	Y3, Y2, Y5
+	VPERM2F128	$0x20, Y5, Y4, Y2
+	VPERM2F128	$0x31, Y5, Y4, Y3
+	VPERMILPS	$0xB1, Y2, Y4
+	VPERMILPS	$0xB1, Y3, Y5
+	VMOVUPS	(AX), Y0
+	VMOVUPS	32(AX), Y1
+	VMOVSLDUP	Y0, Y6
+	VMOVSLDUP	Y1, Y7
+	VMOVSHDUP	Y0, Y8
+	VMOVSHDUP	Y1, Y9
+	VMULPS	Y4, Y8, Y8
+	VMULPS	Y5, Y9, Y9
+	VXORPS	Y15, Y8, Y8
+	VXORPS	Y15, Y9, Y9
+	VFMADD213PS	Y8, Y2, Y6
+	VFMADD213PS	Y9, Y3, Y7
+	VMOVUPS	Y6, (AX)
+	VMOVUPS	Y7, 32(AX)
+	ADDQ	$64, AX
+	ADDQ	$32, BX
+	ADDQ	$32, CX
+	SUBQ	$8, R8
+	JNZ	normloop
+normdone:
+	VZEROUPPER
+	RET

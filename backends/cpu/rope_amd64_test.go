@@ -51,3 +51,53 @@ func TestRopeNeoxAVX2(t *testing.T) {
 		})
 	}
 }
+
+// TestRopeNormalAVX2 calls the AVX2 NORMAL rotation directly (whatever the
+// dispatch chose) against ropeNormalGo, bit for bit, for every head
+// half-width up to 72 (the fused pairs eight at a time, the fused pairs
+// left over, the unfused remainder, and the narrow heads ggml never
+// vectorizes) and values of every magnitude.
+func TestRopeNormalAVX2(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("the CPU lacks AVX2/FMA/F16C (or MINFER_NO_AVX2 is set): ropeNormalAVX2 cannot run")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -3e38, 3e38, 1, -1, 1e-20}
+	for half := 1; half <= 72; half++ {
+		t.Run(fmt.Sprintf("half%d", half), func(t *testing.T) {
+			for rep := 0; rep < 20; rep++ {
+				x := make([]float32, 2*half)
+				c := make([]float32, half)
+				s := make([]float32, half)
+				for i := range x {
+					x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(12)-6)))
+					if r.IntN(8) == 0 {
+						x[i] = special[r.IntN(len(special))]
+					}
+				}
+				for i := range c {
+					a := r.Float64() * 100
+					c[i], s[i] = float32(math.Cos(a)), float32(math.Sin(a))
+				}
+				want := append([]float32(nil), x...)
+				ropeNormalGo(want, c, s, 0, half)
+				got := append([]float32(nil), x...)
+				ropeNormal(got, c, s, half)
+				n := 0
+				if half > 6 {
+					n = (half - half%4) &^ 7
+				}
+				direct := append([]float32(nil), x...)
+				if n > 0 {
+					ropeNormalAVX2(&direct[0], &c[0], &s[0], n)
+				}
+				ropeNormalGo(direct, c, s, n, half)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(direct[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("x[%d] = %v (direct %v), oracle %v (input %v)", i, got[i], direct[i], want[i], x[i])
+					}
+				}
+			}
+		})
+	}
+}
