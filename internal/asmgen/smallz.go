@@ -64,6 +64,21 @@ import (
 // four-row steps, an odd number of rows left runs the last weight row as
 // both rows of a two-row step and stores it once.
 //
+// Tried on the Q8_0 four-row loop at M=8 and not kept (2026-12-02, paired
+// in-process runs of the two kernels, 200 alternated rounds, medians of the
+// ratio; docs/PERFORMANCE.md, branch x8step): the weight scales one block
+// ahead (four merge-masked word broadcasts, one VCVTPH2PS, a VSHUFF32X4 per
+// row) 1.00-1.04x the time; the products as VMULPS of a broadcast d_w by
+// per-pair activation scales from the records or a register instead of
+// VPERMILPS 0.98-1.01x; VBROADCASTF32X2 of product pairs 0.99-1.01x; the
+// quants as VPDPBUSD's memory operand and the offsets loaded per row
+// instead of copied 0.99-1.02x; an f32 d_w table read by VMULPS's
+// embedded broadcast (simulated) 0.98-1.02x. Dropping instructions
+// outright (timing only: the 16 VPERMILPS, or the d_w broadcasts and
+// conversions) ran 0.86x, so the loop is bound by how many instructions
+// and uops it issues (about 114 per step in about 29 cycles), and every
+// replacement tried cost what it saved.
+//
 // Registers of the two-row loop (the four-row loop's: see smallZFour):
 // Z0..Z3 the pair accumulators of weight row A, Z4..Z7 of weight row B,
 // Z8 and Z9 A's and B's unsigned weights (the block in both halves),
