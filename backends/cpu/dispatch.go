@@ -19,6 +19,10 @@ var (
 	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
 		cpu.X86.HasAVX512DQ && os.Getenv("MINFER_NO_AVX512") == ""
 	hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
+	// hasAVXVNNI: the VEX-encoded VPDPBUSD on 256-bit registers (AVX-VNNI,
+	// without AVX-512), which the AVX2 tier's Q5_0 / Q4_0 decode row kernels
+	// use when the AVX-512 VNNI ones do not run; MINFER_NO_AVXVNNI=1 drops it.
+	hasAVXVNNI = hasAVX2 && cpu.X86.HasAVXVNNI && os.Getenv("MINFER_NO_AVXVNNI") == ""
 )
 
 // The arm64 tiers: base NEON (ASIMD, which every arm64 CPU has) and ARMv8.2
