@@ -13,7 +13,8 @@ import (
 // The amd64 instruction-set tiers a kernel may use, decided once at start-up from
 // the CPU's features. MINFER_NO_AVX512=1 drops the AVX-512 tier,
 // MINFER_NO_AVX2=1 drops every SIMD tier (the pure-Go kernels remain; they
-// are also what a `-tags purego` build uses everywhere).
+// are also what a `-tags purego` build uses everywhere), MINFER_NO_AVXVNNI=1
+// the AVX-VNNI row kernels of the AVX2 tier (hasAVXVNNI).
 var (
 	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C && os.Getenv("MINFER_NO_AVX2") == ""
 	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
