@@ -10,7 +10,10 @@
 #   --llama 'NAME=PATH [EXTRA ARGS]'   a llama-bench to compare with (repeatable), e.g.
 #                                      --llama 'llama.cpp=/opt/llama/build/bin/llama-bench'
 #                                      --llama 'ik_llama.cpp=/opt/ik/build/bin/llama-bench -rtr 1'
-#   --tier avx2|avx512|native          minfer's SIMD tier (avx2 sets MINFER_NO_AVX512=1); default native
+#   --tier avx2|avx2-novnni|avx512|native
+#                                      minfer's SIMD tier (avx2 sets MINFER_NO_AVX512=1, which on a CPU
+#                                      with AVX-VNNI keeps its Q5_0/Q4_0 row kernels; avx2-novnni also sets
+#                                      MINFER_NO_AVXVNNI=1, for llama builds without GGML_AVX_VNNI); default native
 #   --rounds N                         alternating rounds (minfer, then each llama-bench, N times); default 3
 #   --reps N                           repetitions inside each run (default 3)
 #   -p N / -n N                        prompt and generation lengths (default 512 / 128)
@@ -58,9 +61,10 @@ model=${args[0]:-}
 threads=("${args[@]:1}")
 [ ${#threads[@]} -gt 0 ] || threads=(1 2)
 case "$tier" in
-  avx2) export MINFER_NO_AVX512=1 ;;
-  avx512|native) unset MINFER_NO_AVX512 ;;
-  *) echo "compare-llama: --tier must be avx2, avx512 or native" >&2; exit 2 ;;
+  avx2) export MINFER_NO_AVX512=1; unset MINFER_NO_AVXVNNI ;;
+  avx2-novnni) export MINFER_NO_AVX512=1 MINFER_NO_AVXVNNI=1 ;;
+  avx512|native) unset MINFER_NO_AVX512 MINFER_NO_AVXVNNI ;;
+  *) echo "compare-llama: --tier must be avx2, avx2-novnni, avx512 or native" >&2; exit 2 ;;
 esac
 go build -o "$out/minfer" ./cmd/minfer
 go build -o "$out/minferc" ./cmd/minferc
@@ -84,7 +88,7 @@ dflag=()
 tflags=()
 for t in "${threads[@]}"; do tflags+=(-t "$t"); done
 tl=$(IFS=,; echo "${threads[*]}")
-echo "== model $model; minfer tier: $tier${MINFER_NO_AVX512:+ (MINFER_NO_AVX512=1)}"
+echo "== model $model; minfer tier: $tier${MINFER_NO_AVX512:+ (MINFER_NO_AVX512=1)}${MINFER_NO_AVXVNNI:+ (MINFER_NO_AVXVNNI=1)}"
 echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) flags: $(grep -m1 -o -w 'avx2\|avx512f\|avx512_vnni\|avx_vnni' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 for r in $(seq 1 "$rounds"); do
   echo "== round $r: load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -13,12 +13,17 @@ import (
 // The amd64 instruction-set tiers a kernel may use, decided once at start-up from
 // the CPU's features. MINFER_NO_AVX512=1 drops the AVX-512 tier,
 // MINFER_NO_AVX2=1 drops every SIMD tier (the pure-Go kernels remain; they
-// are also what a `-tags purego` build uses everywhere).
+// are also what a `-tags purego` build uses everywhere), MINFER_NO_AVXVNNI=1
+// the AVX-VNNI row kernels of the AVX2 tier (hasAVXVNNI).
 var (
 	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C && os.Getenv("MINFER_NO_AVX2") == ""
 	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
 		cpu.X86.HasAVX512DQ && os.Getenv("MINFER_NO_AVX512") == ""
 	hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
+	// hasAVXVNNI: the VEX-encoded VPDPBUSD on 256-bit registers (AVX-VNNI,
+	// without AVX-512), which the AVX2 tier's Q5_0 / Q4_0 decode row kernels
+	// use when the AVX-512 VNNI ones do not run; MINFER_NO_AVXVNNI=1 drops it.
+	hasAVXVNNI = hasAVX2 && cpu.X86.HasAVXVNNI && os.Getenv("MINFER_NO_AVXVNNI") == ""
 )
 
 // The arm64 tiers: base NEON (ASIMD, which every arm64 CPU has) and ARMv8.2

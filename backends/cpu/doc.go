@@ -5,7 +5,10 @@
 // quantized row kernels; docs/ARM64.md): dispatch.go chooses one per kernel
 // once at start-up from the CPU's features (MINFER_NO_AVX512=1,
 // MINFER_NO_AVX2=1, MINFER_NO_DOTPROD=1 and MINFER_NO_NEON=1 drop tiers),
-// and Features names the choice.
+// and Features names the choice. Within the AVX2 tier, the Q5_0 and Q4_0
+// decode row kernels have AVX-VNNI forms (VEX VPDPBUSD on 256-bit
+// registers), used where the CPU has AVX-VNNI and the AVX-512 VNNI ones do
+// not run (MINFER_NO_AVXVNNI=1 drops them).
 //
 // Conventions shared by every kernel:
 //

@@ -110,7 +110,8 @@ func init() {
 }
 
 // rowKernelTable lists every row kernel of every tier, whether or not the
-// CPU has the tier (callers check hasAVX2 / hasAVX512 / hasVNNI).
+// CPU has the tier (callers check hasAVX2 / hasAVX512 / hasVNNI /
+// hasAVXVNNI).
 func rowKernelTable() []rowKernel {
 	return []rowKernel{
 		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
@@ -127,6 +128,8 @@ func rowKernelTable() []rowKernel {
 		{quant.Q5_0, "avx512vnni", legacyRows(rowsQ5_0VNNI, 22, 34)},
 		{quant.Q4_0, "avx2", legacyRows(rowsQ4_0AVX2, 18, 34)},
 		{quant.Q4_0, "avx512vnni", legacyRows(rowsQ4_0VNNI, 18, 34)},
+		{quant.Q5_0, "avxvnni", legacyRows(rowsQ5_0AVXVNNI, 22, 34)},
+		{quant.Q4_0, "avxvnni", legacyRows(rowsQ4_0AVXVNNI, 18, 34)},
 		{quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36)},
 		{quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36)},
 	}

@@ -79,6 +79,17 @@ func rowsQ5_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 //go:noescape
 func rowsQ4_0VNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
 
+// The AVX-VNNI kernels (VEX VPDPBUSD, 256-bit: internal/asmgen/
+// rows_legacy_avx2.go, lxKernel): the AVX2 kernels' steps with the integer
+// part on VPDPBUSD; Q4_0 in 5 vector ops per row and block (AVX2: 7), Q5_0
+// in 9 (11).
+
+//go:noescape
+func rowsQ5_0AVXVNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
+//go:noescape
+func rowsQ4_0AVXVNNI(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
+
 func init() {
 	if !hasAVX2 {
 		return
@@ -87,6 +98,10 @@ func init() {
 		registerRows(quant.Q8_0, "avx512vnni", legacyRows(rowsQ8_0VNNI, 34, 34))
 		registerRows(quant.Q5_0, "avx512vnni", legacyRows(rowsQ5_0VNNI, 22, 34))
 		registerRows(quant.Q4_0, "avx512vnni", legacyRows(rowsQ4_0VNNI, 18, 34))
+	} else if hasAVXVNNI {
+		registerRows(quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34))
+		registerRows(quant.Q5_0, "avxvnni", legacyRows(rowsQ5_0AVXVNNI, 22, 34))
+		registerRows(quant.Q4_0, "avxvnni", legacyRows(rowsQ4_0AVXVNNI, 18, 34))
 	} else {
 		registerRows(quant.Q8_0, "avx2", legacyRows(rowsQ8_0AVX2, 34, 34))
 		registerRows(quant.Q5_0, "avx2", legacyRows(rowsQ5_0AVX2, 22, 34))

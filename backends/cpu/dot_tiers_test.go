@@ -19,6 +19,8 @@ func tierOK(tier string) bool {
 		return hasAVX512
 	case "avx512vnni":
 		return hasVNNI
+	case "avxvnni":
+		return hasAVXVNNI
 	case "neon":
 		return hasNEON
 	case "dotprod":
@@ -150,9 +152,11 @@ func TestRowKernelDispatch(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no SIMD row kernels without AVX2")
 	}
+	// AVX-512 VNNI over AVX-VNNI over the rest.
+	rank := map[string]int{"avx512vnni": 2, "avxvnni": 1}
 	best := map[quant.Type]string{}
 	for _, k := range rowKernelTable() {
-		if tierOK(k.tier) && (best[k.typ] == "" || k.tier == "avx512vnni") {
+		if tierOK(k.tier) && (best[k.typ] == "" || rank[k.tier] > rank[best[k.typ]]) {
 			best[k.typ] = k.tier
 		}
 	}

@@ -69,6 +69,6 @@ func kqRows(f kqRowsAsm, bs int) RowsFunc {
 // benchmarks that call every tier directly.
 type rowKernel struct {
 	typ  quant.Type
-	tier string // "avx2", "avx512" (F/BW/VL/DQ), "avx512vnni"; "neon" or "dotprod" on arm64
+	tier string // "avx2", "avx512" (F/BW/VL/DQ), "avx512vnni", "avxvnni" (AVX-VNNI: VEX VPDPBUSD, 256-bit); "neon" or "dotprod" on arm64
 	f    RowsFunc
 }

@@ -25,6 +25,8 @@ func legacyAVX2Q8Rows() []rowKernel {
 		{quant.Q4_0, "avx512vnni", legacyRows(rowsQ4_0VNNI, 18, 34)},
 		{quant.Q5_0, "avx512vnni", legacyRows(rowsQ5_0VNNI, 22, 34)},
 		{quant.Q8_0, "avx512vnni", legacyRows(rowsQ8_0VNNI, 34, 34)},
+		{quant.Q4_0, "avxvnni", legacyRows(rowsQ4_0AVXVNNI, 18, 34)},
+		{quant.Q5_0, "avxvnni", legacyRows(rowsQ5_0AVXVNNI, 22, 34)},
 	}
 }
 
@@ -32,6 +34,9 @@ func legacyAVX2Q8Rows() []rowKernel {
 func skipTier(t *testing.T, k rowKernel) {
 	if strings.HasPrefix(k.tier, "avx512vnni") && !hasVNNI {
 		t.Skip("no AVX-512 VNNI (or MINFER_NO_AVX512 set): the VNNI kernel cannot run")
+	}
+	if k.tier == "avxvnni" && !hasAVXVNNI {
+		t.Skip("no AVX-VNNI (or MINFER_NO_AVXVNNI set): the AVX-VNNI kernel cannot run")
 	}
 }
 

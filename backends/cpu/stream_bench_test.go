@@ -128,7 +128,8 @@ func decodeKernels() []decodeKernel {
 	var ks []decodeKernel
 	for _, k := range rowKernelTable() {
 		ks = append(ks, decodeKernel{k.typ, k.tier, k.tier == "avx2" && hasAVX2 ||
-			k.tier == "avx512" && hasAVX512 || k.tier == "avx512vnni" && hasVNNI, k.f})
+			k.tier == "avx512" && hasAVX512 || k.tier == "avx512vnni" && hasVNNI ||
+			k.tier == "avxvnni" && hasAVXVNNI, k.f})
 	}
 	return ks
 }
@@ -197,7 +198,7 @@ func BenchmarkDecode(b *testing.B) {
 					buf = dram
 				}
 				read := streamSumAVX2
-				if k.tier != "avx2" {
+				if k.tier != "avx2" && k.tier != "avxvnni" {
 					read = streamSumAVX512
 				}
 				mm, err := NewMatMul(k.typ)
