@@ -17,7 +17,7 @@
 #   -n N                  tokens per request (default 128)
 #   -c LIST               client counts (default 1,4,8)
 #   -r N                  requests per client per level (default 2)
-#   --tier avx2|native    minfer's SIMD tier (avx2 sets MINFER_NO_AVX512=1)
+#   --tier avx2|native    minfer's SIMD tier (avx2: AVX2+FMA+F16C only, MINFER_NO_AVX512=1 MINFER_NO_AVXVNNI=1)
 #   --all-tokens          do not send the logit_bias that keeps random-weight output valid UTF-8
 #                         (by default every request to both servers bans, with -100, the tokens
 #                         whose text is not valid UTF-8 alone: llama-server's output parser
@@ -59,7 +59,7 @@ done
 go build -o "$out/minfer" ./cmd/minfer
 minfer=$out/minfer
 envs=()
-[ "$tier" = avx2 ] && envs=(MINFER_NO_AVX512=1)
+[ "$tier" = avx2 ] && envs=(MINFER_NO_AVX512=1 MINFER_NO_AVXVNNI=1)
 
 pid=""
 cleanup() { [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; pid=""; }

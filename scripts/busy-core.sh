@@ -31,7 +31,7 @@ done
 model=${args[0]:?model.gguf}
 t=${args[1]:-2}
 case "$tier" in
-  avx2) export MINFER_NO_AVX512=1 ;;
+  avx2) export MINFER_NO_AVX512=1 MINFER_NO_AVXVNNI=1 ;;
   avx512|native) unset MINFER_NO_AVX512 ;;
   *) echo "busy-core: --tier must be avx2, avx512 or native" >&2; exit 2 ;;
 esac

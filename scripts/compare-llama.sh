@@ -10,10 +10,12 @@
 #   --llama 'NAME=PATH [EXTRA ARGS]'   a llama-bench to compare with (repeatable), e.g.
 #                                      --llama 'llama.cpp=/opt/llama/build/bin/llama-bench'
 #                                      --llama 'ik_llama.cpp=/opt/ik/build/bin/llama-bench -rtr 1'
-#   --tier avx2|avx2-novnni|avx512|native
-#                                      minfer's SIMD tier (avx2 sets MINFER_NO_AVX512=1, which on a CPU
-#                                      with AVX-VNNI keeps its Q5_0/Q4_0 row kernels; avx2-novnni also sets
-#                                      MINFER_NO_AVXVNNI=1, for llama builds without GGML_AVX_VNNI); default native
+#   --tier avx2|avx2-vnni|avx512|native
+#                                      minfer's SIMD tier: avx2 = AVX2+FMA+F16C only (MINFER_NO_AVX512=1
+#                                      MINFER_NO_AVXVNNI=1), as a llama.cpp built with GGML_AVX2 and
+#                                      without GGML_AVX_VNNI / GGML_AVX512; avx2-vnni keeps the AVX-VNNI
+#                                      Q5_0/Q4_0 row kernels on a CPU that has AVX-VNNI (MINFER_NO_AVX512=1
+#                                      only); default native
 #   --rounds N                         alternating rounds (minfer, then each llama-bench, N times); default 3
 #   --reps N                           repetitions inside each run (default 3)
 #   -p N / -n N                        prompt and generation lengths (default 512 / 128)
@@ -61,10 +63,10 @@ model=${args[0]:-}
 threads=("${args[@]:1}")
 [ ${#threads[@]} -gt 0 ] || threads=(1 2)
 case "$tier" in
-  avx2) export MINFER_NO_AVX512=1; unset MINFER_NO_AVXVNNI ;;
-  avx2-novnni) export MINFER_NO_AVX512=1 MINFER_NO_AVXVNNI=1 ;;
+  avx2) export MINFER_NO_AVX512=1 MINFER_NO_AVXVNNI=1 ;;
+  avx2-vnni) export MINFER_NO_AVX512=1; unset MINFER_NO_AVXVNNI ;;
   avx512|native) unset MINFER_NO_AVX512 MINFER_NO_AVXVNNI ;;
-  *) echo "compare-llama: --tier must be avx2, avx2-novnni, avx512 or native" >&2; exit 2 ;;
+  *) echo "compare-llama: --tier must be avx2, avx2-vnni, avx512 or native" >&2; exit 2 ;;
 esac
 go build -o "$out/minfer" ./cmd/minfer
 go build -o "$out/minferc" ./cmd/minferc
