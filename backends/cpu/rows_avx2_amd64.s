@@ -1247,7 +1247,7 @@ GLOBL rkSplitShuf<>(SB), RODATA|NOPTR, $128
 // four-row steps the stride q·wrb between their rows), DX 3 times R8, BX
 // the activation block, CX blocks left, R11 the f16 d, R13 the prefetch
 // (pair and single-row steps), R15 4·q.
-TEXT ·kqRowsQ6KAVX2(SB), $4616-48
+TEXT ·kqRowsQ6KAVX2(SB), $1160-48
 	MOVQ	w+0(FP), SI
 	MOVQ	wrb+8(FP), R8
 	MOVQ	a+16(FP), DI
@@ -1263,7 +1263,7 @@ TEXT ·kqRowsQ6KAVX2(SB), $4616-48
 	MOVQ	R10, R15
 	SHRQ	$2, R15
 	JZ	q6k2
-	MOVQ	R15, 4608(SP)
+	MOVQ	R15, 1152(SP)
 	IMULQ	R15, R8
 	SHLQ	$2, R15
 	LEAQ	(R8)(R8*2), DX
@@ -1279,7 +1279,7 @@ q6k4:
 	VXORPS	Y12, Y12, Y12
 	VXORPS	Y15, Y15, Y15
 q6k4seg:
-	MOVQ	$16, CX
+	MOVQ	$4, CX
 	CMPQ	R12, CX
 	CMOVQLT	R12, CX
 	SUBQ	CX, R12
@@ -1687,7 +1687,7 @@ q6k4block:
 	VEXTRACTPS	$3, X6, (R14)(R15*1)
 	ADDQ	$4, R9
 	ADDQ	wrb+8(FP), SI
-	DECQ	4608(SP)
+	DECQ	1152(SP)
 	JNZ	q6k4
 	ADDQ	DX, SI
 	LEAQ	(R9)(R15*2), R9

@@ -143,8 +143,14 @@ func rowsQ6KAVX2Text(a *Asm) {
 
 // q6kSeg is the number of super-blocks whose headers the four-row step
 // of kqRowsQ6KAVX2 unpacks in one pass before their chunks, q6kRec the
-// bytes of stack each takes.
-const q6kSeg, q6kRec = 16, 288
+// bytes of stack each takes. Four keeps the header pass (which reads the
+// last 18 bytes of each super-block of the four rows) within 840 bytes of
+// the chunk pass, inside the 2 KiB the step prefetches ahead, so it does
+// not wait on lines the prefetch has not asked for yet (16, as the Q4_K
+// quad, would read up to 3.3 KiB ahead at K=3072); at K=1024 (Qwen3's
+// output head) both are one segment. Kernel benchmarks could not tell 4,
+// 8 and 16 apart on the busy machine this was written on.
+const q6kSeg, q6kRec = 4, 288
 
 // q6kQuad writes the four-row step of kqRowsQ6KAVX2 (rows i, q+i, 2q+i,
 // 3q+i of q = rows/4 steps; see rowsSpread), going on to q6k2 with the
