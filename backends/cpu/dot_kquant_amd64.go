@@ -24,7 +24,8 @@ import (
 // rows four at a time (then a pair, then one) sharing the activation
 // loads, the activation half of the header work and one reduction tree
 // for the four results, Q5_K takes them in pairs; Q4_K/Q5_K unpack the
-// headers of up to 16 super-blocks before their chunks. The four rows of
+// headers of up to 16 super-blocks before their chunks, the Q6_K four-row
+// step those of up to 4 (scale words, the bsum term, the four rows' d·d8). The four rows of
 // a Q4_K/Q6_K step are a quarter of the range apart (rows i, q+i, 2q+i,
 // 3q+i for q = rows/4), so the weights stream as four sequential runs the
 // hardware prefetcher follows, each also prefetched 2 KiB ahead; the pair
