@@ -92,6 +92,12 @@ func BenchmarkElementWise(b *testing.B) {
 			}
 		})
 	}
+	// the RMS norms of an 8-sequence step
+	b.Run("rms_norm_mul/8x896", func(b *testing.B) {
+		for b.Loop() {
+			RMSNorm(ra, ry, 896, 896, 1e-6, w, 0, 8)
+		}
+	})
 	pos := []int32{300}
 	b.Run("rope/14x64", func(b *testing.B) {
 		for b.Loop() {
