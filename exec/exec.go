@@ -51,6 +51,10 @@ type Stats struct {
 	// counts the decode worker-count changes (adapt.go).
 	DecodeWorkerPasses int64
 	ThreadSwitches     int
+	// DecodeWait is the worker time decode passes spent waiting: at
+	// barriers for a later worker and at a pass's end for the last one
+	// (Pool.Waited). On a quiet machine it is the passes' load imbalance.
+	DecodeWait time.Duration
 }
 
 // Model is a compiled graph bound to weights, memory and a worker pool.
@@ -419,7 +423,7 @@ func (m *Model) pass(tokens, positions, outIDs []int32) ([]float32, error) {
 	}
 	prog := m.progs[name]
 	start := time.Now()
-	before := m.pool.Barriers()
+	before, waited := m.pool.Barriers(), m.pool.Waited()
 	m.prog = prog
 	m.nw = len(m.workers)
 	if name == "decode" {
@@ -441,6 +445,7 @@ func (m *Model) pass(tokens, positions, outIDs []int32) ([]float32, error) {
 		m.stats.DecodeCalls++
 		m.stats.DecodeTime += el
 		m.stats.DecodeBarriers += bars
+		m.stats.DecodeWait += m.pool.Waited() - waited
 		m.stats.DecodeWorkerPasses += int64(m.nw)
 		m.stats.ThreadSwitches = m.tuner.switches
 	} else {

@@ -38,6 +38,9 @@ type multiState struct {
 	next                       []int       // per Seq: tokens already run
 	out                        [][]float32 // per slot: its logits buffer
 	res                        [][]float32
+	// inArena marks the results (by Seq) that are still the pass's logits
+	// rows in the arena, not yet copied into their slot's buffer.
+	inArena []bool
 }
 
 // Slots is the number of KV regions (sequences) in the plan.
@@ -109,7 +112,8 @@ func (m *Model) checkSeqs(seqs []Seq) error {
 // concatenated, every mat-mul is one GEMM over all rows, and the attention
 // of each row reads only its own slot's KV region. It returns one logits
 // slice per Seq (n_vocab floats; nil when Logits is false), valid until the
-// next call. Each sequence's logits are bit-identical to evaluating it alone
+// next call of EvalSeqs or Eval (a step of one pass, every decode step,
+// returns the pass's logits rows in place, uncopied). Each sequence's logits are bit-identical to evaluating it alone
 // (Eval on a fresh one-slot model fed the same Tokens per call), for any mix
 // of sequences and any thread count.
 //
@@ -140,16 +144,10 @@ func (m *Model) EvalSeqs(seqs []Seq) ([][]float32, error) {
 	for range seqs {
 		ms.next = append(ms.next, 0)
 	}
-	ms.res = ms.res[:0]
-	for _, s := range seqs {
-		var lg []float32
-		if s.Logits {
-			if ms.out[s.Slot] == nil {
-				ms.out[s.Slot] = make([]float32, nv)
-			}
-			lg = ms.out[s.Slot]
-		}
-		ms.res = append(ms.res, lg)
+	ms.res, ms.inArena = ms.res[:0], ms.inArena[:0]
+	for range seqs {
+		ms.res = append(ms.res, nil)
+		ms.inArena = append(ms.inArena, false)
 	}
 	chunk := m.maxTokens
 	for {
@@ -189,6 +187,20 @@ func (m *Model) EvalSeqs(seqs []Seq) ([][]float32, error) {
 			outIDs = append(outIDs, int32(len(tokens)-1))
 		}
 		m.kvRow = kvRow
+		// Results of the last pass are rows of the arena's logits, which
+		// this pass overwrites: only now copy them out (a step that fits
+		// one pass, every decode step, never copies its logits).
+		for i, in := range ms.inArena {
+			if !in {
+				continue
+			}
+			sl := seqs[i].Slot
+			if ms.out[sl] == nil {
+				ms.out[sl] = make([]float32, nv)
+			}
+			copy(ms.out[sl], ms.res[i])
+			ms.res[i], ms.inArena[i] = ms.out[sl], false
+		}
 		lg, err := m.pass(tokens, pos, outIDs)
 		if err != nil {
 			return nil, err
@@ -208,7 +220,7 @@ func (m *Model) EvalSeqs(seqs []Seq) ([][]float32, error) {
 				}
 			}
 			if in && !drop && s.Logits && ms.next[i] == len(s.Tokens) {
-				copy(ms.res[i], lg[k*nv:(k+1)*nv])
+				ms.res[i], ms.inArena[i] = lg[k*nv:(k+1)*nv:(k+1)*nv], true
 				k++
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // spinsBeforeYield is how long a waiting worker spins before it starts
@@ -37,6 +38,10 @@ type Pool struct {
 	bar barrier
 	// Barriers counts Barrier rounds completed since the pool started.
 	barriers atomic.Int64
+	// waitNs sums the nanoseconds workers spent waiting inside jobs: at
+	// Barrier for a later worker, and worker 0 at the end of RunN for the
+	// others to finish (spinning, yielding or parked alike).
+	waitNs atomic.Int64
 }
 
 // NewPool starts a pool of n workers (n-1 goroutines plus the caller).
@@ -131,20 +136,30 @@ func (p *Pool) RunN(k int, f func(w int)) {
 	}
 	p.mu.Unlock()
 	f(0)
+	if p.active.Load() == 0 {
+		return
+	}
+	t0 := time.Now()
 	for i := 0; p.active.Load() != 0; i++ {
 		if i > spinsBeforeYield {
 			runtime.Gosched()
 		}
 	}
+	p.waitNs.Add(int64(time.Since(t0)))
 }
 
 // Barrier blocks worker w until every worker of the current job reaches it.
 func (p *Pool) Barrier() {
 	// The last worker to arrive counts the round, once.
-	if p.bar.n.Load() == 1 || p.bar.wait() {
+	if p.bar.n.Load() == 1 || p.bar.wait(&p.waitNs) {
 		p.barriers.Add(1)
 	}
 }
+
+// Waited returns the worker time spent waiting inside jobs so far (at
+// barriers, and for the last worker at the end of each RunN): on a
+// compute-bound job, the part of the workers' CPU time that is not work.
+func (p *Pool) Waited() time.Duration { return time.Duration(p.waitNs.Load()) }
 
 // Barriers returns the number of barrier rounds completed so far.
 func (p *Pool) Barriers() int64 { return p.barriers.Load() }
@@ -178,8 +193,9 @@ type barrier struct {
 const yieldsBeforeParkBarrier = 2048
 
 // wait blocks until every worker has arrived; it reports whether the
-// caller was the last to arrive.
-func (b *barrier) wait() bool {
+// caller was the last to arrive. A caller that waits adds the time it
+// waited to *waited.
+func (b *barrier) wait(waited *atomic.Int64) bool {
 	ph := b.phase.Load()
 	if b.count.Add(1) == b.n.Load() {
 		b.count.Store(0)
@@ -191,6 +207,8 @@ func (b *barrier) wait() bool {
 		}
 		return true
 	}
+	t0 := time.Now()
+	defer func() { waited.Add(int64(time.Since(t0))) }()
 	for i := 0; i < spinsBeforeYield; i++ {
 		if b.phase.Load() != ph {
 			return false

@@ -77,6 +77,27 @@ func BenchmarkElementWise(b *testing.B) {
 			RMSNorm(x, y, 896, 896, 1e-6, w, 0, 1)
 		}
 	})
+	// the residual add of an 8-sequence step (AddCols), the dispatched
+	// form and the Go loop
+	ra, rb, ry := randVec(r, 8*896, 1), randVec(r, 8*896, 1), make([]float32, 8*896)
+	for _, form := range []string{"", "/go"} {
+		b.Run("add/8x896"+form, func(b *testing.B) {
+			if form != "" {
+				old := ewAdd
+				ewAdd = addGo
+				defer func() { ewAdd = old }()
+			}
+			for b.Loop() {
+				AddCols(ry, ra, rb, 8, 896, 896, 0, 896)
+			}
+		})
+	}
+	// the RMS norms of an 8-sequence step
+	b.Run("rms_norm_mul/8x896", func(b *testing.B) {
+		for b.Loop() {
+			RMSNorm(ra, ry, 896, 896, 1e-6, w, 0, 8)
+		}
+	})
 	pos := []int32{300}
 	b.Run("rope/14x64", func(b *testing.B) {
 		for b.Loop() {

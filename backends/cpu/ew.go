@@ -11,44 +11,54 @@ import "github.com/minfer/minfer/internal/ggmlf32"
 // when bcols < cols (element (r, c) adds b[c % bcols]; bcols divides cols),
 // otherwise it has a's shape (bcols == cols).
 func AddCols(y, a, b []float32, rows, cols, bcols, c0, c1 int) {
-	for r := 0; r < rows; r++ {
-		o := r * cols
-		ya, aa := y[o+c0:o+c1], a[o+c0:o+c1]
-		if bcols == cols {
-			ba := b[o+c0 : o+c1]
-			for i := range ya {
-				ya[i] = aa[i] + ba[i]
-			}
-			continue
-		}
-		j := c0 % bcols
-		for i := range ya {
-			ya[i] = aa[i] + b[j]
-			if j++; j == bcols {
-				j = 0
-			}
-		}
-	}
+	colsOp(ewAdd, addGo, y, a, b, rows, cols, bcols, c0, c1)
 }
 
 // MulCols computes y = a · b on columns c0..c1, b broadcast as in AddCols.
 func MulCols(y, a, b []float32, rows, cols, bcols, c0, c1 int) {
+	colsOp(ewMul, mulGo, y, a, b, rows, cols, bcols, c0, c1)
+}
+
+// ewAdd and ewMul are y[i] = a[i] op b[i] over len(y) elements (a and b at
+// least as long; y may alias either): the Go loops below, or on amd64 the
+// AVX2 / AVX-512 forms of ew_amd64.s. One IEEE operation per element, so
+// every form gives the same bits.
+var ewAdd, ewMul = addGo, mulGo
+
+func addGo(y, a, b []float32) {
+	a, b = a[:len(y)], b[:len(y)]
+	for i := range y {
+		y[i] = a[i] + b[i]
+	}
+}
+
+func mulGo(y, a, b []float32) {
+	a, b = a[:len(y)], b[:len(y)]
+	for i := range y {
+		y[i] = a[i] * b[i]
+	}
+}
+
+// colsOp applies op (or, for runs of b shorter than 16 elements, the Go
+// loop small) on columns c0..c1 of every row: b's runs are contiguous,
+// cut where a broadcast b wraps.
+func colsOp(op, small func(y, a, b []float32), y, a, b []float32, rows, cols, bcols, c0, c1 int) {
+	if bcols < 16 {
+		op = small
+	}
 	for r := 0; r < rows; r++ {
 		o := r * cols
 		ya, aa := y[o+c0:o+c1], a[o+c0:o+c1]
 		if bcols == cols {
-			ba := b[o+c0 : o+c1]
-			for i := range ya {
-				ya[i] = aa[i] * ba[i]
-			}
+			op(ya, aa, b[o+c0:o+c1])
 			continue
 		}
 		j := c0 % bcols
-		for i := range ya {
-			ya[i] = aa[i] * b[j]
-			if j++; j == bcols {
-				j = 0
-			}
+		for i := 0; i < len(ya); {
+			n := min(len(ya)-i, bcols-j)
+			op(ya[i:i+n], aa[i:i+n], b[j:j+n])
+			i += n
+			j = 0
 		}
 	}
 }

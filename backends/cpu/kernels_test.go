@@ -85,7 +85,7 @@ func TestRMSNorm(t *testing.T) {
 	for _, tc := range []struct {
 		rows, cols, group, wlen int
 	}{
-		{1, 896, 896, 0}, {5, 896, 896, 896}, {7, 512, 64, 64}, {3, 256, 128, 0}, {4, 96, 32, 96}, {1, 1, 1, 1},
+		{1, 896, 896, 0}, {5, 896, 896, 896}, {9, 896, 896, 896}, {8, 64, 64, 0}, {7, 512, 64, 64}, {3, 256, 128, 0}, {4, 96, 32, 96}, {1, 1, 1, 1},
 	} {
 		name := fmt.Sprintf("%dx%d/g%d/w%d", tc.rows, tc.cols, tc.group, tc.wlen)
 		t.Run(name, func(t *testing.T) {

@@ -337,7 +337,11 @@ func benchParallel(m *exec.Model, r *BenchResult, toks []int32, gen, np, reps in
 	for k := range seqs {
 		seqs[k] = exec.Seq{Slot: k, Tokens: make([]int32, 1), Positions: make([]int32, 1), Logits: true}
 	}
+	var s0 exec.Stats
 	for rep := 0; rep <= reps; rep++ {
+		if rep == 1 {
+			s0 = m.Stats()
+		}
 		m.Reset()
 		before := m.Stats().DecodeBarriers + m.Stats().PrefillBarriers
 		start := time.Now()
@@ -354,6 +358,16 @@ func benchParallel(m *exec.Model, r *BenchResult, toks []int32, gen, np, reps in
 			r.SamplesNs = append(r.SamplesNs, time.Since(start).Nanoseconds())
 			r.Barriers = float64(m.Stats().DecodeBarriers+m.Stats().PrefillBarriers-before) / float64(gen*np)
 		}
+	}
+	// What the measured steps did besides computing, on stderr (the table
+	// stays llama-bench's): the thread tuner's workers per step and the
+	// worker time spent waiting at barriers and for the last worker.
+	if s := m.Stats(); m.Threads() > 1 && s.DecodeCalls > s0.DecodeCalls {
+		n := float64(s.DecodeCalls - s0.DecodeCalls)
+		wp := float64(s.DecodeWorkerPasses-s0.DecodeWorkerPasses) / n
+		fmt.Fprintf(os.Stderr, "tg%d x%d -t %d: %.2f workers per step (the thread tuner), %.3f ms of %.3f ms per step waiting (%.1f%% of the workers' time)\n",
+			gen, np, m.Threads(), wp, (s.DecodeWait-s0.DecodeWait).Seconds()*1e3/n, (s.DecodeTime-s0.DecodeTime).Seconds()*1e3/n,
+			100*(s.DecodeWait-s0.DecodeWait).Seconds()/((s.DecodeTime-s0.DecodeTime).Seconds()*wp))
 	}
 	return nil
 }

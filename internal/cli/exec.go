@@ -209,6 +209,8 @@ func (s *session) printStats(g *GenFlags, res *generate.Result) {
 		if st.DecodeCalls > 0 && s.compute.Threads() > 1 {
 			fmt.Fprintf(w, "decode: %.2f workers per pass on average (the thread tuner, %d changes; MINFER_FIXED_THREADS=1 keeps all)\n",
 				float64(st.DecodeWorkerPasses)/float64(st.DecodeCalls), st.ThreadSwitches)
+			fmt.Fprintf(w, "decode: %.3f ms of worker time per pass waiting at barriers and for the last worker (%.1f%% of the passes' worker time)\n",
+				float64(st.DecodeWait)/1e6/float64(st.DecodeCalls), 100*st.DecodeWait.Seconds()/(st.DecodeTime.Seconds()*float64(st.DecodeWorkerPasses)/float64(st.DecodeCalls)))
 		}
 	}
 	if st.PrefillTokens > 0 {
