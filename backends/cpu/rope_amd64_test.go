@@ -17,23 +17,10 @@ func TestRopeNeoxAVX2(t *testing.T) {
 		t.Skip("the CPU lacks AVX2/FMA/F16C (or MINFER_NO_AVX2 is set): ropeNeoxAVX2 cannot run")
 	}
 	r := rand.New(rand.NewPCG(11, 12))
-	special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -3e38, 3e38, 1, -1, 1e-20}
 	for half := 1; half <= 40; half++ {
 		t.Run(fmt.Sprintf("half%d", half), func(t *testing.T) {
 			for rep := 0; rep < 20; rep++ {
-				x := make([]float32, 2*half)
-				c := make([]float32, half)
-				s := make([]float32, half)
-				for i := range x {
-					x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(12)-6)))
-					if r.IntN(8) == 0 {
-						x[i] = special[r.IntN(len(special))]
-					}
-				}
-				for i := range c {
-					a := r.Float64() * 100
-					c[i], s[i] = float32(math.Cos(a)), float32(math.Sin(a))
-				}
+				x, c, s := ropeInputs(r, half)
 				want := append([]float32(nil), x...)
 				ropeNeoxGo(want, c, s, 0, half)
 				n := half &^ 7
@@ -62,23 +49,10 @@ func TestRopeNormalAVX2(t *testing.T) {
 		t.Skip("the CPU lacks AVX2/FMA/F16C (or MINFER_NO_AVX2 is set): ropeNormalAVX2 cannot run")
 	}
 	r := rand.New(rand.NewPCG(13, 14))
-	special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -3e38, 3e38, 1, -1, 1e-20}
 	for half := 1; half <= 72; half++ {
 		t.Run(fmt.Sprintf("half%d", half), func(t *testing.T) {
 			for rep := 0; rep < 20; rep++ {
-				x := make([]float32, 2*half)
-				c := make([]float32, half)
-				s := make([]float32, half)
-				for i := range x {
-					x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(12)-6)))
-					if r.IntN(8) == 0 {
-						x[i] = special[r.IntN(len(special))]
-					}
-				}
-				for i := range c {
-					a := r.Float64() * 100
-					c[i], s[i] = float32(math.Cos(a)), float32(math.Sin(a))
-				}
+				x, c, s := ropeInputs(r, half)
 				want := append([]float32(nil), x...)
 				ropeNormalGo(want, c, s, 0, half)
 				got := append([]float32(nil), x...)
@@ -100,4 +74,22 @@ func TestRopeNormalAVX2(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ropeInputs returns one head's 2·half values of every magnitude (some of
+// them zeros, subnormals, huge or ±1) and half cosines and sines.
+func ropeInputs(r *rand.Rand, half int) (x, c, s []float32) {
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -3e38, 3e38, 1, -1, 1e-20}
+	x, c, s = make([]float32, 2*half), make([]float32, half), make([]float32, half)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(12)-6)))
+		if r.IntN(8) == 0 {
+			x[i] = special[r.IntN(len(special))]
+		}
+	}
+	for i := range c {
+		a := r.Float64() * 100
+		c[i], s[i] = float32(math.Cos(a)), float32(math.Sin(a))
+	}
+	return x, c, s
 }
