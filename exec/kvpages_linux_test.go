@@ -1,7 +1,10 @@
 package exec
 
 import (
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -30,6 +33,7 @@ func residentPages(t *testing.T, b []byte) (resident, total int) {
 // reuses freed pages would be cleared, touching all of them), and a short
 // sequence touches a small part.
 func TestKVPagesTouchedOnlyWhenWritten(t *testing.T) {
+	t.Setenv("MINFER_KV_HUGEPAGES", "") // the fixture's small regions keep small pages
 	for _, kv := range []quant.Type{quant.F32, quant.F16} {
 		t.Run(kv.String(), func(t *testing.T) {
 			g, mem, f := compileFixture(t, "qwen2-synth-q8_0", kv)
@@ -55,5 +59,121 @@ func TestKVPagesTouchedOnlyWhenWritten(t *testing.T) {
 			}
 			t.Logf("after 6 of %d positions: %d of %d KV pages resident", g.Params.NCtx, r, n)
 		})
+	}
+}
+
+// The KV cache is backed by huge pages only when its regions are large
+// enough that a short conversation still leaves most of it untouched.
+func TestKVHugePagesPolicy(t *testing.T) {
+	t.Setenv("MINFER_KV_HUGEPAGES", "")
+	mib := int64(1 << 20)
+	for _, c := range []struct {
+		name    string
+		bytes   int64
+		regions int
+		want    bool
+	}{
+		{"qwen3-4b f16 4480 positions", 72 * 4480 * 2048, 72, true},
+		{"qwen3-0.6b f16 4096 positions", 56 * 4096 * 2048, 56, true},
+		{"qwen2.5-0.5b f16 4096 positions", 48 * 4096 * 256, 48, false},
+		{"qwen3-4b f16 1024 positions", 72 * 1024 * 2048, 72, false},
+		{"just below", 10 * (8*mib - 1), 10, false},
+		{"exactly 8 MiB", 10 * 8 * mib, 10, true},
+		{"no regions", 0, 0, false},
+	} {
+		if got := kvHugePages(c.bytes, c.regions); got != c.want {
+			t.Errorf("%s: kvHugePages(%d, %d) = %v, want %v", c.name, c.bytes, c.regions, got, c.want)
+		}
+	}
+	t.Setenv("MINFER_KV_HUGEPAGES", "0")
+	if kvHugePages(72*4480*2048, 72) {
+		t.Error("MINFER_KV_HUGEPAGES=0 did not turn huge pages off")
+	}
+	t.Setenv("MINFER_KV_HUGEPAGES", "1")
+	if !kvHugePages(1<<20, 72) {
+		t.Error("MINFER_KV_HUGEPAGES=1 did not force huge pages")
+	}
+}
+
+// thpMode returns the bracketed choice of a /sys/kernel/mm/transparent_hugepage file.
+func thpMode(t *testing.T, name string) string {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/" + name)
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i, j := strings.IndexByte(s, '['), strings.IndexByte(s, ']')
+	if i < 0 || j < i {
+		return ""
+	}
+	return s[i+1 : j]
+}
+
+// anonHuge returns the AnonHugePages (kB) of the mapping holding addr, from /proc/self/smaps.
+func anonHuge(t *testing.T, addr uintptr) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			lo, hi, ok := strings.Cut(f[0], "-")
+			a, err1 := strconv.ParseUint(lo, 16, 64)
+			z, err2 := strconv.ParseUint(hi, 16, 64)
+			in = ok && err1 == nil && err2 == nil && uint64(addr) >= a && uint64(addr) < z
+			continue
+		}
+		if in && strings.HasPrefix(line, "AnonHugePages:") {
+			kb, err := strconv.Atoi(strings.Fields(line)[1])
+			if err != nil {
+				t.Fatalf("smaps: %q: %v", line, err)
+			}
+			return kb
+		}
+	}
+	t.Fatalf("no mapping of %#x in /proc/self/smaps", addr)
+	return 0
+}
+
+// A huge mapping starts on a 2 MiB boundary and a write maps a huge page
+// in; a small one maps small pages (where THP is left to madvise).
+func TestKVHugePagesMapping(t *testing.T) {
+	enabled, defrag := thpMode(t, "enabled"), thpMode(t, "defrag")
+	if enabled != "always" && enabled != "madvise" {
+		t.Skipf("transparent huge pages are %q here (/sys/kernel/mm/transparent_hugepage/enabled)", enabled)
+	}
+	if defrag == "never" || defrag == "defer" {
+		t.Skipf("THP defrag is %q: a fault may not get a huge page at once", defrag)
+	}
+	b, release, ok := untouchedBytes(8*hugePage, true)
+	if !ok {
+		t.Fatal("huge mapping failed")
+	}
+	defer release()
+	if a := addrOf(b); a%hugePage != 0 {
+		t.Fatalf("huge mapping at %#x, not on a 2 MiB boundary", a)
+	}
+	if len(b) != 8*hugePage || cap(b) != len(b) {
+		t.Fatalf("huge mapping has len %d cap %d, want %d", len(b), cap(b), 8*hugePage)
+	}
+	b[0], b[3*hugePage+5] = 1, 2
+	if kb := anonHuge(t, addrOf(b)); kb < 2048 {
+		t.Fatalf("after two writes, %d kB of the advised mapping are huge pages, want ≥ 2048", kb)
+	}
+	if r, n := residentPages(t, b); r > n/2 {
+		t.Fatalf("two writes made %d of %d pages resident", r, n)
+	}
+	if enabled == "madvise" {
+		s, release, ok := untouchedBytes(8*hugePage, false)
+		if !ok {
+			t.Fatal("small mapping failed")
+		}
+		defer release()
+		s[0] = 1
+		if kb := anonHuge(t, addrOf(s)); kb != 0 {
+			t.Fatalf("an unadvised mapping has %d kB of huge pages", kb)
+		}
 	}
 }
