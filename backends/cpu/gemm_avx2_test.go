@@ -172,13 +172,6 @@ func TestGemmLegacyAVX2(t *testing.T) {
 	}
 }
 
-// uncached is g without an ActCache: the activation block derived per call.
-func uncached(g GemmCachedFunc) GemmFunc {
-	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
-		g(K, w, wrb, act, arb, M, y, ldy, n0, n1, nil)
-	}
-}
-
 // checkGemmOut runs gemm on columns rg of an M×N product into a NaN-filled
 // output with a wider stride and compares it with want bit for bit.
 func checkGemmOut(t *testing.T, gemm GemmFunc, K int, wb []byte, wrb int, act []byte, arb, M, N int, rg [2]int, want []float32) {

@@ -100,7 +100,7 @@ func (k *MatMul) Run(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n
 // nil. The result is the same bits either way.
 func (k *MatMul) RunCached(K int, w []byte, act []byte, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
 	wrb, arb := k.WeightRowBytes(K), k.ActRowBytes(K)
-	if k.runSmall(K, w, wrb, act, arb, M, y, ldy, n0, n1) {
+	if k.runSmall(K, w, wrb, act, arb, M, y, ldy, n0, n1, c) {
 		return
 	}
 	if k.gemmC != nil && M > 1 {
@@ -186,7 +186,7 @@ const actCacheEntries = 4
 // Reset forgets every derived block: the activation rows changed.
 func (c *ActCache) Reset() { c.gen++ }
 
-// derived returns n bytes, 32-byte aligned, holding what fill writes for
+// derived returns n bytes, 64-byte aligned, holding what fill writes for
 // key: from the cache when key was filled since the last Reset, else
 // filled now (reusing a stale entry's buffer when there is one).
 func (c *ActCache) derived(key actKey, n int, fill func(dst []byte)) []byte {
@@ -194,7 +194,7 @@ func (c *ActCache) derived(key actKey, n int, fill func(dst []byte)) []byte {
 	for i := range c.ents {
 		e := &c.ents[i]
 		if e.gen == c.gen && e.key == key {
-			return align32(e.buf, n)
+			return align64(e.buf, n)
 		}
 		if slot == nil && e.gen != c.gen {
 			slot = e
@@ -208,14 +208,22 @@ func (c *ActCache) derived(key actKey, n int, fill func(dst []byte)) []byte {
 			slot = &c.ents[0]
 		}
 	}
-	if cap(slot.buf) < n+31 {
-		slot.buf = make([]byte, n+31)
+	if cap(slot.buf) < n+63 {
+		slot.buf = make([]byte, n+63)
 	}
 	slot.buf = slot.buf[:cap(slot.buf)]
 	slot.key, slot.gen = key, c.gen
-	b := align32(slot.buf, n)
+	b := align64(slot.buf, n)
 	fill(b)
 	return b
+}
+
+// align64 returns n bytes of b starting at its first 64-byte boundary (b
+// must hold n+63 bytes): derived blocks suit the ZMM kernels' aligned
+// loads.
+func align64(b []byte, n int) []byte {
+	o := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & 63)
+	return b[o : o+n]
 }
 
 // align32 returns n bytes of b starting at its first 32-byte boundary (b

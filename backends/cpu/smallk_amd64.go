@@ -156,10 +156,15 @@ func smallKReduce(acc []float32, M, ms, rows int, mins bool, y []float32, ldy, n
 	}
 }
 
-// smallKGemm returns the GemmFunc of the small-M K-quant kernels of kind
-// k, checking every bound the asm relies on.
-func smallKGemm(k smallKKind) GemmFunc {
-	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+// smallKRecKind is the actKey kind of the small-M K-quant kernels'
+// records (+ the record's block-sum bytes: Q4_K and Q6_K differ).
+const smallKRecKind = 64
+
+// smallKGemm returns the GemmCachedFunc of the small-M K-quant kernels of
+// kind k, checking every bound the asm relies on; its records come from c
+// when an earlier call on the same rows derived them (c may be nil).
+func smallKGemm(k smallKKind) GemmCachedFunc {
+	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
 		if n1 <= n0 || M <= 0 {
 			return
 		}
@@ -186,10 +191,20 @@ func smallKGemm(k smallKKind) GemmFunc {
 		seg := max(1, min(nb, smallKSegBytes/rs))
 		accN := smallKTile * M * 16 // floats
 		bp := smallRecs.Get().(*[]byte)
-		p := aligned32(bp, nb*rs+seg*k.hdr+4*accN)
-		smallKRecords(p, act, arb, nb, M, k.ss, rs)
-		t := p[nb*rs : nb*rs+seg*k.hdr]
-		acc := unsafe.Slice((*float32)(unsafe.Pointer(&p[nb*rs+seg*k.hdr])), accN)
+		var p []byte
+		if c != nil {
+			key := actKey{act: &act[0], arb: arb, nb: nb, M: M, C: k.ss, kind: smallKRecKind + k.ss}
+			p = c.derived(key, nb*rs, func(dst []byte) { smallKRecords(dst, act, arb, nb, M, k.ss, rs) })
+		} else {
+			p = aligned32(bp, nb*rs+seg*k.hdr+4*accN)
+			smallKRecords(p, act, arb, nb, M, k.ss, rs)
+		}
+		scr := p[nb*rs:]
+		if c != nil {
+			scr = aligned32(bp, seg*k.hdr+4*accN)
+		}
+		t := scr[:seg*k.hdr]
+		acc := unsafe.Slice((*float32)(unsafe.Pointer(&scr[seg*k.hdr])), accN)
 		f := k.k[M-2]
 		for n := n0; n < n1; n += smallKTile {
 			rows := min(smallKTile, n1-n)

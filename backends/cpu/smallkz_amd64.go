@@ -116,10 +116,15 @@ func smallKZRecords(p, act []byte, arb, nb, M, mp, ss, rs int) {
 	}
 }
 
-// smallKZGemm returns the GemmFunc of the ZMM K-quant kernels of kind k,
-// checking every bound the asm relies on.
-func smallKZGemm(k smallKZKind) GemmFunc {
-	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+// smallKZRecKind is the actKey kind of the ZMM K-quant kernels' records
+// (+ the block-sum bytes).
+const smallKZRecKind = 128
+
+// smallKZGemm returns the GemmCachedFunc of the ZMM K-quant kernels of
+// kind k, checking every bound the asm relies on; its records come from c
+// when an earlier call on the same rows derived them (c may be nil).
+func smallKZGemm(k smallKZKind) GemmCachedFunc {
+	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
 		if n1 <= n0 || M <= 0 {
 			return
 		}
@@ -147,10 +152,20 @@ func smallKZGemm(k smallKZKind) GemmFunc {
 		seg := max(1, min(nb, smallKSegBytes/rs))
 		accN := smallKTile * mp * 16 // floats
 		bp := smallRecs.Get().(*[]byte)
-		p := aligned64(bp, nb*rs+seg*k.hdr+4*accN)
-		smallKZRecords(p, act, arb, nb, M, mp, k.ss, rs)
-		t := p[nb*rs : nb*rs+seg*k.hdr]
-		acc := unsafe.Slice((*float32)(unsafe.Pointer(&p[nb*rs+seg*k.hdr])), accN)
+		var p []byte
+		if c != nil {
+			key := actKey{act: &act[0], arb: arb, nb: nb, M: M, C: k.ss, kind: smallKZRecKind + k.ss}
+			p = c.derived(key, nb*rs, func(dst []byte) { smallKZRecords(dst, act, arb, nb, M, mp, k.ss, rs) })
+		} else {
+			p = aligned64(bp, nb*rs+seg*k.hdr+4*accN)
+			smallKZRecords(p, act, arb, nb, M, mp, k.ss, rs)
+		}
+		scr := p[nb*rs:]
+		if c != nil {
+			scr = aligned64(bp, seg*k.hdr+4*accN)
+		}
+		t := scr[:seg*k.hdr]
+		acc := unsafe.Slice((*float32)(unsafe.Pointer(&scr[seg*k.hdr])), accN)
 		f := k.k[M-2]
 		for n := n0; n < n1; n += smallKTile {
 			rows := min(smallKTile, n1-n)

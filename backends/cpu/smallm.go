@@ -13,12 +13,15 @@ import "github.com/minfer/minfer/quant"
 
 // smallKernel is the small-M mat-mul of one weight type: f computes what a
 // GemmFunc computes, for minM ≤ M ≤ maxM activation rows (minM 0 or 2:
-// from 2).
+// from 2). fc, when set, is the same kernel taking an ActCache for what it
+// derives from the activation rows (from M ≥ fcMin; below, f).
 type smallKernel struct {
-	f    GemmFunc
-	maxM int
-	tier string
-	minM int
+	f     GemmFunc
+	maxM  int
+	tier  string
+	minM  int
+	fc    GemmCachedFunc
+	fcMin int
 }
 
 // smallKernels holds the small-M kernels the start-up dispatch installed,
@@ -34,8 +37,21 @@ func registerSmall(t quant.Type, tier string, maxM int, f GemmFunc) {
 // minM the type's row kernel runs once per activation row (smallFor), or,
 // without one, MatMul.Run's other paths.
 func registerSmallFrom(t quant.Type, tier string, minM, maxM int, f GemmFunc) {
-	smallKernels[t] = smallKernel{f, maxM, tier, minM}
+	smallKernels[t] = smallKernel{f: f, maxM: maxM, tier: tier, minM: minM}
 	tiers = append(tiers, "smallm/"+t.String()+":"+tier)
+}
+
+// registerSmallCached is registerSmallFrom for a kernel that derives a
+// block from the activation rows (its records): with an ActCache, the
+// calls of one worker on the same rows (the chunks of a split, the q, k
+// and v mat-muls of one input) derive it once.
+func registerSmallCached(t quant.Type, tier string, minM, maxM int, fc GemmCachedFunc) {
+	registerSmallFrom(t, tier, minM, maxM, func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+		fc(K, w, wrb, act, arb, M, y, ldy, n0, n1, nil)
+	})
+	s := smallKernels[t]
+	s.fc, s.fcMin = fc, max(2, minM)
+	smallKernels[t] = s
 }
 
 // smallRows lists, with their largest M, the weight types whose small-M
@@ -63,7 +79,7 @@ func smallFor(t quant.Type, rows RowsFunc) smallKernel {
 		return s
 	}
 	if m := smallRows[t]; m > 0 && rows != nil {
-		return smallKernel{rowsLoop(rows), m, "rows", 2}
+		return smallKernel{f: rowsLoop(rows), maxM: m, tier: "rows", minM: 2}
 	}
 	return smallKernel{}
 }
@@ -78,9 +94,13 @@ func rowsLoop(rows RowsFunc) GemmFunc {
 
 // runSmall runs the small-M kernel of k's weight type when it has one for
 // M rows, and reports whether it did.
-func (k *MatMul) runSmall(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) bool {
+func (k *MatMul) runSmall(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) bool {
 	if M < max(2, k.small.minM) || M > k.small.maxM || k.small.f == nil {
 		return false
+	}
+	if k.small.fc != nil && c != nil && M >= k.small.fcMin {
+		k.small.fc(K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
+		return true
 	}
 	k.small.f(K, w, wrb, act, arb, M, y, ldy, n0, n1)
 	return true

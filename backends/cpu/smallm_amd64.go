@@ -187,6 +187,13 @@ type smallKernelEntry struct {
 	f    GemmFunc
 }
 
+// uncached is the GemmFunc of a GemmCachedFunc called without a cache.
+func uncached(fc GemmCachedFunc) GemmFunc {
+	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+		fc(K, w, wrb, act, arb, M, y, ldy, n0, n1, nil)
+	}
+}
+
 // smallKernelTable lists every small-M kernel of every tier, whether or
 // not the CPU has the tier (callers check hasAVX2 / hasVNNI).
 func smallKernelTable() []smallKernelEntry {
@@ -201,8 +208,8 @@ func smallKernelTable() []smallKernelEntry {
 		}
 	}
 	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
-		r = append(r, smallKernelEntry{t, "avx2", "avx2", smallKGemm(smallKAVX2[t])},
-			smallKernelEntry{t, "avx512vnni", "zmm2", smallKZGemm(smallKZ[t])})
+		r = append(r, smallKernelEntry{t, "avx2", "avx2", uncached(smallKGemm(smallKAVX2[t]))},
+			smallKernelEntry{t, "avx512vnni", "zmm2", uncached(smallKZGemm(smallKZ[t]))})
 	}
 	return r
 }
@@ -269,9 +276,9 @@ func init() {
 	}
 	for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
 		if hasVNNI {
-			registerSmallFrom(t, "avx512vnni", 4, 8, smallKZGemm(smallKZ[t]))
+			registerSmallCached(t, "avx512vnni", 4, 8, smallKZGemm(smallKZ[t]))
 		} else {
-			registerSmall(t, "avx2", 8, smallKGemm(smallKAVX2[t]))
+			registerSmallCached(t, "avx2", 2, 8, smallKGemm(smallKAVX2[t]))
 		}
 	}
 }

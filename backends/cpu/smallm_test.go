@@ -286,3 +286,68 @@ func TestSmallZWRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallKCached runs the small-M K-quant kernels of each tier the way a
+// worker does: one ActCache, the output columns in chunks, the records
+// derived on the first chunk and reused by the others; then new activation
+// rows in the same buffer after a Reset. Every output must have the
+// oracle's bits, and one chunked product must leave one derived block.
+func TestSmallKCached(t *testing.T) {
+	r := rand.New(rand.NewPCG(81, 82))
+	for _, tc := range []struct {
+		typ  quant.Type
+		tier string
+		name string
+		fc   GemmCachedFunc
+	}{
+		{quant.Q4_K, "avx2", "avx2", smallKGemm(smallKAVX2[quant.Q4_K])},
+		{quant.Q6_K, "avx2", "avx2", smallKGemm(smallKAVX2[quant.Q6_K])},
+		{quant.Q4_K, "avx512vnni", "zmm2", smallKZGemm(smallKZ[quant.Q4_K])},
+		{quant.Q6_K, "avx512vnni", "zmm2", smallKZGemm(smallKZ[quant.Q6_K])},
+	} {
+		t.Run(tc.typ.String()+"/"+tc.name, func(t *testing.T) {
+			if !tierOK(tc.tier) {
+				t.Skipf("the %s tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it", tc.tier)
+			}
+			dot := quant.DotFor(tc.typ)
+			const N = 53
+			for _, K := range []int{256, 19 * 256} {
+				w, wrb := rowTestWeights(t, r, tc.typ, N, K, 0)
+				arb, _ := quant.Q8_K.RowSize(K)
+				for M := 2; M <= 8; M++ {
+					act := make([]byte, M*arb)
+					var c ActCache
+					for round := 0; round < 2; round++ {
+						for m := 0; m < M; m++ {
+							if err := quant.QuantizeAct(quant.Q8_K, kqRandRow(r, K, (m+round)%3), act[m*arb:(m+1)*arb]); err != nil {
+								t.Fatal(err)
+							}
+						}
+						c.Reset()
+						y := make([]float32, M*N)
+						for _, ch := range [][2]int{{0, 7}, {7, 23}, {23, 24}, {24, N}} {
+							tc.fc(K, w, wrb, act, arb, M, y, N, ch[0], ch[1], &c)
+						}
+						live := 0
+						for _, e := range c.ents {
+							if e.gen == c.gen {
+								live++
+							}
+						}
+						if live != 1 {
+							t.Fatalf("K=%d M=%d: %d derived blocks after one chunked product, want 1", K, M, live)
+						}
+						for m := 0; m < M; m++ {
+							for n := 0; n < N; n++ {
+								want := dot(K, w[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
+								if got := y[m*N+n]; math.Float32bits(got) != math.Float32bits(want) {
+									t.Fatalf("K=%d M=%d round %d: y[%d][%d] = %v, oracle %v", K, M, round, m, n, got, want)
+								}
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
