@@ -191,17 +191,15 @@ func smallKGemm(k smallKKind) GemmCachedFunc {
 		seg := max(1, min(nb, smallKSegBytes/rs))
 		accN := smallKTile * M * 16 // floats
 		bp := smallRecs.Get().(*[]byte)
-		var p []byte
+		var p, scr []byte // records, then the header table and accumulators
 		if c != nil {
 			key := actKey{act: &act[0], arb: arb, nb: nb, M: M, C: k.ss, kind: smallKRecKind + k.ss}
 			p = c.derived(key, nb*rs, func(dst []byte) { smallKRecords(dst, act, arb, nb, M, k.ss, rs) })
-		} else {
-			p = aligned32(bp, nb*rs+seg*k.hdr+4*accN)
-			smallKRecords(p, act, arb, nb, M, k.ss, rs)
-		}
-		scr := p[nb*rs:]
-		if c != nil {
 			scr = aligned32(bp, seg*k.hdr+4*accN)
+		} else {
+			all := aligned32(bp, nb*rs+seg*k.hdr+4*accN)
+			p, scr = all[:nb*rs], all[nb*rs:]
+			smallKRecords(p, act, arb, nb, M, k.ss, rs)
 		}
 		t := scr[:seg*k.hdr]
 		acc := unsafe.Slice((*float32)(unsafe.Pointer(&scr[seg*k.hdr])), accN)

@@ -152,17 +152,15 @@ func smallKZGemm(k smallKZKind) GemmCachedFunc {
 		seg := max(1, min(nb, smallKSegBytes/rs))
 		accN := smallKTile * mp * 16 // floats
 		bp := smallRecs.Get().(*[]byte)
-		var p []byte
+		var p, scr []byte // records, then the header table and accumulators
 		if c != nil {
 			key := actKey{act: &act[0], arb: arb, nb: nb, M: M, C: k.ss, kind: smallKZRecKind + k.ss}
 			p = c.derived(key, nb*rs, func(dst []byte) { smallKZRecords(dst, act, arb, nb, M, mp, k.ss, rs) })
-		} else {
-			p = aligned64(bp, nb*rs+seg*k.hdr+4*accN)
-			smallKZRecords(p, act, arb, nb, M, mp, k.ss, rs)
-		}
-		scr := p[nb*rs:]
-		if c != nil {
 			scr = aligned64(bp, seg*k.hdr+4*accN)
+		} else {
+			all := aligned64(bp, nb*rs+seg*k.hdr+4*accN)
+			p, scr = all[:nb*rs], all[nb*rs:]
+			smallKZRecords(p, act, arb, nb, M, mp, k.ss, rs)
 		}
 		t := scr[:seg*k.hdr]
 		acc := unsafe.Slice((*float32)(unsafe.Pointer(&scr[seg*k.hdr])), accN)

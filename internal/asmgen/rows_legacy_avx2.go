@@ -112,6 +112,21 @@ func lgRow(a *Asm, t lgType, reg string, off int, acc string) {
 	a.I("VFMADD231PS", "Y7, Y6", acc)
 }
 
+// lgScales emits X6 = the four rows' block scales d_w (f16, gathered
+// through R14 and 16(SP)) times the activation block's d_a, as f32.
+func lgScales(a *Asm, rows []string) {
+	a.I("MOVWQZX", fmt.Sprintf("(%s)(R12*1), R14", rows[3]))
+	for _, reg := range []string{rows[2], rows[1], rows[0]} {
+		a.I("SHLQ", "$16, R14")
+		a.I("MOVW", fmt.Sprintf("(%s)(R12*1), R14", reg))
+	}
+	a.I("MOVQ", "R14, 16(SP)")
+	a.I("VCVTPH2PS", "16(SP), X6")
+	a.I("VPBROADCASTW", "(DI), X7")
+	a.I("VCVTPH2PS", "X7, X7")
+	a.I("VMULPS", "X7, X6, X6")
+}
+
 // lgKernel writes the kernel of format t, four rows a step (lrKernel):
 //
 //	func name(w *byte, wrb int, a *byte, nb int, y *float32, rows int)
@@ -153,16 +168,7 @@ func lgKernel(a *Asm, t lgType) {
 			}
 		},
 		block: func(a *Asm, rows []string) {
-			a.I("MOVWQZX", fmt.Sprintf("(%s)(R12*1), R14", rows[3]))
-			for _, reg := range []string{rows[2], rows[1], rows[0]} {
-				a.I("SHLQ", "$16, R14")
-				a.I("MOVW", fmt.Sprintf("(%s)(R12*1), R14", reg))
-			}
-			a.I("MOVQ", "R14, 16(SP)")
-			a.I("VCVTPH2PS", "16(SP), X6")
-			a.I("VPBROADCASTW", "(DI), X7")
-			a.I("VCVTPH2PS", "X7, X7")
-			a.I("VMULPS", "X7, X6, X6")
+			lgScales(a, rows)
 			a.I("VMOVUPS", "X6, (SP)")
 			a.I("VMOVDQU", "2(DI), Y4")
 			a.I("VPMADDUBSW", "Y4, Y12, Y13")
@@ -268,16 +274,7 @@ func lxKernel(a *Asm, t lgType, name string) {
 			}
 		},
 		block: func(a *Asm, rows []string) {
-			a.I("MOVWQZX", fmt.Sprintf("(%s)(R12*1), R14", rows[3]))
-			for _, reg := range []string{rows[2], rows[1], rows[0]} {
-				a.I("SHLQ", "$16, R14")
-				a.I("MOVW", fmt.Sprintf("(%s)(R12*1), R14", reg))
-			}
-			a.I("MOVQ", "R14, 16(SP)")
-			a.I("VCVTPH2PS", "16(SP), X6")
-			a.I("VPBROADCASTW", "(DI), X7")
-			a.I("VCVTPH2PS", "X7, X7")
-			a.I("VMULPS", "X7, X6, X6")
+			lgScales(a, rows)
 			if q4 {
 				a.I("VINSERTF128", "$1, X6, Y6, Y6")
 				a.I("VMULPS", "Y11, Y6, Y6")
