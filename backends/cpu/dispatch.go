@@ -50,6 +50,12 @@ type GemmFunc func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32
 // gemmKernels holds the SIMD GEMM kernels by weight type.
 var gemmKernels = map[quant.Type]GemmFunc{}
 
+// gemmTileRows holds, by weight type, the activation rows of its GEMM's
+// tile: the GEMM evaluates multiples of it in tiles and the rest one row
+// at a time with the row kernel (MatMul.RunCached hands such a rest to the
+// small-M kernel instead, see gemmTail).
+var gemmTileRows = map[quant.Type]int{}
+
 // GemmCachedFunc is a GemmFunc that takes what it derives from the
 // activation rows from an ActCache (nil: derive per call).
 type GemmCachedFunc func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache)
@@ -59,16 +65,18 @@ type GemmCachedFunc func(K int, w []byte, wrb int, act []byte, arb, M int, y []f
 var gemmCachedKernels = map[quant.Type]GemmCachedFunc{}
 
 // registerGemmCached installs a SIMD GEMM kernel that can use an ActCache.
-func registerGemmCached(t quant.Type, tier string, f GemmCachedFunc) {
-	registerGemm(t, tier, func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
+func registerGemmCached(t quant.Type, tier string, tileRows int, f GemmCachedFunc) {
+	registerGemm(t, tier, tileRows, func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
 		f(K, w, wrb, act, arb, M, y, ldy, n0, n1, nil)
 	})
 	gemmCachedKernels[t] = f
 }
 
-// registerGemm installs a SIMD GEMM kernel.
-func registerGemm(t quant.Type, tier string, f GemmFunc) {
+// registerGemm installs a SIMD GEMM kernel whose tiles hold tileRows
+// activation rows.
+func registerGemm(t quant.Type, tier string, tileRows int, f GemmFunc) {
 	gemmKernels[t] = f
+	gemmTileRows[t] = tileRows
 	delete(gemmCachedKernels, t)
 	tiers = append(tiers, "gemm/"+t.String()+":"+tier)
 }

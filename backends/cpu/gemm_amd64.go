@@ -122,13 +122,13 @@ func init() {
 	if !hasVNNI {
 		return
 	}
-	registerGemm(quant.Q8_0, "avx512vnni", legacyGemm(gemmQ8_0VNNI, rowsQ8_0VNNI, 34))
-	registerGemm(quant.Q5_0, "avx512vnni", legacyGemm(gemmQ5_0VNNI, rowsQ5_0VNNI, 22))
-	registerGemm(quant.Q4_0, "avx512vnni", legacyGemm(gemmQ4_0VNNI, rowsQ4_0AVX2, 18))
+	registerGemm(quant.Q8_0, "avx512vnni", 4, legacyGemm(gemmQ8_0VNNI, rowsQ8_0VNNI, 34))
+	registerGemm(quant.Q5_0, "avx512vnni", 4, legacyGemm(gemmQ5_0VNNI, rowsQ5_0VNNI, 22))
+	registerGemm(quant.Q4_0, "avx512vnni", 4, legacyGemm(gemmQ4_0VNNI, rowsQ4_0AVX2, 18))
 	// Q4_K, Q5_K, Q6_K: the generated AVX-512 K-quant GEMMs (8×4 tiles);
 	// for Q4_K and Q6_K 1.5–1.9× the hand-written 4×4 kernels they replaced (BenchmarkGemmKQuantAVX512
 	// at 8e13914 measured both).
-	registerGemmCached(quant.Q4_K, "avx512vnni", kqGemmsAVX512[quant.Q4_K][0].gemmCached)
-	registerGemmCached(quant.Q5_K, "avx512vnni", kqGemmsAVX512[quant.Q5_K][0].gemmCached)
-	registerGemmCached(quant.Q6_K, "avx512vnni", kqGemmsAVX512[quant.Q6_K][0].gemmCached)
+	registerGemmCached(quant.Q4_K, "avx512vnni", kqGemmsAVX512[quant.Q4_K][0].C, kqGemmsAVX512[quant.Q4_K][0].gemmCached)
+	registerGemmCached(quant.Q5_K, "avx512vnni", kqGemmsAVX512[quant.Q5_K][0].C, kqGemmsAVX512[quant.Q5_K][0].gemmCached)
+	registerGemmCached(quant.Q6_K, "avx512vnni", kqGemmsAVX512[quant.Q6_K][0].C, kqGemmsAVX512[quant.Q6_K][0].gemmCached)
 }

@@ -602,12 +602,12 @@ func registerKQGemmAVX2() {
 		return
 	}
 	if !hasVNNI {
-		registerGemmCached(quant.Q4_K, "avx2", kqGemmsAVX2[quant.Q4_K][0].gemmCached)
-		registerGemmCached(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].gemmCached)
-		registerGemmCached(quant.Q6_K, "avx2", kqGemmsAVX2[quant.Q6_K][0].gemmCached)
+		registerGemmCached(quant.Q4_K, "avx2", kqGemmsAVX2[quant.Q4_K][0].C, kqGemmsAVX2[quant.Q4_K][0].gemmCached)
+		registerGemmCached(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].C, kqGemmsAVX2[quant.Q5_K][0].gemmCached)
+		registerGemmCached(quant.Q6_K, "avx2", kqGemmsAVX2[quant.Q6_K][0].C, kqGemmsAVX2[quant.Q6_K][0].gemmCached)
 	}
-	registerGemm(quant.Q2_K, "avx2", kqGemmsAVX2[quant.Q2_K][0].gemm)
-	registerGemm(quant.Q3_K, "avx2", kqGemmsAVX2[quant.Q3_K][0].gemm)
+	registerGemm(quant.Q2_K, "avx2", kqGemmsAVX2[quant.Q2_K][0].C, kqGemmsAVX2[quant.Q2_K][0].gemm)
+	registerGemm(quant.Q3_K, "avx2", kqGemmsAVX2[quant.Q3_K][0].C, kqGemmsAVX2[quant.Q3_K][0].gemm)
 }
 
 func init() { registerKQGemmAVX2() }

@@ -283,6 +283,6 @@ func init() {
 		types = append(types, quant.Q8_0, quant.Q5_0, quant.Q4_0)
 	}
 	for _, t := range types {
-		registerGemmCached(t, "avx2", legacyGemmAVX2(t, legacyAVX2Tiles[t][0]))
+		registerGemmCached(t, "avx2", legacyAVX2Tiles[t][0].ra, legacyGemmAVX2(t, legacyAVX2Tiles[t][0]))
 	}
 }

@@ -21,6 +21,7 @@ type MatMul struct {
 	rows     RowsFunc       // SIMD row kernel, nil when the pure-Go dot is used
 	gemm     GemmFunc       // SIMD kernel for several activation rows, or nil
 	gemmC    GemmCachedFunc // gemm taking an ActCache, or nil (then gemm is used)
+	gemmRows int            // activation rows per tile of gemm
 	small    smallKernel    // SIMD kernel for 2..small.maxM rows (smallm.go), or none
 	// block sizes and bytes per block of the weight and vec-dot types
 	wbs, wts, abs, ats int
@@ -44,6 +45,7 @@ func NewMatMul(weight quant.Type) (*MatMul, error) {
 	k.rows = rowKernels[weight]
 	k.gemm = gemmKernels[weight]
 	k.gemmC = gemmCachedKernels[weight]
+	k.gemmRows = gemmTileRows[weight]
 	k.small = smallFor(weight, k.rows)
 	return k, nil
 }
@@ -103,12 +105,18 @@ func (k *MatMul) RunCached(K int, w []byte, act []byte, M int, y []float32, ldy,
 	if k.runSmall(K, w, wrb, act, arb, M, y, ldy, n0, n1, c) {
 		return
 	}
-	if k.gemmC != nil && M > 1 {
-		k.gemmC(K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
-		return
-	}
-	if k.gemm != nil && M > 1 {
-		k.gemm(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+	if (k.gemmC != nil || k.gemm != nil) && M > 1 {
+		if M <= k.small.upTo {
+			k.runSmallChunks(K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
+			return
+		}
+		if t := k.gemmTail(M); t > 0 {
+			h := M - t
+			k.runGemm(K, w, wrb, act, arb, h, y, ldy, n0, n1, c)
+			k.runSmall(K, w, wrb, act[h*arb:], arb, t, y[h*ldy:], ldy, n0, n1, c)
+			return
+		}
+		k.runGemm(K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
 		return
 	}
 	if rows := k.rows; rows != nil {
@@ -148,6 +156,53 @@ func rowTiles(rows RowsFunc, K int, w []byte, wrb int, act []byte, arb, M int, y
 			rows(K, w, wrb, act[m*arb:(m+1)*arb], y[m*ldy:], nb, ne)
 		}
 	}
+}
+
+// runGemm runs the GEMM (with c when it takes one).
+func (k *MatMul) runGemm(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
+	if k.gemmC != nil {
+		k.gemmC(K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
+		return
+	}
+	k.gemm(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+}
+
+// runSmallChunks runs the small-M kernel over M activation rows (more than
+// it takes at once) in the fewest calls of at most small.maxM rows each,
+// the rows shared out evenly (9 = 4 + 5): below small.upTo rows, several
+// passes of it over the weights take less time than the GEMM's one.
+func (k *MatMul) runSmallChunks(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
+	n := (M + k.small.maxM - 1) / k.small.maxM
+	m0 := 0
+	for i := 1; i <= n; i++ {
+		m1 := M * i / n
+		k.runSmall(K, w, wrb, act[m0*arb:], arb, m1-m0, y[m0*ldy:], ldy, n0, n1, c)
+		m0 = m1
+	}
+}
+
+// gemmTail returns how many of the last of M activation rows (more than
+// the small-M kernel takes) go to the small-M kernel instead of the GEMM,
+// 0 for none. The GEMM evaluates whole tiles of gemmRows rows and the rest
+// with the row kernel, one pass over the weights per row: at 9 rows that
+// single row cost Qwen2.5-0.5B's step more than the 8 before it. The
+// small-M kernel takes those rows together, with a tile's worth more when
+// the rest is below its fewest rows (9 = 4 + 5 for 4-row tiles).
+func (k *MatMul) gemmTail(M int) int {
+	C, s := k.gemmRows, k.small
+	if C < 2 || s.f == nil || M <= s.maxM {
+		return 0
+	}
+	r := M % C
+	if r == 0 {
+		return 0
+	}
+	for t := r; t <= s.maxM && t < M; t += C {
+		if t >= s.kmin {
+			return t
+		}
+	}
+	return 0
 }
 
 // ActCache keeps what a GEMM derives from a block of quantized activation

@@ -22,6 +22,13 @@ type smallKernel struct {
 	minM  int
 	fc    GemmCachedFunc
 	fcMin int
+	// upTo is the most activation rows for which MatMul runs this kernel
+	// in chunks of at most maxM rows instead of the GEMM (0: never).
+	upTo int
+	// kmin is the fewest rows the dedicated kernel itself takes (below it,
+	// f runs the row kernel once per row); maxM+1 when f is only the row
+	// kernel run per row.
+	kmin int
 }
 
 // smallKernels holds the small-M kernels the start-up dispatch installed,
@@ -37,7 +44,7 @@ func registerSmall(t quant.Type, tier string, maxM int, f GemmFunc) {
 // minM the type's row kernel runs once per activation row (smallFor), or,
 // without one, MatMul.Run's other paths.
 func registerSmallFrom(t quant.Type, tier string, minM, maxM int, f GemmFunc) {
-	smallKernels[t] = smallKernel{f: f, maxM: maxM, tier: tier, minM: minM}
+	smallKernels[t] = smallKernel{f: f, maxM: maxM, tier: tier, minM: minM, kmin: max(2, minM)}
 	tiers = append(tiers, "smallm/"+t.String()+":"+tier)
 }
 
@@ -51,6 +58,15 @@ func registerSmallCached(t quant.Type, tier string, minM, maxM int, fc GemmCache
 	})
 	s := smallKernels[t]
 	s.fc, s.fcMin = fc, max(2, minM)
+	smallKernels[t] = s
+}
+
+// smallUpTo makes the small-M kernel of t (installed first) run in chunks
+// of at most its maxM rows up to upTo activation rows, instead of the
+// type's GEMM: where, measured, that takes less time.
+func smallUpTo(t quant.Type, upTo int) {
+	s := smallKernels[t]
+	s.upTo = upTo
 	smallKernels[t] = s
 }
 
@@ -79,7 +95,7 @@ func smallFor(t quant.Type, rows RowsFunc) smallKernel {
 		return s
 	}
 	if m := smallRows[t]; m > 0 && rows != nil {
-		return smallKernel{f: rowsLoop(rows), maxM: m, tier: "rows", minM: 2}
+		return smallKernel{f: rowsLoop(rows), maxM: m, tier: "rows", minM: 2, kmin: m + 1}
 	}
 	return smallKernel{}
 }

@@ -257,6 +257,7 @@ func init() {
 		default:
 			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, wts))
 		}
+		smallUpTo(t, smallLegacyUpTo())
 	}
 	// The K-quants: their row kernels per activation row (measured at
 	// N=896, K=1024, ns per weight row, M=4 / M=8: Q4_K VNNI rows 77 /
@@ -280,5 +281,42 @@ func init() {
 		} else {
 			registerSmallCached(t, "avx2", 2, 8, smallKGemm(smallKAVX2[t]))
 		}
+		smallUpTo(t, smallKQuantUpTo())
 	}
+}
+
+// The small-M kernels also take more activation rows than maxM, in chunks
+// of at most 8 (MatMul.runSmallChunks: 9 = 4 + 5, 32 = 4 × 8), in place of
+// the GEMM up to these counts: a server's step with a few prompt tokens
+// beside its decoding sequences, and, for the legacy types on AVX-512
+// VNNI, every prefill. Measured with `minfer bench -p 9,16,32,64,128,512
+// -n 0 -r 2`, two alternated rounds, GEMM -> chunks, tok/s:
+//
+//   - Q8_0/Q5_0 (qwen2-0.5b Q4_K_M, whose mat-muls are mostly Q5_0 and Q8_0)
+//     and Q4_0 (qwen2-0.5b Q4_0) on AVX-512 VNNI, at every count: pp16
+//     139-159 -> 238-267 at -t 1, pp512 238-243 -> 281-302 at -t 1 and
+//     425-428 -> 514-531 at -t 2; Q4_0 pp512 204-206 -> 283-295 (-t 1),
+//     405-406 -> 521-557 (-t 2). Out of cache the VNNI GEMM's 8 rows
+//     took 200-230 cpu-ns per weight row against these kernels' 72-83
+//     (above), and a model's weights are out of cache.
+//   - the same on AVX2 (MINFER_NO_AVX512=1 MINFER_NO_AVXVNNI=1), up to 32:
+//     pp16 108-111 -> 136-137, pp32 139 -> 145-146 (-t 1), but pp64 151-153
+//     -> 148-149 and pp512 160-162 -> 149-151.
+//   - Q4_K/Q6_K (qwen3-0.6b Q4_K_M), AVX2, up to 16: pp9 72.5-72.9 ->
+//     102-103, pp16 101-109 -> 123-125, pp24 126-130 -> 122-124 (-t 1);
+//     ZMM, up to 32: pp9 61-70 -> 126-127, pp16 97-111 -> 144-153, pp24
+//     129-160 -> 154-161, pp32 142-165 -> 150-166.
+func smallLegacyUpTo() int {
+	if hasVNNI {
+		return math.MaxInt
+	}
+	return 32
+}
+
+// smallKQuantUpTo: see smallLegacyUpTo.
+func smallKQuantUpTo() int {
+	if hasVNNI {
+		return 32
+	}
+	return 16
 }

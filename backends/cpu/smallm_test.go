@@ -100,20 +100,32 @@ func TestSmallMDispatch(t *testing.T) {
 		for _, K := range []int{2 * 256, 19 * 256} {
 			w, wrb := rowTestWeights(t, r, wt, N, K, 0)
 			arb := k.ActRowBytes(K)
-			for M := 1; M <= 9; M++ {
+			// 1..9, then counts the small-M kernel takes in chunks
+			// (upTo) and past them the GEMM with a rest of 1..3 rows
+			// for the small-M kernel (gemmTail).
+			var c ActCache
+			for _, M := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 23, 31, 33, 37, 41, 66, 67} {
 				x := make([]float32, M*K)
 				for m := 0; m < M; m++ {
 					copy(x[m*K:], kqRandRow(r, K, m%3))
 				}
 				act := make([]byte, M*arb)
 				k.QuantizeRows(x, K, 0, M, act)
-				y := make([]float32, M*N)
-				k.Run(K, w, act, M, y, N, 3, N)
-				for m := 0; m < M; m++ {
-					for n := 3; n < N; n++ {
-						want := quant.DotFor(wt)(K, w[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
-						if math.Float32bits(y[m*N+n]) != math.Float32bits(want) {
-							t.Fatalf("%s K=%d M=%d: y[%d][%d] = %v, oracle %v", wt, K, M, m, n, y[m*N+n], want)
+				for _, cached := range []bool{false, true} {
+					y := make([]float32, M*N)
+					if cached {
+						c.Reset()
+						k.RunCached(K, w, act, M, y, N, 3, 20, &c)
+						k.RunCached(K, w, act, M, y, N, 20, N, &c)
+					} else {
+						k.Run(K, w, act, M, y, N, 3, N)
+					}
+					for m := 0; m < M; m++ {
+						for n := 3; n < N; n++ {
+							want := quant.DotFor(wt)(K, w[n*wrb:(n+1)*wrb], act[m*arb:(m+1)*arb])
+							if math.Float32bits(y[m*N+n]) != math.Float32bits(want) {
+								t.Fatalf("%s K=%d M=%d cached=%v: y[%d][%d] = %v, oracle %v", wt, K, M, cached, m, n, y[m*N+n], want)
+							}
 						}
 					}
 				}
