@@ -592,7 +592,7 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 // registerKQGemmAVX2 installs the AVX2 K-quant GEMMs. The choice is
 // explicit rather than a matter of init order: on a machine with the
 // AVX-512 VNNI tier, Q4_K, Q5_K and Q6_K keep their AVX-512 GEMMs
-// (gemm_amd64.go registers them only when hasVNNI), and these are
+// (gemm_kquant_avx512_amd64.go registers them only when hasVNNI), and these are
 // installed only where that tier is absent; Q2_K and Q3_K have no VNNI
 // GEMM, and their AVX2 GEMMs beat the AVX2 row-kernel loop there too
 // (BenchmarkGemmKQuantAVX2: ≈1.5× and ≈2× at M=512), so they are

@@ -87,3 +87,19 @@ func avx512Name(g *kqGemm) *kqGemm {
 	g.name = fmt.Sprintf("%s avx512", g.name)
 	return g
 }
+
+// The first kernel of each type is the one installed on the AVX-512 VNNI
+// tier (8×4 tiles; for Q4_K and Q6_K 1.5–1.9× the hand-written 4×4
+// kernels they replaced, BenchmarkGemmKQuantAVX512 at 8e13914).
+// Q8_0/Q5_0/Q4_0 have no GEMM on this tier: their small-M kernels, run in
+// chunks, beat the VNNI GEMMs they had at every row count
+// (smallLegacyUpTo).
+func init() {
+	if !hasVNNI {
+		return
+	}
+	for _, t := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		g := kqGemmsAVX512[t][0]
+		registerGemmCached(t, "avx512vnni", g.C, g.gemmCached)
+	}
+}

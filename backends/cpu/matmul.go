@@ -105,11 +105,11 @@ func (k *MatMul) RunCached(K int, w []byte, act []byte, M int, y []float32, ldy,
 	if k.runSmall(K, w, wrb, act, arb, M, y, ldy, n0, n1, c) {
 		return
 	}
+	if M > 1 && M <= k.small.upTo {
+		k.runSmallChunks(K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
+		return
+	}
 	if (k.gemmC != nil || k.gemm != nil) && M > 1 {
-		if M <= k.small.upTo {
-			k.runSmallChunks(K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
-			return
-		}
 		if t := k.gemmTail(M); t > 0 {
 			h := M - t
 			k.runGemm(K, w, wrb, act, arb, h, y, ldy, n0, n1, c)

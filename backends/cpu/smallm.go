@@ -23,7 +23,8 @@ type smallKernel struct {
 	fc    GemmCachedFunc
 	fcMin int
 	// upTo is the most activation rows for which MatMul runs this kernel
-	// in chunks of at most maxM rows instead of the GEMM (0: never).
+	// in chunks of at most maxM rows (0: never), in place of the type's
+	// GEMM or, without one, of its row kernel once per row.
 	upTo int
 	// kmin is the fewest rows the dedicated kernel itself takes (below it,
 	// f runs the row kernel once per row); maxM+1 when f is only the row

@@ -363,3 +363,30 @@ func TestSmallKCached(t *testing.T) {
 		})
 	}
 }
+
+// TestSmallUpTo checks the dispatch of more than 8 rows on this CPU's
+// tier: on AVX-512 VNNI the legacy types have no GEMM and their small-M
+// kernels take every row count; elsewhere the counts of smallm_amd64.go.
+func TestSmallUpTo(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2: no small-M kernels")
+	}
+	for _, wt := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0, quant.Q4_K, quant.Q6_K} {
+		k, err := NewMatMul(wt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		legacy := wt.BlockSize() == 32
+		want := smallKQuantUpTo()
+		if legacy {
+			want = smallLegacyUpTo()
+		}
+		if k.small.upTo != want || k.small.upTo <= k.small.maxM {
+			t.Errorf("%s: small-M kernel up to %d rows, want %d (> %d)", wt, k.small.upTo, want, k.small.maxM)
+		}
+		if hasVNNI && legacy && (k.gemm != nil || k.small.upTo != math.MaxInt) {
+			t.Errorf("%s on AVX-512 VNNI: GEMM installed %v, small-M up to %d; want no GEMM, every count", wt, k.gemm != nil, k.small.upTo)
+		}
+		t.Logf("%s: small-M kernel %s up to %d rows in chunks of %d, GEMM %v", wt, k.small.tier, k.small.upTo, k.small.maxM, k.gemm != nil)
+	}
+}
