@@ -105,7 +105,7 @@ func (k *MatMul) RunCached(K int, w []byte, act []byte, M int, y []float32, ldy,
 	if k.runSmall(K, w, wrb, act, arb, M, y, ldy, n0, n1, c) {
 		return
 	}
-	if M > 1 && M <= k.small.upTo {
+	if M > 1 && M <= k.small.upTo && k.small.f != nil {
 		k.runSmallChunks(K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
 		return
 	}
@@ -176,7 +176,12 @@ func (k *MatMul) runSmallChunks(K int, w []byte, wrb int, act []byte, arb, M int
 	m0 := 0
 	for i := 1; i <= n; i++ {
 		m1 := M * i / n
-		k.runSmall(K, w, wrb, act[m0*arb:], arb, m1-m0, y[m0*ldy:], ldy, n0, n1, c)
+		if !k.runSmall(K, w, wrb, act[m0*arb:], arb, m1-m0, y[m0*ldy:], ldy, n0, n1, c) {
+			// Unreachable: smallFor leaves every kernel taking 2..maxM
+			// rows, and a chunk of more than maxM rows has at least
+			// maxM/2.
+			panic(fmt.Sprintf("cpu: %s small-M kernel refused a chunk of %d rows", k.Weight, m1-m0))
+		}
 		m0 = m1
 	}
 }

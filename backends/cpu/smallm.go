@@ -66,7 +66,10 @@ func registerSmallCached(t quant.Type, tier string, minM, maxM int, fc GemmCache
 // of at most its maxM rows up to upTo activation rows, instead of the
 // type's GEMM: where, measured, that takes less time.
 func smallUpTo(t quant.Type, upTo int) {
-	s := smallKernels[t]
+	s, ok := smallKernels[t]
+	if !ok {
+		panic("cpu: smallUpTo of " + t.String() + ", which has no small-M kernel")
+	}
 	s.upTo = upTo
 	smallKernels[t] = s
 }
