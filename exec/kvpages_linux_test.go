@@ -1,13 +1,14 @@
 package exec
 
 import (
+	"errors"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/minfer/minfer/internal/smaps"
 	"github.com/minfer/minfer/quant"
 	"golang.org/x/sys/unix"
 )
@@ -116,32 +117,16 @@ func anonHuge(t *testing.T, addr uintptr) int { return smapsField(t, addr, "Anon
 // mapping holding addr, from /proc/self/smaps (-1 if the mapping lacks it).
 func smapsField(t *testing.T, addr uintptr, field string) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
+	kb, found, err := smaps.Field(addr, strings.TrimSuffix(field, ":"))
+	switch {
+	case errors.Is(err, smaps.ErrNoMapping):
+		t.Fatalf("no mapping of %#x in /proc/self/smaps", addr)
+	case err != nil:
 		t.Skipf("no /proc/self/smaps: %v", err)
-	}
-	in := false
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
-			lo, hi, ok := strings.Cut(f[0], "-")
-			a, err1 := strconv.ParseUint(lo, 16, 64)
-			z, err2 := strconv.ParseUint(hi, 16, 64)
-			in = ok && err1 == nil && err2 == nil && uint64(addr) >= a && uint64(addr) < z
-			continue
-		}
-		if in && strings.HasPrefix(line, field) {
-			kb, err := strconv.Atoi(strings.Fields(line)[1])
-			if err != nil {
-				t.Fatalf("smaps: %q: %v", line, err)
-			}
-			return kb
-		}
-	}
-	if in {
+	case !found:
 		return -1
 	}
-	t.Fatalf("no mapping of %#x in /proc/self/smaps", addr)
-	return 0
+	return kb
 }
 
 // A huge mapping starts on a 2 MiB boundary and a write maps a huge page

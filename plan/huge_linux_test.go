@@ -2,14 +2,16 @@ package plan
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/minfer/minfer/internal/smaps"
 )
 
 // TestWrittenPlanMapsHuge: a file dropped from the page cache after it was
@@ -78,26 +80,15 @@ func TestWrittenPlanMapsHuge(t *testing.T) {
 	}
 }
 
-// filePmdMapped is the FilePmdMapped (KiB) of the mapping starting at addr.
+// filePmdMapped is the FilePmdMapped (KiB) of the mapping holding addr.
 func filePmdMapped(t *testing.T, addr uintptr) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
+	kb, found, err := smaps.Field(addr, "FilePmdMapped")
+	switch {
+	case errors.Is(err, smaps.ErrNoMapping) || err == nil && !found:
+		t.Fatalf("no mapping with FilePmdMapped at %#x in /proc/self/smaps", addr)
+	case err != nil:
 		t.Skipf("no /proc/self/smaps: %v", err)
 	}
-	in := false
-	for _, line := range strings.Split(string(b), "\n") {
-		var lo, hi uint64
-		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 {
-			in = uintptr(lo) == addr
-			continue
-		}
-		if in && strings.HasPrefix(line, "FilePmdMapped:") {
-			var kb int
-			fmt.Sscanf(strings.TrimPrefix(line, "FilePmdMapped:"), "%d", &kb)
-			return kb
-		}
-	}
-	t.Fatalf("no mapping at %#x in /proc/self/smaps", addr)
-	return 0
+	return kb
 }
