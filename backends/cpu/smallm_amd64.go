@@ -87,6 +87,69 @@ func smQ4_0AVX2x7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows i
 //go:noescape
 func smQ4_0AVX2x8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
 
+//go:noescape
+func smQ8_0AVXVNNIx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0AVXVNNIx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0AVXVNNIx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0AVXVNNIx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0AVXVNNIx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0AVXVNNIx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ8_0AVXVNNIx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0AVXVNNIx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0AVXVNNIx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0AVXVNNIx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0AVXVNNIx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0AVXVNNIx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0AVXVNNIx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ5_0AVXVNNIx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0AVXVNNIx2(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0AVXVNNIx3(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0AVXVNNIx4(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0AVXVNNIx5(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0AVXVNNIx6(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0AVXVNNIx7(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
+//go:noescape
+func smQ4_0AVXVNNIx8(w *byte, wrb int, p *byte, nb int, y *float32, ldy int, rows int, t *float32)
+
 // smallAVX2 lists the AVX2 kernels by weight type, index M-2 for M rows,
 // with the weight block size.
 var smallAVX2 = map[quant.Type]struct {
@@ -96,6 +159,14 @@ var smallAVX2 = map[quant.Type]struct {
 	quant.Q8_0: {[7]smallAsm{smQ8_0AVX2x2, smQ8_0AVX2x3, smQ8_0AVX2x4, smQ8_0AVX2x5, smQ8_0AVX2x6, smQ8_0AVX2x7, smQ8_0AVX2x8}, 34},
 	quant.Q5_0: {[7]smallAsm{smQ5_0AVX2x2, smQ5_0AVX2x3, smQ5_0AVX2x4, smQ5_0AVX2x5, smQ5_0AVX2x6, smQ5_0AVX2x7, smQ5_0AVX2x8}, 22},
 	quant.Q4_0: {[7]smallAsm{smQ4_0AVX2x2, smQ4_0AVX2x3, smQ4_0AVX2x4, smQ4_0AVX2x5, smQ4_0AVX2x6, smQ4_0AVX2x7, smQ4_0AVX2x8}, 18},
+}
+
+// smallAVXVNNI lists the AVX-VNNI kernels (the AVX2 ones with VPDPBUSD
+// for the integer sums), as smallAVX2.
+var smallAVXVNNI = map[quant.Type][7]smallAsm{
+	quant.Q8_0: {smQ8_0AVXVNNIx2, smQ8_0AVXVNNIx3, smQ8_0AVXVNNIx4, smQ8_0AVXVNNIx5, smQ8_0AVXVNNIx6, smQ8_0AVXVNNIx7, smQ8_0AVXVNNIx8},
+	quant.Q5_0: {smQ5_0AVXVNNIx2, smQ5_0AVXVNNIx3, smQ5_0AVXVNNIx4, smQ5_0AVXVNNIx5, smQ5_0AVXVNNIx6, smQ5_0AVXVNNIx7, smQ5_0AVXVNNIx8},
+	quant.Q4_0: {smQ4_0AVXVNNIx2, smQ4_0AVXVNNIx3, smQ4_0AVXVNNIx4, smQ4_0AVXVNNIx5, smQ4_0AVXVNNIx6, smQ4_0AVXVNNIx7, smQ4_0AVXVNNIx8},
 }
 
 // smallRecs pools the record buffers (grown when a larger shape first
@@ -202,6 +273,7 @@ func smallKernelTable() []smallKernelEntry {
 		wts := smallAVX2[t].wts
 		r = append(r,
 			smallKernelEntry{t, "avx2", "avx2", smallLegacy(smallAVX2[t].k, wts)},
+			smallKernelEntry{t, "avxvnni", "avxvnni", smallLegacy(smallAVXVNNI[t], wts)},
 			smallKernelEntry{t, "avx512vnni", "zmm2", smallZGemm(smallZ[t].k, wts, smallZ[t].c)})
 		if zw, ok := smallZW[t]; ok {
 			r = append(r, smallKernelEntry{t, "avx512vnni", "zmmw", smallZWGemm(zw, wts, smallZ[t].c)})
@@ -243,6 +315,13 @@ func init() {
 	// of 3 alternated runs). Q8_0 keeps zmm2: its zmmw ran 7-9% slower at
 	// M=8 in L2 and 10% slower in the model (the head), where it saves
 	// fewer instructions (Q8_0 has no nibbles to unpack).
+	// With AVX-VNNI and no AVX-512, Q8_0 and Q5_0 take the AVX2 kernels'
+	// VPDPBUSD form (MINFER_NO_AVX512=1 on the Zen 5 VM, cpu-ns per weight
+	// row, fastest of 4-5 runs, AVX2 -> AVX-VNNI: in L2, K=1024, Q8_0 M=4
+	// 79.2 -> 71.3, M=8 142.8 -> 121.7, Q5_0 104.9 -> 93.8, 160.4 ->
+	// 137.2; streamed (BenchmarkSmallMDram) Q8_0 M=8 179.0 -> 143.4, Q5_0
+	// M=4 105.8 -> 95.5, M=8 160.0 -> 140.0). Q4_0 keeps the AVX2 ones: M=4
+	// 87.4 -> 76.3 but M=8 144.7 -> 171.1.
 	for _, t := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
 		wts := smallAVX2[t].wts
 		switch {
@@ -254,6 +333,8 @@ func init() {
 				z2From = 8
 			}
 			registerSmall(t, "avx512vnni", 8, smallZWFit(smallZWGemm(smallZW[t], wts, smallZ[t].c), smallZGemm(smallZ[t].k, wts, smallZ[t].c), z2From))
+		case hasAVXVNNI && t != quant.Q4_0:
+			registerSmall(t, "avxvnni", 8, smallLegacy(smallAVXVNNI[t], wts))
 		default:
 			registerSmall(t, "avx2", 8, smallLegacy(smallAVX2[t].k, wts))
 		}

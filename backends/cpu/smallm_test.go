@@ -198,7 +198,7 @@ func BenchmarkSmallM(b *testing.B) {
 						}
 					}
 				}
-				for _, p := range []string{"run", "small", "avx2", "zmm2", "zmmw", "gemm", "rows"} {
+				for _, p := range []string{"run", "small", "avx2", "avxvnni", "zmm2", "zmmw", "gemm", "rows"} {
 					f := paths[p]
 					if f == nil {
 						continue

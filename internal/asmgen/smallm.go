@@ -58,9 +58,11 @@ backends/cpu/smallm_amd64.go (the Go side).`)
 	a.Raw("DATA smqhshuf<>+16(SB)/8, $0x0202020202020202")
 	a.Raw("DATA smqhshuf<>+24(SB)/8, $0x0303030303030303")
 	a.Raw("GLOBL smqhshuf<>(SB), RODATA|NOPTR, $32")
-	for _, k := range smallKinds {
-		for m := 2; m <= smallMaxM; m++ {
-			genSmallAVX2(a, k, m)
+	for _, vnni := range []bool{false, true} {
+		for _, k := range smallKinds {
+			for m := 2; m <= smallMaxM; m++ {
+				genSmallAVX2(a, k, m, vnni)
+			}
 		}
 	}
 }
@@ -104,16 +106,26 @@ func smallConst(a *Asm, name, q string) {
 // VPMADDWD and VFMADD231PS share two pipes and 256-bit loads two more,
 // and that variant measured no faster.)
 //
+// With vnni (sm<T>AVXVNNIx<M>, for CPUs with AVX-VNNI and no AVX-512):
+// the VEX VPDPBUSD of |x| and ±y into a zeroed register gives the 8 int32
+// sums at once, in place of VPMADDUBSW and VPMADDWD — the same exact
+// integers, so the same bits, one vector op fewer per activation row and
+// block.
+//
 // Registers: Y0..Y(M-1) the accumulators of activation rows 0..M-1, Y8
 // x, Y9 |x|, Y12 and Y13 the next block's, Y10 each product broadcast
-// (and a temporary of the unpack), Y11 a temporary, Y14 bytes 0x0F, Y15
-// int16 ones. SI walks the weight row's blocks, DI the records, BX the
+// (and a temporary of the unpack; with vnni the integer sums), Y11 a
+// temporary, Y14 bytes 0x0F, Y15 int16 ones. SI walks the weight row's blocks, DI the records, BX the
 // table, DX counts blocks, R9 the weight row, R10 the records, R14 t,
 // R11 nb, R8 wrb, AX the output, R13 ldy in bytes, R12 the output of
 // activation row j, CX rows left.
-func genSmallAVX2(a *Asm, k smallKind, M int) {
+func genSmallAVX2(a *Asm, k smallKind, M int, vnni bool) {
 	name := fmt.Sprintf("sm%sAVX2x%d", k.name, M)
 	lbl := strings.ToLower(fmt.Sprintf("sma%s_%d_", strings.ReplaceAll(k.name, "_", ""), M))
+	if vnni {
+		name = fmt.Sprintf("sm%sAVXVNNIx%d", k.name, M)
+		lbl = "v" + lbl
+	}
 	bs := 32 + 32*M // record bytes per block
 	a.Text(name, 0, 64)
 	a.I("MOVQ", "w+0(FP), R9")
@@ -174,6 +186,14 @@ func genSmallAVX2(a *Asm, k smallKind, M int) {
 		for j := 0; j < M; j++ {
 			a.I("VMOVDQU", fmt.Sprintf("%d(DI), Y11", 32+32*j))
 			a.I("VPSIGNB", "Y8, Y11, Y11")
+			if vnni {
+				a.I("VPXOR", "Y10, Y10, Y10")
+				vexVPDPBUSD(a, "Y11", "Y9", "Y10")
+				a.I("VCVTDQ2PS", "Y10, Y10")
+				a.I("VBROADCASTSS", fmt.Sprintf("%d(BX), Y11", 4*j))
+				a.I("VFMADD231PS", fmt.Sprintf("Y10, Y11, Y%d", j))
+				continue
+			}
 			a.I("VPMADDUBSW", "Y11, Y9, Y11")
 			a.I("VPMADDWD", "Y15, Y11, Y11")
 			a.I("VCVTDQ2PS", "Y11, Y11")
