@@ -31,6 +31,30 @@ type binder struct {
 	m       *Model
 	plan    *alloc.Plan
 	weights map[*ir.Value][]byte
+	// slots numbers the (input, vec-dot type) pairs the current group's
+	// mat-muls read from shared buffers (sharedSlot).
+	slots map[sharedInput]int
+}
+
+// sharedInput is a mat-mul input as one vec-dot type.
+type sharedInput struct {
+	v    *ir.Value
+	kind int
+}
+
+// sharedSlot returns the shared conversion buffer of input v as vec-dot
+// type kind in the group being bound: mat-muls of one group reading the
+// same input share one; each group numbers its own from 0, and the Model
+// allocates as many as the group that needs most.
+func (b *binder) sharedSlot(v *ir.Value, kind int) int {
+	in := sharedInput{v, kind}
+	if i, ok := b.slots[in]; ok {
+		return i
+	}
+	i := len(b.slots)
+	b.slots[in] = i
+	b.m.nsq = max(b.m.nsq, i+1)
+	return i
 }
 
 func (m *Model) bind(s *ir.Schedule, plan *alloc.Plan, weights map[*ir.Value][]byte) (*program, error) {
@@ -41,6 +65,7 @@ func (m *Model) bind(s *ir.Schedule, plan *alloc.Plan, weights map[*ir.Value][]b
 	p := &program{name: s.Name}
 	for gi, g := range s.Groups {
 		grp := group{units: g.Units}
+		b.slots = map[sharedInput]int{}
 		for _, st := range g.Steps {
 			if st.Node < 0 || st.Node >= len(m.g.Nodes) {
 				return nil, fmt.Errorf("group %d: node %d out of range", gi, st.Node)
@@ -680,19 +705,36 @@ func (b *binder) matMul(s *site) (step, error) {
 		// pass never asks for it.
 		return st, fmt.Errorf("mat-mul split by rows is not supported")
 	}
+	slot := -1 // the shared conversion buffer of (xv, qkind) in this group (sharedquant.go)
+	if !x.private {
+		slot = b.sharedSlot(xv, qkind)
+	}
 	st.run = func(wk *worker, lo, hi int) {
 		M := st.rows()
 		n0, n1 := 0, N
 		if split == ir.SplitCols {
 			n0, n1 = cols(N, units, lo, hi)
 		}
-		if wk.qVal != xv || wk.qKind != qkind || wk.qStamp != wk.stamp || wk.qRows != M {
-			k.QuantizeRows(x.get(wk), K, 0, M, wk.quant)
-			wk.qVal, wk.qKind, wk.qRows, wk.qStamp = xv, qkind, M, wk.stamp
-			wk.acts.Reset()
+		var act []byte
+		if slot >= 0 && m.nw > 1 && M >= sharedQuantMinRows {
+			s := m.sq[slot]
+			if wk.sqKey[slot] != wk.gkey {
+				m.fill(wk, s, k, x.get(wk), K, M)
+				wk.sqKey[slot] = wk.gkey
+				wk.acts.Reset()
+				wk.qVal = nil // what acts held of the private rows went with the reset
+			}
+			act = s.buf[:M*actRow]
+		} else {
+			if wk.qVal != xv || wk.qKind != qkind || wk.qStamp != wk.stamp || wk.qRows != M {
+				k.QuantizeRows(x.get(wk), K, 0, M, wk.quant)
+				wk.qVal, wk.qKind, wk.qRows, wk.qStamp = xv, qkind, M, wk.stamp
+				wk.acts.Reset()
+			}
+			act = wk.quant[:M*actRow]
 		}
 		ys := y.get(wk)
-		k.RunCached(K, w, wk.quant[:M*actRow], M, ys, N, n0, n1, &wk.acts)
+		k.RunCached(K, w, act, M, ys, N, n0, n1, &wk.acts)
 		for _, e := range epis {
 			switch e.op {
 			case ir.OpAdd:

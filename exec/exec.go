@@ -79,6 +79,9 @@ type Model struct {
 	tuner   threadTuner           // picks nw for decode passes (adapt.go)
 	files   string                // Config.WeightFiles
 	fault   atomic.Pointer[error] // a worker faulted in the current call
+	passSeq int64                 // counts passes (groupKey)
+	sq      []*sharedQuant        // shared conversion buffers (sharedquant.go)
+	nsq     int                   // how many the bound schedules use
 	broken  error                 // set after a fault: the model state is undefined
 
 	// The current call.
@@ -116,6 +119,10 @@ type worker struct {
 	rope cpu.RopeTable
 	// stamp counts the groups this worker has entered.
 	stamp int64
+	// gkey is the current group run's groupKey; sqKey[i] the group run
+	// whose rows this worker last found complete in shared buffer i.
+	gkey  int64
+	sqKey []int64
 }
 
 // program is a schedule bound to buffers and kernels.
@@ -317,6 +324,17 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 		}
 		m.progs[s.Name] = p
 	}
+	if cfg.Threads > 1 {
+		for i := 0; i < m.nsq; i++ {
+			m.sq = append(m.sq, &sharedQuant{buf: alignedBytes(quantB)})
+		}
+		for _, wk := range m.workers {
+			wk.sqKey = make([]int64, m.nsq)
+			for i := range wk.sqKey {
+				wk.sqKey[i] = -1
+			}
+		}
+	}
 	m.files = cfg.WeightFiles
 	if m.files == "" {
 		m.files = "the weight source"
@@ -462,6 +480,7 @@ func (m *Model) pass(tokens, positions, outIDs []int32) ([]float32, error) {
 		m.nw = m.tuner.pick()
 	}
 	prog.resetChunks(m.nw)
+	m.passSeq++
 	m.planBlocks(prog)
 	m.pool.RunN(m.nw, m.job)
 	if e := m.fault.Load(); e != nil {
@@ -543,6 +562,7 @@ func (m *Model) runGroup(p *program, gi int, wk *worker) {
 	{
 		grp := &p.groups[gi]
 		wk.stamp++
+		wk.gkey = m.groupKey(gi)
 		if grp.dynamic && W > 1 {
 			m.runPhases(grp, wk)
 			return
