@@ -325,6 +325,12 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 		m.progs[s.Name] = p
 	}
 	if cfg.Threads > 1 {
+		// The shared conversion buffers, one quant scratch each, are known
+		// only once the schedules are bound.
+		if sh, avail := int64(m.nsq)*quantB, physicalMemory(); avail > 0 && need+sh > avail {
+			return nil, fmt.Errorf("the plan needs %.1f GiB of memory (%.1f, plus %.1f for %d shared conversion buffers at %d threads) but this machine has %.1f GiB: use fewer threads or compile with a smaller --max-batch",
+				gib(need+sh), gib(need), gib(sh), m.nsq, cfg.Threads, gib(avail))
+		}
 		for i := 0; i < m.nsq; i++ {
 			m.sq = append(m.sq, &sharedQuant{buf: alignedBytes(quantB)})
 		}
