@@ -716,15 +716,15 @@ func (b *binder) matMul(s *site) (step, error) {
 			n0, n1 = cols(N, units, lo, hi)
 		}
 		var act []byte
+		acts := &wk.acts
 		if slot >= 0 && m.nw > 1 && M >= sharedQuantMinRows {
 			s := m.sq[slot]
 			if wk.sqKey[slot] != wk.gkey {
 				m.fill(wk, s, k, x.get(wk), K, M)
 				wk.sqKey[slot] = wk.gkey
-				wk.acts.Reset()
-				wk.qVal = nil // what acts held of the private rows went with the reset
+				wk.sacts.Reset()
 			}
-			act = s.buf[:M*actRow]
+			act, acts = s.buf[:M*actRow], &wk.sacts
 		} else {
 			if wk.qVal != xv || wk.qKind != qkind || wk.qStamp != wk.stamp || wk.qRows != M {
 				k.QuantizeRows(x.get(wk), K, 0, M, wk.quant)
@@ -734,7 +734,7 @@ func (b *binder) matMul(s *site) (step, error) {
 			act = wk.quant[:M*actRow]
 		}
 		ys := y.get(wk)
-		k.RunCached(K, w, act, M, ys, N, n0, n1, &wk.acts)
+		k.RunCached(K, w, act, M, ys, N, n0, n1, acts)
 		for _, e := range epis {
 			switch e.op {
 			case ir.OpAdd:

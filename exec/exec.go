@@ -82,6 +82,7 @@ type Model struct {
 	passSeq int64                 // counts passes (groupKey)
 	sq      []*sharedQuant        // shared conversion buffers (sharedquant.go)
 	nsq     int                   // how many the bound schedules use
+	blocks  sharedBlocks          // blocks derived from them (sharedquant.go)
 	broken  error                 // set after a fault: the model state is undefined
 
 	// The current call.
@@ -123,6 +124,9 @@ type worker struct {
 	// whose rows this worker last found complete in shared buffer i.
 	gkey  int64
 	sqKey []int64
+	// sacts is acts for the rows of the shared buffers: its blocks are
+	// derived together with the other workers (actSharer).
+	sacts cpu.ActCache
 }
 
 // program is a schedule bound to buffers and kernels.
@@ -335,6 +339,7 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 			m.sq = append(m.sq, &sharedQuant{buf: alignedBytes(quantB)})
 		}
 		for _, wk := range m.workers {
+			wk.sacts.SetSharer(&actSharer{m: m, wk: wk})
 			wk.sqKey = make([]int64, m.nsq)
 			for i := range wk.sqKey {
 				wk.sqKey[i] = -1

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/minfer/minfer/backends/cpu"
 )
@@ -82,4 +83,91 @@ func (m *Model) fill(wk *worker, s *sharedQuant, k *cpu.MatMul, x []float32, K, 
 			runtime.Gosched()
 		}
 	}
+}
+
+// What the GEMMs derive from the converted rows before their tiles run
+// (the AVX2 legacy GEMMs' repacked block, the AVX2 K-quant GEMMs' pair
+// copies: cpu.ActCache) is built the same way, together, when the rows are
+// a shared buffer's: each worker's cache of the shared rows has an
+// actSharer, which hands the block's tiles out in chunks.
+
+// sharedBlock is one derived block of one group run.
+type sharedBlock struct {
+	key        any   // the cache's name for the block
+	run        int64 // the group run (groupKey) it was made for
+	buf, dst   []byte
+	nc         int64 // chunks of tiles
+	next, done atomic.Int64
+}
+
+// sharedBlocks holds the derived blocks of the current group run; entries
+// of earlier runs are reused (the barrier between groups orders the uses).
+type sharedBlocks struct {
+	mu   sync.Mutex
+	ents []*sharedBlock
+}
+
+// actSharer is worker wk's cpu.ActSharer.
+type actSharer struct {
+	m  *Model
+	wk *worker
+}
+
+// Share implements cpu.ActSharer.
+func (a *actSharer) Share(key any, n, tiles int, fill func(dst []byte, t0, t1 int)) []byte {
+	m, wk := a.m, a.wk
+	sb := &m.blocks
+	sb.mu.Lock()
+	var e *sharedBlock
+	for _, x := range sb.ents {
+		if x.run == wk.gkey && x.key == key {
+			e = x
+			break
+		}
+	}
+	if e == nil {
+		for _, x := range sb.ents {
+			if x.run != wk.gkey {
+				e = x
+				break
+			}
+		}
+		if e == nil {
+			e = &sharedBlock{}
+			sb.ents = append(sb.ents, e)
+		}
+		if cap(e.buf) < n+63 {
+			e.buf = make([]byte, n+63)
+		}
+		e.buf = e.buf[:cap(e.buf)]
+		o := int(-uintptr(unsafe.Pointer(unsafe.SliceData(e.buf))) & 63)
+		e.key, e.run, e.dst = key, wk.gkey, e.buf[o:o+n]
+		e.nc = int64(min(tiles, chunksPerWorker*m.nw))
+		e.next.Store(0)
+		e.done.Store(0)
+	}
+	sb.mu.Unlock()
+	for {
+		c := e.next.Load()
+		if c >= e.nc {
+			break
+		}
+		if e.next.CompareAndSwap(c, c+1) {
+			if stallHook != nil {
+				stallHook(wk.id)
+			}
+			t0, t1 := part(tiles, int(c), int(e.nc))
+			fill(e.dst, t0, t1)
+			e.done.Add(1)
+		}
+	}
+	for i := 0; e.done.Load() < e.nc; i++ {
+		if m.fault.Load() != nil {
+			break
+		}
+		if i >= spinsBeforeYield {
+			runtime.Gosched()
+		}
+	}
+	return e.dst
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/backends/cpu"
 	"github.com/minfer/minfer/frontends/gguf"
 	"github.com/minfer/minfer/internal/fixtures"
 	"github.com/minfer/minfer/ir"
@@ -103,7 +105,10 @@ func TestSharedQuantKeepsBits(t *testing.T) {
 				if used == 0 {
 					t.Fatalf("-t %d: no shared conversion buffer was filled", threads)
 				}
-				t.Logf("-t %d: %d of %d shared buffers filled", threads, used, len(m.sq))
+				// The GEMMs that derive activation blocks (AVX2 tier) derive
+				// them through the workers' actSharer.
+				t.Logf("-t %d: %d of %d shared buffers filled, %d derived blocks shared (%s)",
+					threads, used, len(m.sq), len(m.blocks.ents), strings.Fields(cpu.Features())[0])
 			}
 			t.Logf("%d stalls injected; every run bit-identical to 1 thread", stalls.Load())
 		})

@@ -406,6 +406,22 @@ func kqBsumPairs(dst, act []byte, arb, nb, M, C int) {
 
 var kqScratchPool = sync.Pool{New: func() any { return new(kqScratch) }}
 
+// actBlock writes tiles t0..t1 (C rows each, pb bytes per tile and
+// super-block) of the per-activation data the kernel reads: the paired
+// kernels' blocks, the bsum pairs or the biased quants. A tile's bytes
+// come from its own rows only.
+func (g *kqGemm) actBlock(pairs, act []byte, arb, nb, C, R, pb, t0, t1 int) {
+	dst, a, m := pairs[t0*nb*pb:t1*nb*pb], act[t0*C*arb:], (t1-t0)*C
+	switch {
+	case g.paired:
+		kqPairActs(dst, a, arb, nb, m, C, R, g.sums)
+	case g.mins:
+		kqBsumPairs(dst, a, arb, nb, m, C)
+	default:
+		kqBiasedActs(dst, a, arb, nb, m, C)
+	}
+}
+
 // gemm is the GemmFunc.
 func (g *kqGemm) gemm(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) {
 	g.gemmCached(K, w, wrb, act, arb, M, y, ldy, n0, n1, nil)
@@ -471,16 +487,6 @@ func (g *kqGemm) gemmCached(K int, w []byte, wrb int, act []byte, arb, M int, y 
 			pb = 256 * C
 		}
 		if pb > 0 {
-			fill := func(pairs []byte) {
-				switch {
-				case g.paired:
-					kqPairActs(pairs, act, arb, nb, MC, C, R, g.sums)
-				case g.mins:
-					kqBsumPairs(pairs, act, arb, nb, MC, C)
-				default:
-					kqBiasedActs(pairs, act, arb, nb, MC, C)
-				}
-			}
 			if c != nil {
 				key := actKey{act: &act[0], arb: arb, nb: nb, M: MC, C: C, kind: kqActBiased}
 				switch {
@@ -489,13 +495,19 @@ func (g *kqGemm) gemmCached(K int, w []byte, wrb int, act []byte, arb, M int, y 
 				case g.mins:
 					key.kind = kqActMins
 				}
-				pairs = c.derived(key, MC/C*nb*pb, fill)
+				if c.sharer != nil {
+					pairs = c.sharer.Share(key, MC/C*nb*pb, MC/C, func(dst []byte, t0, t1 int) {
+						g.actBlock(dst, act, arb, nb, C, R, pb, t0, t1)
+					})
+				} else {
+					pairs = c.derived(key, MC/C*nb*pb, func(dst []byte) { g.actBlock(dst, act, arb, nb, C, R, pb, 0, MC/C) })
+				}
 			} else {
 				if need := MC/C*nb*pb + 31; cap(sp.p) < need {
 					sp.p = make([]byte, need)
 				}
 				pairs = align32(sp.p[:cap(sp.p)], MC/C*nb*pb)
-				fill(pairs)
+				g.actBlock(pairs, act, arb, nb, C, R, pb, 0, MC/C)
 			}
 		}
 		for ng := n0; ng < NR; ng += group * R {

@@ -154,13 +154,14 @@ const legacyActKind = 32
 // block b at qa[(m·nb+b)·32:] (32-byte aligned, xor bias when bias is not
 // 0), then, at byte MT·nb·32, the scale table sc as float32:
 // sc[(t·nb+b)·tb+h·rw·ra+j·rw+i] = scale h (d, then s for Q8_1) of block b
-// of row t·ra+j, for i in 0..rw (tb = nsc·rw·ra).
-func legacyActBlock(dst []byte, act []byte, arb, nb, MT, ra, rw, ats, qo, nsc int, bias byte) {
+// of row t·ra+j, for i in 0..rw (tb = nsc·rw·ra). It writes the parts of
+// tiles t0..t1 (rows t0·ra..t1·ra) only.
+func legacyActBlock(dst []byte, act []byte, arb, nb, MT, ra, rw, ats, qo, nsc int, bias byte, t0, t1 int) {
 	tb := nsc * rw * ra
 	qa := dst[:MT*nb*32]
 	sc := unsafe.Slice((*float32)(unsafe.Pointer(&dst[MT*nb*32])), MT/ra*nb*tb)
 	bias8 := uint64(bias) * 0x0101010101010101
-	for m := 0; m < MT; m++ {
+	for m := t0 * ra; m < t1*ra; m++ {
 		tl, j := m/ra, m%ra
 		src := act[m*arb : m*arb+nb*ats]
 		q := qa[m*nb*32 : (m+1)*nb*32]
@@ -238,13 +239,20 @@ func legacyGemmAVX2(t quant.Type, k legacyAVX2Tile) GemmCachedFunc {
 		if MT > 0 {
 			buf := gemmAVX2Bufs.Get().(*gemmAVX2Buf)
 			n := MT*nb*32 + MT/ra*nb*tb*4
-			fill := func(dst []byte) { legacyActBlock(dst, act, arb, nb, MT, ra, rw, ats, qo, nsc, bias) }
 			var blk []byte
-			if c != nil {
-				blk = c.derived(actKey{act: &act[0], arb: arb, nb: nb, M: MT, C: ra, R: rw, kind: kind}, n, fill)
-			} else {
+			key := actKey{act: &act[0], arb: arb, nb: nb, M: MT, C: ra, R: rw, kind: kind}
+			switch {
+			case c != nil && c.sharer != nil:
+				blk = c.sharer.Share(key, n, MT/ra, func(dst []byte, t0, t1 int) {
+					legacyActBlock(dst, act, arb, nb, MT, ra, rw, ats, qo, nsc, bias, t0, t1)
+				})
+			case c != nil:
+				blk = c.derived(key, n, func(dst []byte) {
+					legacyActBlock(dst, act, arb, nb, MT, ra, rw, ats, qo, nsc, bias, 0, MT/ra)
+				})
+			default:
 				blk = aligned32(&buf.act, n)
-				fill(blk)
+				legacyActBlock(blk, act, arb, nb, MT, ra, rw, ats, qo, nsc, bias, 0, MT/ra)
 			}
 			qa := blk[:MT*nb*32]
 			sc := unsafe.Slice((*float32)(unsafe.Pointer(&blk[MT*nb*32])), MT/ra*nb*tb)

@@ -222,9 +222,29 @@ func (k *MatMul) gemmTail(M int) int {
 // to RunCached change (the rows are identified by their address, shape
 // and layout only). The zero value is ready to use.
 type ActCache struct {
-	gen  uint64
-	ents []actEntry
+	gen    uint64
+	ents   []actEntry
+	sharer ActSharer
 }
+
+// ActSharer builds a derived activation block together with the other
+// workers that run the same mat-muls on the same activation rows (an
+// executor's workers on an input they share).
+type ActSharer interface {
+	// Share returns n bytes, 64-byte aligned, holding the block named key
+	// for the current rows: the callers split its tiles between them,
+	// each writing tiles t0..t1 with fill(dst, t0, t1) (tiles write
+	// disjoint bytes), and it returns once every tile is written. Every
+	// caller passes the same n, tiles and fill for the same key.
+	Share(key any, n, tiles int, fill func(dst []byte, t0, t1 int)) []byte
+}
+
+// SetSharer makes c take the blocks that can be built tile by tile from s
+// (shared with the other workers) instead of building them alone; c must
+// then only be given activation rows those workers share. (The blocks
+// built this way are the GEMMs' that are made tile by tile; their calls
+// then allocate their closures, which the unshared calls do not.)
+func (c *ActCache) SetSharer(s ActSharer) { c.sharer = s }
 
 // actKey identifies one derived block: the rows (address, bytes per row,
 // blocks per row, rows), the kernel's tile shape and the kind of block.
