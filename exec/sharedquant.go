@@ -34,48 +34,41 @@ const sharedQuantRowsPerChunk = 8
 // reused by later groups (the barrier between groups orders the uses).
 type sharedQuant struct {
 	key  atomic.Int64 // the group run whose rows buf holds, or is being filled with
-	next atomic.Int64 // chunks taken in that run
-	done atomic.Int64 // chunks written in that run
+	work sharedWork   // its chunks of rows
 	mu   sync.Mutex   // serializes the reset at the start of a run
 	buf  []byte
 }
 
-// groupKey identifies one run of group gi within the current pass: the
-// same for every worker taking part, different for every run.
-func (m *Model) groupKey(gi int) int64 { return m.passSeq<<20 | int64(gi) }
+// sharedWork hands out the chunks of one piece of work shared by the
+// workers that reach it.
+type sharedWork struct {
+	next atomic.Int64 // chunks taken
+	done atomic.Int64 // chunks finished
+}
 
-// fill makes s hold the M rows of x (K wide) converted by k for the
-// current group run (key): the calling worker converts chunks of rows
-// until none are left, then waits until the other workers' chunks are
-// written. It returns early, with the rows unfinished, if a worker faulted
-// (the call is then failing anyway).
-func (m *Model) fill(wk *worker, s *sharedQuant, k *cpu.MatMul, x []float32, K, M int) {
-	key := wk.gkey
-	if s.key.Load() != key {
-		s.mu.Lock()
-		if s.key.Load() != key {
-			s.next.Store(0)
-			s.done.Store(0)
-			s.key.Store(key)
-		}
-		s.mu.Unlock()
-	}
-	nc := int64(min(M/sharedQuantRowsPerChunk, chunksPerWorker*m.nw))
+func (w *sharedWork) reset() {
+	w.next.Store(0)
+	w.done.Store(0)
+}
+
+// run does chunks of the nc of w (do(c)) until none are left, then waits
+// until the other workers have finished the ones they took. It returns
+// early if a worker faulted (the call is then failing anyway).
+func (m *Model) run(wk *worker, w *sharedWork, nc int64, do func(c int64)) {
 	for {
-		c := s.next.Load()
+		c := w.next.Load()
 		if c >= nc {
 			break
 		}
-		if s.next.CompareAndSwap(c, c+1) {
+		if w.next.CompareAndSwap(c, c+1) {
 			if stallHook != nil {
 				stallHook(wk.id) // tests: a worker descheduled holding a chunk
 			}
-			r0, r1 := part(M, int(c), int(nc))
-			k.QuantizeRows(x, K, r0, r1, s.buf)
-			s.done.Add(1)
+			do(c)
+			w.done.Add(1)
 		}
 	}
-	for i := 0; s.done.Load() < nc; i++ {
+	for i := 0; w.done.Load() < nc; i++ {
 		if m.fault.Load() != nil {
 			return
 		}
@@ -83,6 +76,29 @@ func (m *Model) fill(wk *worker, s *sharedQuant, k *cpu.MatMul, x []float32, K, 
 			runtime.Gosched()
 		}
 	}
+}
+
+// groupKey identifies one run of group gi within the current pass: the
+// same for every worker taking part, different for every run.
+func (m *Model) groupKey(gi int) int64 { return m.passSeq<<20 | int64(gi) }
+
+// fill makes s hold the M rows of x (K wide) converted by k for the
+// current group run, converting chunks of rows with the other workers that
+// reach it (run).
+func (m *Model) fill(wk *worker, s *sharedQuant, k *cpu.MatMul, x []float32, K, M int) {
+	if key := wk.gkey; s.key.Load() != key {
+		s.mu.Lock()
+		if s.key.Load() != key {
+			s.work.reset()
+			s.key.Store(key)
+		}
+		s.mu.Unlock()
+	}
+	nc := int64(min(M/sharedQuantRowsPerChunk, chunksPerWorker*m.nw))
+	m.run(wk, &s.work, nc, func(c int64) {
+		r0, r1 := part(M, int(c), int(nc))
+		k.QuantizeRows(x, K, r0, r1, s.buf)
+	})
 }
 
 // What the GEMMs derive from the converted rows before their tiles run
@@ -93,11 +109,11 @@ func (m *Model) fill(wk *worker, s *sharedQuant, k *cpu.MatMul, x []float32, K, 
 
 // sharedBlock is one derived block of one group run.
 type sharedBlock struct {
-	key        any   // the cache's name for the block
-	run        int64 // the group run (groupKey) it was made for
-	buf, dst   []byte
-	nc         int64 // chunks of tiles
-	next, done atomic.Int64
+	key      any   // the cache's name for the block
+	run      int64 // the group run (groupKey) it was made for
+	buf, dst []byte
+	nc       int64 // chunks of tiles
+	work     sharedWork
 }
 
 // sharedBlocks holds the derived blocks of the current group run; entries
@@ -143,31 +159,12 @@ func (a *actSharer) Share(key any, n, tiles int, fill func(dst []byte, t0, t1 in
 		o := int(-uintptr(unsafe.Pointer(unsafe.SliceData(e.buf))) & 63)
 		e.key, e.run, e.dst = key, wk.gkey, e.buf[o:o+n]
 		e.nc = int64(min(tiles, chunksPerWorker*m.nw))
-		e.next.Store(0)
-		e.done.Store(0)
+		e.work.reset()
 	}
 	sb.mu.Unlock()
-	for {
-		c := e.next.Load()
-		if c >= e.nc {
-			break
-		}
-		if e.next.CompareAndSwap(c, c+1) {
-			if stallHook != nil {
-				stallHook(wk.id)
-			}
-			t0, t1 := part(tiles, int(c), int(e.nc))
-			fill(e.dst, t0, t1)
-			e.done.Add(1)
-		}
-	}
-	for i := 0; e.done.Load() < e.nc; i++ {
-		if m.fault.Load() != nil {
-			break
-		}
-		if i >= spinsBeforeYield {
-			runtime.Gosched()
-		}
-	}
+	m.run(wk, &e.work, e.nc, func(c int64) {
+		t0, t1 := part(tiles, int(c), int(e.nc))
+		fill(e.dst, t0, t1)
+	})
 	return e.dst
 }
