@@ -9,9 +9,7 @@ import (
 
 	"github.com/minfer/minfer/alloc"
 	"github.com/minfer/minfer/frontends/gguf"
-	"github.com/minfer/minfer/internal/fixtures"
 	"github.com/minfer/minfer/ir"
-	"github.com/minfer/minfer/passes"
 	"github.com/minfer/minfer/quant"
 )
 
@@ -119,35 +117,5 @@ func decodeBlockSplitKeepsBits(t *testing.T, kv quant.Type) {
 // (as minferc compile -c).
 func compileFixtureCtx(t *testing.T, name string, kv quant.Type, fa bool, nctx int) (*ir.Graph, map[string]*alloc.Plan, *gguf.File) {
 	t.Helper()
-	f, err := gguf.Open(fixtures.Path(t, "models", name+".gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	g, err := gguf.BuildGraph(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Params.NCtx = nctx
-	for _, v := range g.Values {
-		if v.Kind == ir.State {
-			v.Shape = ir.Shape{ir.Dim(nctx), v.Shape[1]}
-		}
-	}
-	if err := passes.Run(g, passes.Options{KVType: kv, FlashAttn: fa}); err != nil {
-		t.Fatal(err)
-	}
-	mem := map[string]*alloc.Plan{}
-	for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
-		mt := 16
-		if s.Name == "decode" {
-			mt = 1
-		}
-		p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mt, NCtx: nctx, KVType: kv})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mem[s.Name] = p
-	}
-	return g, mem, f
+	return compileFixtureWith(t, name, kv, fa, nctx, 16)
 }

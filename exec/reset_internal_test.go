@@ -74,6 +74,15 @@ func compileFixture(t *testing.T, name string, kv quant.Type) (*ir.Graph, map[st
 // compileFixtureFA is compileFixture with flash attention on or off.
 func compileFixtureFA(t *testing.T, name string, kv quant.Type, fa bool) (*ir.Graph, map[string]*alloc.Plan, *gguf.File) {
 	t.Helper()
+	return compileFixtureWith(t, name, kv, fa, 0, 16)
+}
+
+// compileFixtureWith builds, optimizes and plans fixture model name with a
+// kv cache, flash attention on or off, a KV cache of nctx positions (0:
+// the model's own context; as minferc compile -c) and a prefill plan of
+// maxTokens token rows (decode: 1).
+func compileFixtureWith(t *testing.T, name string, kv quant.Type, fa bool, nctx, maxTokens int) (*ir.Graph, map[string]*alloc.Plan, *gguf.File) {
+	t.Helper()
 	f, err := gguf.Open(fixtures.Path(t, "models", name+".gguf"))
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +92,20 @@ func compileFixtureFA(t *testing.T, name string, kv quant.Type, fa bool) (*ir.Gr
 	if err != nil {
 		t.Fatal(err)
 	}
+	if nctx > 0 {
+		g.Params.NCtx = nctx
+		for _, v := range g.Values {
+			if v.Kind == ir.State {
+				v.Shape = ir.Shape{ir.Dim(nctx), v.Shape[1]}
+			}
+		}
+	}
 	if err := passes.Run(g, passes.Options{KVType: kv, FlashAttn: fa}); err != nil {
 		t.Fatal(err)
 	}
 	mem := map[string]*alloc.Plan{}
 	for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
-		mt := 16
+		mt := maxTokens
 		if s.Name == "decode" {
 			mt = 1
 		}

@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -9,12 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minfer/minfer/alloc"
 	"github.com/minfer/minfer/backends/cpu"
-	"github.com/minfer/minfer/frontends/gguf"
-	"github.com/minfer/minfer/internal/fixtures"
-	"github.com/minfer/minfer/ir"
-	"github.com/minfer/minfer/passes"
 	"github.com/minfer/minfer/quant"
 )
 
@@ -58,7 +52,7 @@ func TestSharedQuantKeepsBits(t *testing.T) {
 	}
 	for _, name := range []string{"qwen3-synth-q4_k_m", "qwen2-synth-q8_0", "llama-synth-q4_0"} {
 		t.Run(name, func(t *testing.T) {
-			g, mem, f := compilePrompt(t, name, 64)
+			g, mem, f := compileFixtureWith(t, name, quant.F32, false, 0, 64)
 			one, err := New(g, mem, f, Config{Threads: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -113,35 +107,4 @@ func TestSharedQuantKeepsBits(t *testing.T) {
 			t.Logf("%d stalls injected; every run bit-identical to 1 thread", stalls.Load())
 		})
 	}
-}
-
-// compilePrompt compiles fixture model name with an f32 cache and a
-// prefill plan of maxTokens token rows (decode: 1).
-func compilePrompt(t *testing.T, name string, maxTokens int) (*ir.Graph, map[string]*alloc.Plan, *gguf.File) {
-	t.Helper()
-	f, err := gguf.Open(fixtures.Path(t, "models", name+".gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	g, err := gguf.BuildGraph(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := passes.Run(g, passes.Options{KVType: quant.F32}); err != nil {
-		t.Fatal(err)
-	}
-	mem := map[string]*alloc.Plan{}
-	for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
-		mt := maxTokens
-		if s.Name == "decode" {
-			mt = 1
-		}
-		p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mt, NCtx: g.Params.NCtx, KVType: quant.F32})
-		if err != nil {
-			t.Fatal(fmt.Errorf("%s: %w", s.Name, err))
-		}
-		mem[s.Name] = p
-	}
-	return g, mem, f
 }
