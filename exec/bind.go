@@ -717,15 +717,22 @@ func (b *binder) matMul(s *site) (step, error) {
 		}
 		var act []byte
 		acts := &wk.acts
-		if slot >= 0 && m.nw > 1 && M >= sharedQuantMinRows {
+		if slot >= 0 && m.nw > 1 && M >= sharedQuantMinRows && wk.sqAlone[slot] != wk.gkey {
 			s := m.sq[slot]
 			if wk.sqKey[slot] != wk.gkey {
-				m.fill(wk, s, k, x.get(wk), K, M)
-				wk.sqKey[slot] = wk.gkey
-				wk.sacts.Reset()
+				if m.fill(wk, s, k, x.get(wk), K, M) {
+					wk.sqKey[slot] = wk.gkey
+					wk.sacts.Reset()
+				} else {
+					wk.sqAlone[slot] = wk.gkey // converts alone in this group run
+					m.alone.Add(1)
+				}
 			}
-			act, acts = s.buf[:M*actRow], &wk.sacts
-		} else {
+			if wk.sqKey[slot] == wk.gkey {
+				act, acts = s.buf[:M*actRow], &wk.sacts
+			}
+		}
+		if act == nil {
 			if wk.qVal != xv || wk.qKind != qkind || wk.qStamp != wk.stamp || wk.qRows != M {
 				k.QuantizeRows(x.get(wk), K, 0, M, wk.quant)
 				wk.qVal, wk.qKind, wk.qRows, wk.qStamp = xv, qkind, M, wk.stamp

@@ -83,6 +83,7 @@ type Model struct {
 	sq      []*sharedQuant        // shared conversion buffers (sharedquant.go)
 	nsq     int                   // how many the bound schedules use
 	blocks  sharedBlocks          // blocks derived from them (sharedquant.go)
+	alone   atomic.Int64          // times a worker gave up waiting for a shared buffer
 	broken  error                 // set after a fault: the model state is undefined
 
 	// The current call.
@@ -124,6 +125,9 @@ type worker struct {
 	// whose rows this worker last found complete in shared buffer i.
 	gkey  int64
 	sqKey []int64
+	// sqAlone[i] is the group run in which this worker gave up waiting
+	// for shared buffer i and converts its input alone.
+	sqAlone []int64
 	// sacts is acts for the rows of the shared buffers: its blocks are
 	// derived together with the other workers (actSharer).
 	sacts cpu.ActCache
@@ -340,9 +344,9 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 		}
 		for _, wk := range m.workers {
 			wk.sacts.SetSharer(&actSharer{m: m, wk: wk})
-			wk.sqKey = make([]int64, m.nsq)
+			wk.sqKey, wk.sqAlone = make([]int64, m.nsq), make([]int64, m.nsq)
 			for i := range wk.sqKey {
-				wk.sqKey[i] = -1
+				wk.sqKey[i], wk.sqAlone[i] = -1, -1
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/minfer/minfer/backends/cpu"
@@ -19,7 +20,8 @@ import (
 // run, into a shared buffer: each takes chunks of rows until none are left,
 // then waits for the chunks the others took, and every mat-mul of the
 // group that reads the same input with the same vec-dot type uses the
-// result. Which worker converts a row does not change its bits (the
+// result. A worker that waits too long for another's chunk (descheduled)
+// converts all rows alone instead, for that group run. Which worker converts a row does not change its bits (the
 // quantizers work row by row), so the output stays the same for any thread
 // count and any timing.
 
@@ -52,9 +54,15 @@ func (w *sharedWork) reset() {
 }
 
 // run does chunks of the nc of w (do(c)) until none are left, then waits
-// until the other workers have finished the ones they took. It returns
-// early if a worker faulted (the call is then failing anyway).
-func (m *Model) run(wk *worker, w *sharedWork, nc int64, do func(c int64)) {
+// until the other workers have finished the ones they took, and reports
+// whether they did. It gives up waiting (false) after sharedWaitBudget,
+// or at once if a worker faulted (the call is then failing anyway): a
+// worker the OS descheduled while it held a chunk (another process busy on
+// the machine) would otherwise hold up every other one, where converting
+// alone, as before the sharing, holds up none.
+func (m *Model) run(wk *worker, w *sharedWork, nc int64, do func(c int64)) bool {
+	var own time.Duration
+	n := 0
 	for {
 		c := w.next.Load()
 		if c >= nc {
@@ -64,18 +72,41 @@ func (m *Model) run(wk *worker, w *sharedWork, nc int64, do func(c int64)) {
 			if stallHook != nil {
 				stallHook(wk.id) // tests: a worker descheduled holding a chunk
 			}
+			t0 := time.Now()
 			do(c)
+			own += time.Since(t0)
+			n++
 			w.done.Add(1)
 		}
 	}
+	if w.done.Load() >= nc {
+		return true
+	}
+	budget := sharedWaitBudget(own, n)
+	start := time.Now()
 	for i := 0; w.done.Load() < nc; i++ {
 		if m.fault.Load() != nil {
-			return
+			return false
 		}
 		if i >= spinsBeforeYield {
+			if time.Since(start) > budget {
+				return false
+			}
 			runtime.Gosched()
 		}
 	}
+	return true
+}
+
+// sharedWaitBudget is how long a worker waits for the chunks other workers
+// took: four times its own chunks' mean time (what a running worker needs
+// to finish one), between 50 µs and 1 ms (an OS time slice is a few ms);
+// 200 µs if it took none.
+func sharedWaitBudget(own time.Duration, n int) time.Duration {
+	if n == 0 {
+		return 200 * time.Microsecond
+	}
+	return min(max(4*own/time.Duration(n), 50*time.Microsecond), time.Millisecond)
 }
 
 // groupKey identifies one run of group gi within the current pass: the
@@ -84,8 +115,8 @@ func (m *Model) groupKey(gi int) int64 { return m.passSeq<<20 | int64(gi) }
 
 // fill makes s hold the M rows of x (K wide) converted by k for the
 // current group run, converting chunks of rows with the other workers that
-// reach it (run).
-func (m *Model) fill(wk *worker, s *sharedQuant, k *cpu.MatMul, x []float32, K, M int) {
+// reach it (run); false if it gave up waiting for theirs.
+func (m *Model) fill(wk *worker, s *sharedQuant, k *cpu.MatMul, x []float32, K, M int) bool {
 	if key := wk.gkey; s.key.Load() != key {
 		s.mu.Lock()
 		if s.key.Load() != key {
@@ -95,7 +126,7 @@ func (m *Model) fill(wk *worker, s *sharedQuant, k *cpu.MatMul, x []float32, K, 
 		s.mu.Unlock()
 	}
 	nc := int64(min(M/sharedQuantRowsPerChunk, chunksPerWorker*m.nw))
-	m.run(wk, &s.work, nc, func(c int64) {
+	return m.run(wk, &s.work, nc, func(c int64) {
 		r0, r1 := part(M, int(c), int(nc))
 		k.QuantizeRows(x, K, r0, r1, s.buf)
 	})
@@ -162,9 +193,11 @@ func (a *actSharer) Share(key any, n, tiles int, fill func(dst []byte, t0, t1 in
 		e.work.reset()
 	}
 	sb.mu.Unlock()
-	m.run(wk, &e.work, e.nc, func(c int64) {
+	if !m.run(wk, &e.work, e.nc, func(c int64) {
 		t0, t1 := part(tiles, int(c), int(e.nc))
 		fill(e.dst, t0, t1)
-	})
+	}) {
+		return nil // the caller builds the block alone
+	}
 	return e.dst
 }

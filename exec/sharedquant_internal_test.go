@@ -101,8 +101,8 @@ func TestSharedQuantKeepsBits(t *testing.T) {
 				}
 				// The GEMMs that derive activation blocks (AVX2 tier) derive
 				// them through the workers' actSharer.
-				t.Logf("-t %d: %d of %d shared buffers filled, %d derived blocks shared (%s)",
-					threads, used, len(m.sq), len(m.blocks.ents), strings.Fields(cpu.Features())[0])
+				t.Logf("-t %d: %d of %d shared buffers filled, %d derived blocks shared (%s), a worker gave up waiting and converted alone %d times",
+					threads, used, len(m.sq), len(m.blocks.ents), strings.Fields(cpu.Features())[0], m.alone.Load())
 			}
 			t.Logf("%d stalls injected; every run bit-identical to 1 thread", stalls.Load())
 		})

@@ -12,11 +12,18 @@ import (
 
 // reverseSharer is an ActSharer that builds each block alone, one tile at
 // a time from the last to the first, as workers taking tiles in any order
-// would; it counts the blocks.
-type reverseSharer struct{ blocks int }
+// would; it counts the blocks. With refuse set it returns nil for every
+// other block, as a sharer that gave up waiting does.
+type reverseSharer struct {
+	blocks int
+	refuse bool
+}
 
 func (s *reverseSharer) Share(key any, n, tiles int, fill func(dst []byte, t0, t1 int)) []byte {
 	s.blocks++
+	if s.refuse && s.blocks%2 == 0 {
+		return nil
+	}
 	buf := make([]byte, n+63)
 	for i := range buf {
 		buf[i] = 0xA5 // a tile left unwritten shows
@@ -66,15 +73,19 @@ func TestGemmAVX2SharedActBlocks(t *testing.T) {
 		want := make([]float32, M*N)
 		tc.f(tc.K, wb, wrb, act, arb, M, want, N, 0, N, nil)
 		var s reverseSharer
-		var c ActCache
-		c.SetSharer(&s)
-		got := make([]float32, M*N)
-		for _, rg := range [][2]int{{0, 8}, {8, 16}, {16, N}} { // column chunks reuse nothing: each shares anew
-			tc.f(tc.K, wb, wrb, act, arb, M, got, N, rg[0], rg[1], &c)
-		}
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("%s: y[%d] = %v with tile-by-tile activation blocks, %v whole", tc.name, i, got[i], want[i])
+		for _, refuse := range []bool{false, true} {
+			s.refuse = refuse
+			var c ActCache
+			c.SetSharer(&s)
+			got := make([]float32, M*N)
+			for _, rg := range [][2]int{{0, 8}, {8, 16}, {16, N}} { // column chunks reuse nothing: each shares anew
+				tc.f(tc.K, wb, wrb, act, arb, M, got, N, rg[0], rg[1], &c)
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s (refusing every other block: %v): y[%d] = %v with tile-by-tile activation blocks, %v whole",
+						tc.name, refuse, i, got[i], want[i])
+				}
 			}
 		}
 		if s.blocks == 0 && !tc.kq {

@@ -499,7 +499,8 @@ func (g *kqGemm) gemmCached(K int, w []byte, wrb int, act []byte, arb, M int, y 
 					pairs = c.sharer.Share(key, MC/C*nb*pb, MC/C, func(dst []byte, t0, t1 int) {
 						g.actBlock(dst, act, arb, nb, C, R, pb, t0, t1)
 					})
-				} else {
+				}
+				if pairs == nil {
 					pairs = c.derived(key, MC/C*nb*pb, func(dst []byte) { g.actBlock(dst, act, arb, nb, C, R, pb, 0, MC/C) })
 				}
 			} else {

@@ -241,11 +241,13 @@ func legacyGemmAVX2(t quant.Type, k legacyAVX2Tile) GemmCachedFunc {
 			n := MT*nb*32 + MT/ra*nb*tb*4
 			var blk []byte
 			key := actKey{act: &act[0], arb: arb, nb: nb, M: MT, C: ra, R: rw, kind: kind}
-			switch {
-			case c != nil && c.sharer != nil:
+			if c != nil && c.sharer != nil {
 				blk = c.sharer.Share(key, n, MT/ra, func(dst []byte, t0, t1 int) {
 					legacyActBlock(dst, act, arb, nb, MT, ra, rw, ats, qo, nsc, bias, t0, t1)
 				})
+			}
+			switch {
+			case blk != nil:
 			case c != nil:
 				blk = c.derived(key, n, func(dst []byte) {
 					legacyActBlock(dst, act, arb, nb, MT, ra, rw, ats, qo, nsc, bias, 0, MT/ra)

@@ -234,8 +234,10 @@ type ActSharer interface {
 	// Share returns n bytes, 64-byte aligned, holding the block named key
 	// for the current rows: the callers split its tiles between them,
 	// each writing tiles t0..t1 with fill(dst, t0, t1) (tiles write
-	// disjoint bytes), and it returns once every tile is written. Every
-	// caller passes the same n, tiles and fill for the same key.
+	// disjoint bytes), and it returns once every tile is written — or nil
+	// if the caller is to build the block alone (the others are slow to
+	// finish their tiles). Every caller passes the same n, tiles and fill
+	// for the same key.
 	Share(key any, n, tiles int, fill func(dst []byte, t0, t1 int)) []byte
 }
 
