@@ -21,9 +21,9 @@ import (
 // then waits for the chunks the others took, and every mat-mul of the
 // group that reads the same input with the same vec-dot type uses the
 // result. A worker that waits too long for another's chunk (descheduled)
-// converts all rows alone instead, for that group run. Which worker converts a row does not change its bits (the
-// quantizers work row by row), so the output stays the same for any thread
-// count and any timing.
+// converts all rows alone instead, for that group run. Which worker
+// converts a row does not change its bits (the quantizers work row by
+// row), so the output stays the same for any thread count and any timing.
 
 // sharedQuantMinRows is the fewest input rows converted together.
 const sharedQuantMinRows = 32
