@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,14 +58,7 @@ func TestSharedQuantKeepsBits(t *testing.T) {
 			}
 			want := evalAll(one)
 			one.Close()
-			var stalls atomic.Int64
-			stallHook = func(w int) {
-				if rand.IntN(4) == 0 {
-					stalls.Add(1)
-					time.Sleep(time.Duration(rand.IntN(100)) * time.Microsecond)
-				}
-			}
-			defer func() { stallHook = nil }()
+			stalls := injectStalls(t, 4, 100*time.Microsecond)
 			for _, threads := range []int{2, 3} {
 				m, err := New(g, mem, f, Config{Threads: threads, FixedThreads: true})
 				if err != nil {

@@ -53,13 +53,7 @@ func TestStallsKeepBits(t *testing.T) {
 			}
 			want := evalAll(one)
 			one.Close()
-			var stalls atomic.Int64
-			stallHook = func(w int) {
-				if rand.IntN(5) == 0 {
-					stalls.Add(1)
-					time.Sleep(time.Duration(rand.IntN(150)) * time.Microsecond)
-				}
-			}
+			stalls := injectStalls(t, 5, 150*time.Microsecond)
 			// and decode passes on a random number of the workers, as the
 			// thread tuner may pick under load
 			var picks [4]atomic.Int64
@@ -68,7 +62,7 @@ func TestStallsKeepBits(t *testing.T) {
 				picks[k].Add(1)
 				return k
 			}
-			defer func() { stallHook, tunerHook = nil, nil }()
+			defer func() { tunerHook = nil }()
 			for _, threads := range []int{2, 3} {
 				m, err := New(g, mem, f, Config{Threads: threads})
 				if err != nil {
@@ -111,4 +105,19 @@ func TestGroupsAreDynamic(t *testing.T) {
 			t.Errorf("%s: %d of %d groups keep a fixed split", name, static, len(p.groups))
 		}
 	}
+}
+
+// injectStalls makes one in oneIn of the workers' stall points (stallHook)
+// sleep up to max, as the OS descheduling a worker would, until the test
+// ends; it returns the count of stalls.
+func injectStalls(t *testing.T, oneIn int, max time.Duration) *atomic.Int64 {
+	var stalls atomic.Int64
+	stallHook = func(w int) {
+		if rand.IntN(oneIn) == 0 {
+			stalls.Add(1)
+			time.Sleep(time.Duration(rand.Int64N(int64(max))))
+		}
+	}
+	t.Cleanup(func() { stallHook = nil })
+	return &stalls
 }
