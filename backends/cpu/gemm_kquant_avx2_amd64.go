@@ -80,56 +80,22 @@ const (
 	q2kTileBytes = 552
 )
 
-// q3kScale is the signed 6-bit scale j (0..15) of a Q3_K block, minus 32,
-// from its 12 scale bytes.
-func q3kScale(sc []byte, j int) int32 {
-	lo := sc[j%8] >> (4 * uint(j/8)) & 0xf
-	hi := sc[8+j%4] >> (2 * uint(j/4)) & 3
-	return int32(lo|hi<<4) - 32
-}
-
 // packQ3KTile unpacks R Q3_K weight rows (row r at w[r*wrb:], nb
-// super-blocks) into dst in the layout above.
+// super-blocks) into dst in the layout above: the values, scale words and
+// lane offsets in asm (packQ3KAVX2), d here (packQ3KTileRef in
+// pack_test.go states the layout byte by byte).
 func packQ3KTile(dst, w []byte, wrb, nb, R int) {
+	if nb == 0 || R == 0 {
+		return
+	}
 	tb := q6kTileBytes * R
 	_ = dst[nb*tb-1]
+	_ = w[(R-1)*wrb+nb*110-1]
+	packQ3KAVX2(&dst[0], &w[0], wrb, nb, R)
 	for b := 0; b < nb; b++ {
-		t := dst[b*tb : (b+1)*tb]
 		for r := 0; r < R; r++ {
-			x := w[r*wrb+b*110 : r*wrb+b*110+110]
-			hm, sc := x[0:32], x[96:108]
-			var off [8]int32
-			for j := 0; j < 8; j++ {
-				half, sh := j/4, uint(2*(j%4))
-				q := t[32*(j*R+r) : 32*(j*R+r)+32]
-				src := x[32+32*half : 32+32*half+32]
-				m := byte(1) << uint(j)
-				s0, s1 := q3kScale(sc, 2*j), q3kScale(sc, 2*j+1)
-				for l := 0; l < 32; l++ {
-					v := int32(src[l]>>sh&3) - 4
-					if hm[l]&m != 0 {
-						v += 4
-					}
-					q[l] = byte(int8(v))
-					if l < 16 {
-						off[l/4] += s0 * v
-					} else {
-						off[l/4] += s1 * v
-					}
-				}
-				sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
-				a := uint64(uint16(int16(s0))) * 0x0001000100010001
-				c := uint64(uint16(int16(s1))) * 0x0001000100010001
-				binary.LittleEndian.PutUint64(sv[0:], a)
-				binary.LittleEndian.PutUint64(sv[8:], a)
-				binary.LittleEndian.PutUint64(sv[16:], c)
-				binary.LittleEndian.PutUint64(sv[24:], c)
-			}
-			for k := 0; k < 8; k++ {
-				binary.LittleEndian.PutUint32(t[512*R+32*r+4*k:], uint32(-128*off[k]))
-			}
-			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[108:]))
-			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(w[r*wrb+b*110+108:]))
+			binary.LittleEndian.PutUint32(dst[b*tb+544*R+4*r:], math.Float32bits(d))
 		}
 	}
 }
@@ -157,37 +123,24 @@ func kqBiasedActs(dst, act []byte, arb, nb, M, C int) {
 }
 
 // packQ2KTile unpacks R Q2_K weight rows (row r at w[r*wrb:], nb
-// super-blocks) into dst in the layout above.
+// super-blocks) into dst in the layout above: the values, scale and min
+// words in asm (packQ2KAVX2), d and -dmin here (packQ2KTileRef in
+// pack_test.go states the layout byte by byte).
 func packQ2KTile(dst, w []byte, wrb, nb, R int) {
+	if nb == 0 || R == 0 {
+		return
+	}
 	tb := q2kTileBytes * R
 	_ = dst[nb*tb-1]
+	_ = w[(R-1)*wrb+nb*84-1]
+	packQ2KAVX2(&dst[0], &w[0], wrb, nb, R)
 	for b := 0; b < nb; b++ {
-		t := dst[b*tb : (b+1)*tb]
 		for r := 0; r < R; r++ {
-			x := w[r*wrb+b*84 : r*wrb+b*84+84]
-			sc := x[0:16]
-			for j := 0; j < 8; j++ {
-				q := t[32*(j*R+r) : 32*(j*R+r)+32]
-				src := x[16+32*(j/4) : 16+32*(j/4)+32]
-				for l := 0; l < 32; l += 8 {
-					v := binary.LittleEndian.Uint64(src[l:]) >> uint(2*(j%4)) & 0x0303030303030303
-					binary.LittleEndian.PutUint64(q[l:], v)
-				}
-				sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
-				a := uint64(sc[2*j]&0xf) * 0x0001000100010001
-				c := uint64(sc[2*j+1]&0xf) * 0x0001000100010001
-				binary.LittleEndian.PutUint64(sv[0:], a)
-				binary.LittleEndian.PutUint64(sv[8:], a)
-				binary.LittleEndian.PutUint64(sv[16:], c)
-				binary.LittleEndian.PutUint64(sv[24:], c)
-			}
-			for i := 0; i < 16; i++ {
-				binary.LittleEndian.PutUint16(t[512*R+32*r+2*i:], uint16(sc[i]>>4))
-			}
-			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[80:]))
-			nd := -quant.FP16ToFP32(binary.LittleEndian.Uint16(x[82:]))
-			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
-			binary.LittleEndian.PutUint32(t[548*R+4*r:], math.Float32bits(nd))
+			x := w[r*wrb+b*84+80 : r*wrb+b*84+84]
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[0:]))
+			nd := -quant.FP16ToFP32(binary.LittleEndian.Uint16(x[2:]))
+			binary.LittleEndian.PutUint32(dst[b*tb+544*R+4*r:], math.Float32bits(d))
+			binary.LittleEndian.PutUint32(dst[b*tb+548*R+4*r:], math.Float32bits(nd))
 		}
 	}
 }
@@ -309,6 +262,12 @@ func packQ4KNibblesAVX2(dst *byte, w *byte, wrb int, nb int, R int)
 
 //go:noescape
 func packQ6KQuantsAVX2(dst *byte, w *byte, wrb int, nb int, R int)
+
+//go:noescape
+func packQ3KAVX2(dst *byte, w *byte, wrb int, nb int, R int)
+
+//go:noescape
+func packQ2KAVX2(dst *byte, w *byte, wrb int, nb int, R int)
 
 //go:noescape
 func prefetchL2(p *byte, n int)

@@ -104,6 +104,96 @@ func packQ6KTileRef(dst, w []byte, wrb, nb, R int) {
 	}
 }
 
+// q3kScale is the signed 6-bit scale j (0..15) of a Q3_K block, minus 32,
+// from its 12 scale bytes.
+func q3kScale(sc []byte, j int) int32 {
+	lo := sc[j%8] >> (4 * uint(j/8)) & 0xf
+	hi := sc[8+j%4] >> (2 * uint(j/4)) & 3
+	return int32(lo|hi<<4) - 32
+}
+
+// packQ3KTileRef is the plain, byte-at-a-time statement of the Q3_K tile
+// layout (gemm_kquant_avx2_amd64.go), the reference for packQ3KTile.
+func packQ3KTileRef(dst, w []byte, wrb, nb, R int) {
+	tb := q6kTileBytes * R
+	_ = dst[nb*tb-1]
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*110 : r*wrb+b*110+110]
+			hm, sc := x[0:32], x[96:108]
+			var off [8]int32
+			for j := 0; j < 8; j++ {
+				half, sh := j/4, uint(2*(j%4))
+				q := t[32*(j*R+r) : 32*(j*R+r)+32]
+				src := x[32+32*half : 32+32*half+32]
+				m := byte(1) << uint(j)
+				s0, s1 := q3kScale(sc, 2*j), q3kScale(sc, 2*j+1)
+				for l := 0; l < 32; l++ {
+					v := int32(src[l]>>sh&3) - 4
+					if hm[l]&m != 0 {
+						v += 4
+					}
+					q[l] = byte(int8(v))
+					if l < 16 {
+						off[l/4] += s0 * v
+					} else {
+						off[l/4] += s1 * v
+					}
+				}
+				sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
+				a := uint64(uint16(int16(s0))) * 0x0001000100010001
+				c := uint64(uint16(int16(s1))) * 0x0001000100010001
+				binary.LittleEndian.PutUint64(sv[0:], a)
+				binary.LittleEndian.PutUint64(sv[8:], a)
+				binary.LittleEndian.PutUint64(sv[16:], c)
+				binary.LittleEndian.PutUint64(sv[24:], c)
+			}
+			for k := 0; k < 8; k++ {
+				binary.LittleEndian.PutUint32(t[512*R+32*r+4*k:], uint32(-128*off[k]))
+			}
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[108:]))
+			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
+		}
+	}
+}
+
+// packQ2KTileRef is the plain statement of the Q2_K tile layout, the
+// reference for packQ2KTile.
+func packQ2KTileRef(dst, w []byte, wrb, nb, R int) {
+	tb := q2kTileBytes * R
+	_ = dst[nb*tb-1]
+	for b := 0; b < nb; b++ {
+		t := dst[b*tb : (b+1)*tb]
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*84 : r*wrb+b*84+84]
+			sc := x[0:16]
+			for j := 0; j < 8; j++ {
+				q := t[32*(j*R+r) : 32*(j*R+r)+32]
+				src := x[16+32*(j/4) : 16+32*(j/4)+32]
+				for l := 0; l < 32; l += 8 {
+					v := binary.LittleEndian.Uint64(src[l:]) >> uint(2*(j%4)) & 0x0303030303030303
+					binary.LittleEndian.PutUint64(q[l:], v)
+				}
+				sv := t[256*R+32*(j*R+r) : 256*R+32*(j*R+r)+32]
+				a := uint64(sc[2*j]&0xf) * 0x0001000100010001
+				c := uint64(sc[2*j+1]&0xf) * 0x0001000100010001
+				binary.LittleEndian.PutUint64(sv[0:], a)
+				binary.LittleEndian.PutUint64(sv[8:], a)
+				binary.LittleEndian.PutUint64(sv[16:], c)
+				binary.LittleEndian.PutUint64(sv[24:], c)
+			}
+			for i := 0; i < 16; i++ {
+				binary.LittleEndian.PutUint16(t[512*R+32*r+2*i:], uint16(sc[i]>>4))
+			}
+			d := quant.FP16ToFP32(binary.LittleEndian.Uint16(x[80:]))
+			nd := -quant.FP16ToFP32(binary.LittleEndian.Uint16(x[82:]))
+			binary.LittleEndian.PutUint32(t[544*R+4*r:], math.Float32bits(d))
+			binary.LittleEndian.PutUint32(t[548*R+4*r:], math.Float32bits(nd))
+		}
+	}
+}
+
 // TestPackQ6KTile: packQ6KTile writes every byte as the reference does.
 func TestPackQ6KTile(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
@@ -127,6 +217,44 @@ func TestPackQ6KTile(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestPackQ23KTile: packQ3KTile and packQ2KTile write every byte as their
+// references do, for random bytes (any scale and hmask bits) and real
+// blocks, at every tile height the GEMMs use.
+func TestPackQ23KTile(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []struct {
+		typ       quant.Type
+		tileBytes int
+		pack, ref func(dst, w []byte, wrb, nb, R int)
+	}{
+		{quant.Q3_K, q6kTileBytes, packQ3KTile, packQ3KTileRef},
+		{quant.Q2_K, q2kTileBytes, packQ2KTile, packQ2KTileRef},
+	} {
+		for _, R := range []int{1, 2, 3, 4, 8} {
+			for _, raw := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/R%d/raw=%v", c.typ, R, raw), func(t *testing.T) {
+					const K = 1024
+					nb := K / 256
+					wb := gemmWeights(t, r, c.typ, R, K, raw)
+					wrb := len(wb) / R
+					got := make([]byte, c.tileBytes*R*nb)
+					want := make([]byte, len(got))
+					for i := range got {
+						got[i], want[i] = 0xa5, 0xa5
+					}
+					c.pack(got, wb, wrb, nb, R)
+					c.ref(want, wb, wrb, nb, R)
+					for i := range got {
+						if got[i] != want[i] {
+							t.Fatalf("byte %d of %d: %#x, reference %#x", i, len(got), got[i], want[i])
+						}
+					}
+				})
+			}
 		}
 	}
 }
@@ -164,25 +292,34 @@ func TestPackK4Tile(t *testing.T) {
 	}
 }
 
-// BenchmarkPackTile: CPU ns per row and super-block of packQ4KTile and
-// packQ6KTile, hot (a few tiles in cache) and cold (64 MiB of weights).
+// BenchmarkPackTile: CPU ns per row and super-block of the AVX2 GEMMs'
+// tile packers (and of the byte-at-a-time Q3_K / Q2_K references), hot (a
+// few tiles in cache) and cold (64 MiB of weights).
 func BenchmarkPackTile(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const K, R = 1024, 8
-	for _, wt := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, c := range []struct {
+		name string
+		typ  quant.Type
+		tb   int
+		pack func(dst, w []byte, wrb, nb, R int)
+	}{
+		{"q4_K", quant.Q4_K, q4kTileBytes, packQ4KTile},
+		{"q6_K", quant.Q6_K, q6kTileBytes, packQ6KTile},
+		{"q3_K", quant.Q3_K, q6kTileBytes, packQ3KTile},
+		{"q3_K-ref", quant.Q3_K, q6kTileBytes, packQ3KTileRef},
+		{"q2_K", quant.Q2_K, q2kTileBytes, packQ2KTile},
+		{"q2_K-ref", quant.Q2_K, q2kTileBytes, packQ2KTileRef},
+	} {
 		for _, N := range []int{64, 65536} {
-			wb := gemmWeights(b, r, wt, N, K, false)
+			wb := gemmWeights(b, r, c.typ, N, K, false)
 			wrb := len(wb) / N
-			pack, tb := packQ4KTile, q4kTileBytes
-			if wt == quant.Q6_K {
-				pack, tb = packQ6KTile, q6kTileBytes
-			}
-			dst := make([]byte, tb*R*(K/256))
-			b.Run(fmt.Sprintf("%s/N=%d", wt, N), func(b *testing.B) {
+			dst := make([]byte, c.tb*R*(K/256))
+			b.Run(fmt.Sprintf("%s/N=%d", c.name, N), func(b *testing.B) {
 				c0 := processCPU()
 				for b.Loop() {
 					for n := 0; n < N; n += R {
-						pack(dst, wb[n*wrb:], wrb, K/256, R)
+						c.pack(dst, wb[n*wrb:], wrb, K/256, R)
 					}
 				}
 				b.ReportMetric(float64((processCPU()-c0).Nanoseconds())/float64(b.N)/float64(N*K/256), "cpu-ns/row-sb")
