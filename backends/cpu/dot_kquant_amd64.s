@@ -197,15 +197,6 @@ DATA kqMinsZX<>+16(SB)/8, $0x800b800a80098008
 DATA kqMinsZX<>+24(SB)/8, $0x800f800e800d800c
 GLOBL kqMinsZX<>(SB), RODATA|NOPTR, $32
 
-DATA kqQ3ShiftLo<>+0(SB)/8, $0
-DATA kqQ3ShiftLo<>+8(SB)/8, $0x0000000400000004
-GLOBL kqQ3ShiftLo<>(SB), RODATA|NOPTR, $16
-DATA kqQ3ShiftHi<>+0(SB)/8, $0x0000000200000000
-DATA kqQ3ShiftHi<>+8(SB)/8, $0x0000000600000004
-GLOBL kqQ3ShiftHi<>(SB), RODATA|NOPTR, $16
-DATA kqQ3M32<>+0(SB)/8, $0x2020202020202020
-DATA kqQ3M32<>+8(SB)/8, $0x2020202020202020
-GLOBL kqQ3M32<>(SB), RODATA|NOPTR, $16
 
 // Q5_K chunk j: ql nibbles at WOFF, high bits from Y5 (bit 0 for the low
 // nibbles, bit 1 for the high ones; the caller shifts Y5 right by 2 after
@@ -315,99 +306,6 @@ q2kblock:
 	ADDQ R8, SI
 	DECQ R10
 	JNZ  q2krow
-	VZEROUPPER
-	RET
-
-// Q3_K chunk j of a half: v = (Y9 & 3) | 4·(Y5 & 1) (0..7), then
-// maddubs(v, q8) - maddubs(4, q8) = Σ (q - 4·!hbit)·q8 per pair, scales
-// by split mask MOFF from Y8; Y9 >>= 2 and Y5 >>= 1 afterwards.
-#define Q3KCHUNK(AOFF, MOFF) \
-	VMOVDQU    AOFF(BX), Y11    \
-	VPAND      Y13, Y9, Y10     \
-	VPSLLW     $2, Y5, Y7       \
-	VPAND      Y12, Y7, Y7      \
-	VPOR       Y7, Y10, Y10     \
-	VPSRLW     $2, Y9, Y9       \
-	VPSRLW     $1, Y5, Y5       \
-	VPMADDUBSW Y11, Y10, Y10    \
-	VPMADDUBSW Y11, Y12, Y11    \
-	VPSUBW     Y11, Y10, Y10    \
-	VPSHUFB    kqSplitShuf<>+MOFF(SB), Y8, Y11 \
-	VPMADDWD   Y11, Y10, Y10    \
-	VPADDD     Y10, Y1, Y1
-
-// func kqRowsQ3KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
-// Per super-block: acc += d8·d × Σ (sc-32)·(q-4·!hbit)·q8; result
-// hsum_float_8(acc).
-TEXT ·kqRowsQ3KAVX2(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ wrb+8(FP), R8
-	MOVQ a+16(FP), DI
-	MOVQ y+24(FP), R9
-	MOVQ rows+32(FP), R10
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x03030303, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13
-	MOVL $0x04040404, AX
-	VMOVD AX, X12
-	VPBROADCASTD X12, Y12
-
-q3krow:
-	VXORPS Y0, Y0, Y0
-	MOVQ SI, AX
-	MOVQ DI, BX
-	MOVQ nb+40(FP), CX
-
-q3kblock:
-	MOVWLZX      108(AX), DX
-	VMOVD        DX, X3
-	VCVTPH2PS    X3, X3
-	VMULSS       (BX), X3, X3
-	VBROADCASTSS X3, Y4
-	// 16 scales: lo nibbles [a0&K2, a1&K2, a0>>4&K2, a1>>4&K2] |
-	// hi bits ([a2, a2>>2, a2>>4, a2>>6] & K1) << 4, minus 32
-	VMOVDQU      94(AX), X6
-	VPSRLDQ      $2, X6, X6
-	VPSHUFD      $0x44, X6, X7
-	VPSRLVD      kqQ3ShiftLo<>(SB), X7, X7
-	VPAND        X14, X7, X7
-	VPSHUFD      $0xAA, X6, X6
-	VPSRLVD      kqQ3ShiftHi<>(SB), X6, X6
-	VPAND        X13, X6, X6
-	VPSLLD       $4, X6, X6
-	VPOR         X6, X7, X7
-	VPSUBB       kqQ3M32<>(SB), X7, X7
-	VPMOVSXBW    X7, Y6
-	VMOVDQU      (AX), Y5
-	VPXOR        Y1, Y1, Y1
-	VPERMQ       $0x44, Y6, Y8
-	VMOVDQU      32(AX), Y9
-	Q3KCHUNK(4, 0)
-	Q3KCHUNK(36, 32)
-	Q3KCHUNK(68, 64)
-	Q3KCHUNK(100, 96)
-	VPERMQ       $0xEE, Y6, Y8
-	VMOVDQU      64(AX), Y9
-	Q3KCHUNK(132, 0)
-	Q3KCHUNK(164, 32)
-	Q3KCHUNK(196, 64)
-	Q3KCHUNK(228, 96)
-	VCVTDQ2PS    Y1, Y1
-	VFMADD231PS  Y1, Y4, Y0
-	ADDQ $110, AX
-	ADDQ $292, BX
-	DECQ CX
-	JNZ  q3kblock
-
-	HSUM8(Y0, X0, X2)
-	VMOVSS X0, (R9)
-	ADDQ $4, R9
-	ADDQ R8, SI
-	DECQ R10
-	JNZ  q3krow
 	VZEROUPPER
 	RET
 

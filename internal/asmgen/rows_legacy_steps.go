@@ -4,7 +4,8 @@ import "fmt"
 
 // The frame shared by the decode row kernels of the 32-element formats
 // (Q8_0, Q5_0, Q4_0 weights against one Q8_0 activation row, both tiers:
-// rows_q80.go, rows_legacy_avx2.go): a kernel is a step of n rows (each
+// rows_q80.go, rows_legacy_avx2.go) and of Q3_K (against one Q8_K row:
+// rows_q3k_avx2.go): a kernel is a step of n rows (each
 // row its own accumulator, every block of the rows against the same
 // activation block) described by an lrKernel, and this file writes the
 // loops around it.
@@ -35,6 +36,7 @@ type lrKernel struct {
 	name  string
 	n     int // rows a step: 2, 4 or 8
 	bs    int // weight block bytes
+	abs   int // activation block bytes (0: a Q8_0 block, 34)
 	frame int // stack bytes the body uses, at 0..frame-1
 	// consts loads the constant registers once; zero clears the
 	// accumulators; block writes one block of the step's rows; finish
@@ -140,8 +142,8 @@ func (k lrKernel) emit(a *Asm) {
 }
 
 // blocks writes the block loop of one step (label l): a spread step
-// prefetches each of its streams rowsSpreadDist ahead (a line per row and
-// block); a group of neighbouring rows sweeps the next group's bytes
+// prefetches each of its streams rowsSpreadDist ahead (the lines of a
+// row's block); a group of neighbouring rows sweeps the next group's bytes
 // linearly, rowsPF past their start, as its own are read.
 func (k lrKernel) blocks(a *Asm, l string, spread bool) {
 	rows := lrRows[:k.n]
@@ -151,8 +153,12 @@ func (k lrKernel) blocks(a *Asm, l string, spread bool) {
 	k.zero(a)
 	a.Label(l)
 	if spread {
+		// a line per row and block (two for the K-quants' blocks of more
+		// than 64 bytes)
 		for _, r := range rows {
-			pfI(a, fmt.Sprintf("%d(%s)(R12*1)", rowsSpreadDist, r))
+			for i := 0; i < (k.bs+63)/64; i++ {
+				pfI(a, fmt.Sprintf("%d(%s)(R12*1)", rowsSpreadDist+64*i, r))
+			}
 		}
 	} else {
 		for i := 0; i < (k.n*k.bs+63)/64; i++ {
@@ -161,7 +167,11 @@ func (k lrKernel) blocks(a *Asm, l string, spread bool) {
 	}
 	k.block(a, rows)
 	a.I("ADDQ", fmt.Sprintf("$%d, R12", k.bs))
-	a.I("ADDQ", "$34, DI")
+	abs := k.abs
+	if abs == 0 {
+		abs = 34
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", abs))
 	a.I("DECQ", "R13")
 	a.I("JNZ", l)
 }
