@@ -82,24 +82,6 @@ DATA kqQ4KScaleShuf<>+240(SB)/8, $0x8007800780078007
 DATA kqQ4KScaleShuf<>+248(SB)/8, $0x8007800780078007
 GLOBL kqQ4KScaleShuf<>(SB), RODATA|NOPTR, $256
 
-// kqSplitShuf: mask c (32 bytes at 32c) broadcasts word 2c of each 128-bit lane to the low lane and word 2c+1 to the high lane.
-DATA kqSplitShuf<>+0(SB)/8, $0x0100010001000100
-DATA kqSplitShuf<>+8(SB)/8, $0x0100010001000100
-DATA kqSplitShuf<>+16(SB)/8, $0x0302030203020302
-DATA kqSplitShuf<>+24(SB)/8, $0x0302030203020302
-DATA kqSplitShuf<>+32(SB)/8, $0x0504050405040504
-DATA kqSplitShuf<>+40(SB)/8, $0x0504050405040504
-DATA kqSplitShuf<>+48(SB)/8, $0x0706070607060706
-DATA kqSplitShuf<>+56(SB)/8, $0x0706070607060706
-DATA kqSplitShuf<>+64(SB)/8, $0x0908090809080908
-DATA kqSplitShuf<>+72(SB)/8, $0x0908090809080908
-DATA kqSplitShuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA kqSplitShuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA kqSplitShuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA kqSplitShuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA kqSplitShuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA kqSplitShuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL kqSplitShuf<>(SB), RODATA|NOPTR, $128
 
 // Q4_K chunk j (0..3): 32 bytes of nibbles at 16+32j, low nibbles against
 // q8[64j..], high against q8[64j+32..], scales 2j and 2j+1 from Y6 (bytes
@@ -227,87 +209,6 @@ GLOBL kqMinsZX<>(SB), RODATA|NOPTR, $32
 	HSUM8(ACC, XACC, X2)   \
 	VADDSS XS, XACC, XACC  \
 	VMOVSS XACC, MEM
-
-// Q2_K chunk j of a half: (Y9 & 3) against q8 at AOFF, scales by split
-// mask MOFF from Y8; the caller's Y9 is shifted right by 2 afterwards.
-#define Q2KCHUNK(AOFF, MOFF) \
-	VPAND      Y13, Y9, Y10     \
-	VPSRLW     $2, Y9, Y9       \
-	VPMADDUBSW AOFF(BX), Y10, Y10 \
-	VPSHUFB    kqSplitShuf<>+MOFF(SB), Y8, Y11 \
-	VPMADDWD   Y11, Y10, Y10    \
-	VPADDD     Y10, Y1, Y1
-
-// func kqRowsQ2KAVX2(w *byte, wrb int, a *byte, y *float32, rows int, nb int)
-// Per super-block: acc += -d8·dmin × madd(mins, bsums), then
-// acc += d8·d × sumi (one accumulator); result hsum_float_8(acc).
-TEXT ·kqRowsQ2KAVX2(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ wrb+8(FP), R8
-	MOVQ a+16(FP), DI
-	MOVQ y+24(FP), R9
-	MOVQ rows+32(FP), R10
-	MOVL $0x0f0f0f0f, AX
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x03030303, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13
-	VMOVDQU kqNegLane1<>(SB), X15
-
-q2krow:
-	VXORPS Y0, Y0, Y0
-	MOVQ SI, AX
-	MOVQ DI, BX
-	MOVQ nb+40(FP), CX
-
-q2kblock:
-	MOVL         80(AX), DX
-	VMOVD        DX, X3
-	VCVTPH2PS    X3, X3
-	VBROADCASTSS (BX), X4
-	VMULPS       X4, X3, X3
-	VXORPS       X15, X3, X3   // [d8·d, -(d8·dmin), ...]
-	VBROADCASTSS X3, Y4
-	VMOVSHDUP    X3, X5
-	VBROADCASTSS X5, Y5
-	VMOVDQU      (AX), X6
-	VPSRLW       $4, X6, X7
-	VPAND        X14, X7, X7
-	VPMOVZXBW    X7, Y7
-	VPMADDWD     260(BX), Y7, Y7
-	VCVTDQ2PS    Y7, Y7
-	VFMADD231PS  Y7, Y5, Y0
-	VPAND        X14, X6, X6
-	VPMOVZXBW    X6, Y6
-	VPXOR        Y1, Y1, Y1
-	VPERMQ       $0x44, Y6, Y8
-	VMOVDQU      16(AX), Y9
-	Q2KCHUNK(4, 0)
-	Q2KCHUNK(36, 32)
-	Q2KCHUNK(68, 64)
-	Q2KCHUNK(100, 96)
-	VPERMQ       $0xEE, Y6, Y8
-	VMOVDQU      48(AX), Y9
-	Q2KCHUNK(132, 0)
-	Q2KCHUNK(164, 32)
-	Q2KCHUNK(196, 64)
-	Q2KCHUNK(228, 96)
-	VCVTDQ2PS    Y1, Y1
-	VFMADD231PS  Y1, Y4, Y0
-	ADDQ $84, AX
-	ADDQ $292, BX
-	DECQ CX
-	JNZ  q2kblock
-
-	HSUM8(Y0, X0, X2)
-	VMOVSS X0, (R9)
-	ADDQ $4, R9
-	ADDQ R8, SI
-	DECQ R10
-	JNZ  q2krow
-	VZEROUPPER
-	RET
 
 // ---------------------------------------------------------------- AVX-512 VNNI
 // (Q4KHDR2V: Q4KHDR2 with the 8+8 scales to dwords in Z7 instead of the stack.)
