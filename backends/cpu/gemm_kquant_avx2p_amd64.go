@@ -9,7 +9,7 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// Paired AVX2 GEMM kernels for Q4_K, Q5_K and Q6_K weights
+// Paired AVX2 GEMM kernels for Q4_K, Q5_K, Q6_K and Q3_K weights
 // (gemm_kquant_avx2p_amd64.s, written by internal/asmgen from
 // gemm_kquant_avx2p.go, which explains the arithmetic): one VPMADDWD by
 // the scale words serves two 32-element chunks, three multiplies per two
@@ -46,13 +46,17 @@ import (
 //	Q6_K:
 //	384R   O [R][16] int16: -32·scale i (the offset term against bsums)
 //	416R   DW [8] float32: lane l the d of row l mod R
+//	Q3_K (values signed, -4..3; S as Q6_K's, its 16 scales minus 32):
+//	384R   O [R][8] int32: lane k's -128·Σ_j s·(its 4 values of chunk j)
+//	416R   DW [8] float32: lane l the d of row l mod R
 //
 // The activation copy (kqPairActs), per tile of C activation rows and
 // super-block (kqPairActBytes: 288·C+32 bytes): the C rows' 256 quants in
 // pairs as above, then C × 32 bytes of sums (Q4_K: the 8 bsum pair sums
 // bp_i interleaved as bp0, bp1, bp0, bp1, bp2, bp3, bp2, bp3, …; Q5_K: the
 // 8 twice, as kqBsumPairs; Q6_K: the 16 bsums), then DA, 8 float32 (R·C =
-// 8): lane l the d of activation row l/R of the tile (R the weight rows
+// 8): lane l the d of activation row l/R of the tile (Q3_K: the quants
+// biased to unsigned, q+128, and no sums) (R the weight rows
 // of the kernel's tile), so that with a 32-byte aligned
 // buffer (align32) every quant vector the kernel reads is aligned
 // (measured: the 292·C-byte blocks of the first version, half of whose
@@ -79,6 +83,7 @@ const (
 	kqSumsQ4K kqPairSums = iota // bsum pairs interleaved for two rows' mins
 	kqSumsQ5K                   // bsum pairs twice
 	kqSumsQ6K                   // the 16 raw bsums
+	kqSumsQ3K                   // none; the quants biased to unsigned (q+128)
 )
 
 // kqPairActs fills dst, for the tiles of C activation rows among the
@@ -93,6 +98,10 @@ func kqPairActs(dst, act []byte, arb, nb, M, C, R int, sums kqPairSums) {
 	_ = act[(M-1)*arb+nb*kqBlockQ8K-1]
 	// the quants in asm (the halves as pairWords makes them), row by row
 	for m := 0; m < M; m++ {
+		if sums == kqSumsQ3K {
+			pairActQuantsBiasedAVX2(&dst[m/C*nb*ab+256*(m%C)], &act[m*arb], nb, ab)
+			continue
+		}
 		pairActQuantsAVX2(&dst[m/C*nb*ab+256*(m%C)], &act[m*arb], nb, ab)
 	}
 	o := 0
@@ -104,6 +113,7 @@ func kqPairActs(dst, act []byte, arb, nb, M, C, R int, sums kqPairSums) {
 				s := (*[32]byte)(blk[256*C+32*c:])
 				bs := (*[32]byte)(x[260:292])
 				switch sums {
+				case kqSumsQ3K:
 				case kqSumsQ6K:
 					*s = *bs
 				case kqSumsQ5K:
@@ -245,8 +255,43 @@ func packQ6KTileP(dst, w []byte, wrb, nb, R int) {
 	}
 }
 
+// packQ3KTileP unpacks R Q3_K weight rows (row r at w[r*wrb:], nb
+// super-blocks) into dst in the paired layout: the signed values (-4..3)
+// and the per-lane scale word pairs as in Q6_K's, at 384R the offsets
+// [R][8] int32 of the plain tile (-128·Σ s·v per lane, which cancel the
+// activations' +128 bias), at 416R DW; all but DW in asm (packQ3KAVX2P).
+func packQ3KTileP(dst, w []byte, wrb, nb, R int) {
+	if nb == 0 || R == 0 {
+		return
+	}
+	tb := kqPairTileBytes * R
+	_ = dst[nb*tb-1]
+	_ = w[(R-1)*wrb+nb*110-1]
+	packQ3KAVX2P(&dst[0], &w[0], wrb, nb, R)
+	for b := 0; b < nb; b++ {
+		for r := 0; r < R; r++ {
+			d := math.Float32bits(quant.FP16ToFP32(binary.LittleEndian.Uint16(w[r*wrb+b*110+108:])))
+			for l := r; l < 8; l += R {
+				binary.LittleEndian.PutUint32(dst[b*tb+416*R+4*l:], d)
+			}
+		}
+	}
+}
+
 //go:noescape
 func pairActQuantsAVX2(dst *byte, src *byte, nb int, ab int)
+
+//go:noescape
+func pairActQuantsBiasedAVX2(dst *byte, src *byte, nb int, ab int)
+
+//go:noescape
+func packQ3KAVX2P(dst *byte, w *byte, wrb int, nb int, R int)
+
+//go:noescape
+func gemmQ3KAVX2Px2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ3KAVX2Px4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
 func packQ4KNibblesAVX2P(dst *byte, w *byte, wrb int, nb int, R int)
@@ -283,6 +328,13 @@ func newKQGemmQ5KP(R, C int, kern kqGemmAsm) *kqGemm {
 	g := newKQGemmQ5K(R, C, kern)
 	g.name, g.tileBytes, g.paired, g.pack = g.name+"p", kqPairTileBytes, true, packQ5KTileP
 	g.sums = kqSumsQ5K
+	return g
+}
+
+func newKQGemmQ3KP(R, C int, kern kqGemmAsm) *kqGemm {
+	g := newKQGemmQ3K(R, C, kern)
+	g.name, g.tileBytes, g.paired, g.biased, g.pack = g.name+"p", kqPairTileBytes, true, false, packQ3KTileP
+	g.sums = kqSumsQ3K
 	return g
 }
 

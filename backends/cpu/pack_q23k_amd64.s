@@ -59,10 +59,12 @@ GLOBL pkB20<>(SB), RODATA|NOPTR, $16
 // packQ3KTileRef). The f16 d (at 544R+4r) is the Go side's: its table
 // keeps every bit pattern, where VCVTPH2PS would quiet a signalling NaN.
 // Registers: DI the tile super-block, SI the weights' super-block, R8 the
-// current row's block, R9 its chunk-0 place, R12 chunk j's, R10 32·R, R11 256·R, R13 548·R, R14 R·wrb (the next tile's rows,
-// prefetched), BX wrb, CX super-blocks left, DX rows left; Y15 0x03, Y14 0x04, Y13 0x01 bytes, Y12 0x0f; Y0 hmask, Y1/Y2 the
-// quant halves, Y6 the 16 scales as words, Y7/Y8 their low/high lane in
-// both lanes, Y10 the offsets, Y3..Y5, Y9, Y11 temporaries.
+// current row's block, R9 its chunk-0 place, R12 chunk j's, R10 32·R,
+// R11 256·R, R13 548·R, R14 R·wrb (the next tile's rows,
+// prefetched), BX wrb, CX super-blocks left, DX rows left; Y15 0x03, Y14
+// 0x04, Y13 0x01 bytes, Y12 0x0f; Y0 hmask, Y1/Y2 the quant halves, Y6 the
+// 16 scales as words, Y7/Y8 their low/high lane in both lanes, Y10 the
+// offsets, Y3..Y5, Y9, Y11 temporaries.
 
 // func packQ3KAVX2(dst *byte, w *byte, wrb int, nb int, R int)
 TEXT ·packQ3KAVX2(SB), NOSPLIT, $0-40
@@ -115,8 +117,8 @@ pq3row:
 	VPAND	Y14, Y4, Y4
 	VPOR	Y4, Y3, Y3
 	VPSUBB	Y14, Y3, Y5
-	VMOVDQU	Y5, (R12)
 	VPSHUFB	pkSplit<>+0(SB), Y7, Y9
+	VMOVDQU	Y5, (R12)
 	VMOVDQU	Y9, (R12)(R11*1)
 	VPMADDUBSW	Y5, Y13, Y11
 	VPMADDWD	Y9, Y11, Y11
@@ -128,8 +130,8 @@ pq3row:
 	VPAND	Y14, Y4, Y4
 	VPOR	Y4, Y3, Y3
 	VPSUBB	Y14, Y3, Y5
-	VMOVDQU	Y5, (R12)
 	VPSHUFB	pkSplit<>+32(SB), Y7, Y9
+	VMOVDQU	Y5, (R12)
 	VMOVDQU	Y9, (R12)(R11*1)
 	VPMADDUBSW	Y5, Y13, Y11
 	VPMADDWD	Y9, Y11, Y11
@@ -140,8 +142,8 @@ pq3row:
 	VPAND	Y14, Y0, Y4
 	VPOR	Y4, Y3, Y3
 	VPSUBB	Y14, Y3, Y5
-	VMOVDQU	Y5, (R12)
 	VPSHUFB	pkSplit<>+64(SB), Y7, Y9
+	VMOVDQU	Y5, (R12)
 	VMOVDQU	Y9, (R12)(R11*1)
 	VPMADDUBSW	Y5, Y13, Y11
 	VPMADDWD	Y9, Y11, Y11
@@ -153,8 +155,8 @@ pq3row:
 	VPAND	Y14, Y4, Y4
 	VPOR	Y4, Y3, Y3
 	VPSUBB	Y14, Y3, Y5
-	VMOVDQU	Y5, (R12)
 	VPSHUFB	pkSplit<>+96(SB), Y7, Y9
+	VMOVDQU	Y5, (R12)
 	VMOVDQU	Y9, (R12)(R11*1)
 	VPMADDUBSW	Y5, Y13, Y11
 	VPMADDWD	Y9, Y11, Y11
@@ -165,8 +167,8 @@ pq3row:
 	VPAND	Y14, Y4, Y4
 	VPOR	Y4, Y3, Y3
 	VPSUBB	Y14, Y3, Y5
-	VMOVDQU	Y5, (R12)
 	VPSHUFB	pkSplit<>+0(SB), Y8, Y9
+	VMOVDQU	Y5, (R12)
 	VMOVDQU	Y9, (R12)(R11*1)
 	VPMADDUBSW	Y5, Y13, Y11
 	VPMADDWD	Y9, Y11, Y11
@@ -178,8 +180,8 @@ pq3row:
 	VPAND	Y14, Y4, Y4
 	VPOR	Y4, Y3, Y3
 	VPSUBB	Y14, Y3, Y5
-	VMOVDQU	Y5, (R12)
 	VPSHUFB	pkSplit<>+32(SB), Y8, Y9
+	VMOVDQU	Y5, (R12)
 	VMOVDQU	Y9, (R12)(R11*1)
 	VPMADDUBSW	Y5, Y13, Y11
 	VPMADDWD	Y9, Y11, Y11
@@ -191,8 +193,8 @@ pq3row:
 	VPAND	Y14, Y4, Y4
 	VPOR	Y4, Y3, Y3
 	VPSUBB	Y14, Y3, Y5
-	VMOVDQU	Y5, (R12)
 	VPSHUFB	pkSplit<>+64(SB), Y8, Y9
+	VMOVDQU	Y5, (R12)
 	VMOVDQU	Y9, (R12)(R11*1)
 	VPMADDUBSW	Y5, Y13, Y11
 	VPMADDWD	Y9, Y11, Y11
@@ -204,8 +206,8 @@ pq3row:
 	VPAND	Y14, Y4, Y4
 	VPOR	Y4, Y3, Y3
 	VPSUBB	Y14, Y3, Y5
-	VMOVDQU	Y5, (R12)
 	VPSHUFB	pkSplit<>+96(SB), Y8, Y9
+	VMOVDQU	Y5, (R12)
 	VMOVDQU	Y9, (R12)(R11*1)
 	VPMADDUBSW	Y5, Y13, Y11
 	VPMADDWD	Y9, Y11, Y11
@@ -224,6 +226,201 @@ pq3row:
 	DECQ	CX
 	JNZ	pq3blk
 pq3done:
+	VZEROUPPER
+	RET
+
+// packQ3KAVX2P is packQ3KAVX2 for the paired tile (448·R bytes per
+// super-block): the values of chunks 2i, 2i+1 as halves A, B (pairHalves)
+// at 64·(i·R+r), the per-lane scale word pairs (half A of the two chunks'
+// scale words) at 256R+32·(i·R+r), the offsets at 384R+32r; d (DW at 416R)
+// is the Go side's. Registers as packQ3KAVX2 (R13 448·R), R15 the row's
+// pair-0 place (64 bytes a row), R12 pair i's (64·R a pair), AX its scale
+// words' (32·R a pair; after the last pair, the row's offsets); Y6 chunk
+// 2i+1's values, Y4 its scale words.
+
+// func packQ3KAVX2P(dst *byte, w *byte, wrb int, nb int, R int)
+TEXT ·packQ3KAVX2P(SB), NOSPLIT, $0-40
+	MOVQ	dst+0(FP), DI
+	MOVQ	w+8(FP), SI
+	MOVQ	wrb+16(FP), BX
+	MOVQ	nb+24(FP), CX
+	MOVQ	R+32(FP), R10
+	IMUL3Q	$448, R10, R13
+	MOVQ	R10, R14
+	IMULQ	BX, R14
+	SHLQ	$5, R10
+	MOVQ	R10, R11
+	SHLQ	$3, R11
+	VPBROADCASTQ	pkB03<>(SB), Y15
+	VPBROADCASTQ	pkB04<>(SB), Y14
+	VPBROADCASTQ	pkB01<>(SB), Y13
+	VPBROADCASTQ	pkB0F<>(SB), Y12
+	TESTQ	CX, CX
+	JZ	pq3pdone
+pq3pblk:
+	MOVQ	SI, R8
+	MOVQ	DI, R9
+	MOVQ	DI, R15
+	MOVQ	R+32(FP), DX
+pq3prow:
+	PREFETCHT0	0(R8)(R14*1)
+	PREFETCHT0	64(R8)(R14*1)
+	PREFETCHT0	109(R8)(R14*1)
+	VMOVDQU	94(R8), X6
+	VPSRLDQ	$2, X6, X6
+	VPSHUFD	$0x44, X6, X7
+	VPSRLVD	pkQ3ShiftLo<>(SB), X7, X7
+	VPAND	X12, X7, X7
+	VPSHUFD	$0xAA, X6, X6
+	VPSRLVD	pkQ3ShiftHi<>(SB), X6, X6
+	VPAND	X15, X6, X6
+	VPSLLD	$4, X6, X6
+	VPOR	X6, X7, X7
+	VPSUBB	pkB20<>(SB), X7, X7
+	VPMOVSXBW	X7, Y6
+	VPERMQ	$0x44, Y6, Y7
+	VPERMQ	$0xEE, Y6, Y8
+	VMOVDQU	0(R8), Y0
+	VMOVDQU	32(R8), Y1
+	VMOVDQU	64(R8), Y2
+	VPXOR	Y10, Y10, Y10
+	MOVQ	R15, R12
+	LEAQ	(R9)(R11*1), AX
+	VPAND	Y15, Y1, Y3
+	VPSLLW	$2, Y0, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VPSUBB	Y14, Y3, Y5
+	VPSHUFB	pkSplit<>+0(SB), Y7, Y9
+	VPMADDUBSW	Y5, Y13, Y11
+	VPMADDWD	Y9, Y11, Y11
+	VPADDD	Y11, Y10, Y10
+	VPSRLW	$2, Y1, Y3
+	VPAND	Y15, Y3, Y3
+	VPSLLW	$1, Y0, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VPSUBB	Y14, Y3, Y6
+	VPSHUFB	pkSplit<>+32(SB), Y7, Y4
+	VPMADDUBSW	Y6, Y13, Y11
+	VPMADDWD	Y4, Y11, Y11
+	VPADDD	Y11, Y10, Y10
+	VPSLLD	$16, Y6, Y3
+	VPBLENDW	$0xaa, Y3, Y5, Y3
+	VPSRLD	$16, Y5, Y11
+	VPBLENDW	$0xaa, Y6, Y11, Y11
+	VMOVDQU	Y3, (R12)
+	VMOVDQU	Y11, 32(R12)
+	VPSLLD	$16, Y4, Y3
+	VPBLENDW	$0xaa, Y3, Y9, Y3
+	VMOVDQU	Y3, (AX)
+	LEAQ	(R12)(R10*2), R12
+	ADDQ	R10, AX
+	VPSRLW	$4, Y1, Y3
+	VPAND	Y15, Y3, Y3
+	VPAND	Y14, Y0, Y4
+	VPOR	Y4, Y3, Y3
+	VPSUBB	Y14, Y3, Y5
+	VPSHUFB	pkSplit<>+64(SB), Y7, Y9
+	VPMADDUBSW	Y5, Y13, Y11
+	VPMADDWD	Y9, Y11, Y11
+	VPADDD	Y11, Y10, Y10
+	VPSRLW	$6, Y1, Y3
+	VPAND	Y15, Y3, Y3
+	VPSRLW	$1, Y0, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VPSUBB	Y14, Y3, Y6
+	VPSHUFB	pkSplit<>+96(SB), Y7, Y4
+	VPMADDUBSW	Y6, Y13, Y11
+	VPMADDWD	Y4, Y11, Y11
+	VPADDD	Y11, Y10, Y10
+	VPSLLD	$16, Y6, Y3
+	VPBLENDW	$0xaa, Y3, Y5, Y3
+	VPSRLD	$16, Y5, Y11
+	VPBLENDW	$0xaa, Y6, Y11, Y11
+	VMOVDQU	Y3, (R12)
+	VMOVDQU	Y11, 32(R12)
+	VPSLLD	$16, Y4, Y3
+	VPBLENDW	$0xaa, Y3, Y9, Y3
+	VMOVDQU	Y3, (AX)
+	LEAQ	(R12)(R10*2), R12
+	ADDQ	R10, AX
+	VPAND	Y15, Y2, Y3
+	VPSRLW	$2, Y0, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VPSUBB	Y14, Y3, Y5
+	VPSHUFB	pkSplit<>+0(SB), Y8, Y9
+	VPMADDUBSW	Y5, Y13, Y11
+	VPMADDWD	Y9, Y11, Y11
+	VPADDD	Y11, Y10, Y10
+	VPSRLW	$2, Y2, Y3
+	VPAND	Y15, Y3, Y3
+	VPSRLW	$3, Y0, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VPSUBB	Y14, Y3, Y6
+	VPSHUFB	pkSplit<>+32(SB), Y8, Y4
+	VPMADDUBSW	Y6, Y13, Y11
+	VPMADDWD	Y4, Y11, Y11
+	VPADDD	Y11, Y10, Y10
+	VPSLLD	$16, Y6, Y3
+	VPBLENDW	$0xaa, Y3, Y5, Y3
+	VPSRLD	$16, Y5, Y11
+	VPBLENDW	$0xaa, Y6, Y11, Y11
+	VMOVDQU	Y3, (R12)
+	VMOVDQU	Y11, 32(R12)
+	VPSLLD	$16, Y4, Y3
+	VPBLENDW	$0xaa, Y3, Y9, Y3
+	VMOVDQU	Y3, (AX)
+	LEAQ	(R12)(R10*2), R12
+	ADDQ	R10, AX
+	VPSRLW	$4, Y2, Y3
+	VPAND	Y15, Y3, Y3
+	VPSRLW	$4, Y0, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VPSUBB	Y14, Y3, Y5
+	VPSHUFB	pkSplit<>+64(SB), Y8, Y9
+	VPMADDUBSW	Y5, Y13, Y11
+	VPMADDWD	Y9, Y11, Y11
+	VPADDD	Y11, Y10, Y10
+	VPSRLW	$6, Y2, Y3
+	VPAND	Y15, Y3, Y3
+	VPSRLW	$5, Y0, Y4
+	VPAND	Y14, Y4, Y4
+	VPOR	Y4, Y3, Y3
+	VPSUBB	Y14, Y3, Y6
+	VPSHUFB	pkSplit<>+96(SB), Y8, Y4
+	VPMADDUBSW	Y6, Y13, Y11
+	VPMADDWD	Y4, Y11, Y11
+	VPADDD	Y11, Y10, Y10
+	VPSLLD	$16, Y6, Y3
+	VPBLENDW	$0xaa, Y3, Y5, Y3
+	VPSRLD	$16, Y5, Y11
+	VPBLENDW	$0xaa, Y6, Y11, Y11
+	VMOVDQU	Y3, (R12)
+	VMOVDQU	Y11, 32(R12)
+	VPSLLD	$16, Y4, Y3
+	VPBLENDW	$0xaa, Y3, Y9, Y3
+	VMOVDQU	Y3, (AX)
+	LEAQ	(R12)(R10*2), R12
+	ADDQ	R10, AX
+	VPSLLD	$7, Y10, Y10
+	VPXOR	Y11, Y11, Y11
+	VPSUBD	Y10, Y11, Y10
+	VMOVDQU	Y10, (AX)
+	ADDQ	BX, R8
+	ADDQ	$32, R9
+	ADDQ	$64, R15
+	DECQ	DX
+	JNZ	pq3prow
+	ADDQ	$110, SI
+	ADDQ	R13, DI
+	DECQ	CX
+	JNZ	pq3pblk
+pq3pdone:
 	VZEROUPPER
 	RET
 

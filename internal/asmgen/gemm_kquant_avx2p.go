@@ -2,7 +2,7 @@ package main
 
 import "fmt"
 
-// AVX2 GEMM kernels for Q4_K, Q5_K and Q6_K weights against Q8_K
+// AVX2 GEMM kernels for Q4_K, Q5_K, Q6_K and Q3_K weights against Q8_K
 // activations that handle two 32-element chunks with one VPMADDWD
 // ("paired" kernels, backends/cpu/gemm_kquant_avx2p_amd64.s). ggml's
 // grouping gives int32 lane k of a super-block's sum the elements
@@ -26,6 +26,13 @@ type kqPairKind struct {
 	typ   string // GGML type name, for comments
 	six   bool   // Q6_K: per-lane scale words, the -32 offset against bsums
 	summs bool   // Q5_K: the mins term summed exactly, one scalar FMA
+	// three: Q3_K (with six's per-lane scale words): signed values -4..3
+	// against the activations biased to unsigned (a+128, kqPairActs with
+	// kqSumsQ3K), so the activation halves are VPMADDUBSW's register
+	// operand and the weights its memory one (the loop runs over columns,
+	// then rows), and each lane starts from the tile's -128·Σ s·v (O
+	// [R][8] int32), which cancels the bias.
+	three bool
 }
 
 func (k kqPairKind) mins() bool { return !k.six }
@@ -34,6 +41,7 @@ var kqPairKinds = []kqPairKind{
 	{name: "Q4K", typ: "Q4_K"},
 	{name: "Q5K", typ: "Q5_K", summs: true},
 	{name: "Q6K", typ: "Q6_K", six: true},
+	{name: "Q3K", typ: "Q3_K", six: true, three: true},
 }
 
 // kqPairShapes lists the tile shapes (R weight rows × C activation rows)
@@ -56,13 +64,15 @@ func init() {
 		}
 		packQ4KPairs(a)
 		packQ6KPairs(a)
-		pairActQuants(a)
+		pairActQuants(a, false)
+		pairActQuants(a, true)
 	})
 }
 
 const kqPairDoc = `See gemm_kquant_avx2p_amd64.go and internal/asmgen/gemm_kquant_avx2p.go.
-Paired AVX2 GEMM kernels for Q4_K, Q5_K and Q6_K weights (unpacked into
-tiles of R rows by packQ4KTileP, packQ5KTileP, packQ6KTileP) against Q8_K
+Paired AVX2 GEMM kernels for Q4_K, Q5_K, Q6_K and Q3_K weights (unpacked
+into tiles of R rows by packQ4KTileP, packQ5KTileP, packQ6KTileP,
+packQ3KTileP) against Q8_K
 activations rearranged by kqPairActs: one call computes the R×C outputs
 of mt tiles of C activation rows against one weight tile, super-block by
 super-block.
@@ -74,7 +84,10 @@ times the chunk's scale (ggml's AVX2 grouping); per chunk pair i (chunks
 activations' (lanes k: two products of each chunk in words 2k, 2k+1),
 VPADDW (the four products of lane k of each chunk, exact in int16),
 VPMADDWD by the scale words (s_2i, s_2i+1), VPADDD. Q6_K starts each
-lane from the -32·scale × bsums term. Then, as in ggml: float32
+lane from the -32·scale × bsums term. Q3_K: the signed values (-4..3)
+against the activations biased to unsigned (VPMADDUBSW's register
+operand, the weights its memory one: columns outer, rows inner), each
+lane starting from the tile's -128·Σ s·v, which cancels the bias. Then, as in ggml: float32
 d = d_a·d_w, one FMA per lane into the output's 8-lane float accumulator;
 Q4_K also one 4-lane FMA of -(d_a·dmin_w) with the mins × bsum-pair
 products (Q5_K: their exact sum, one FMA per super-block in every lane);
@@ -185,7 +198,14 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	}
 	WA, WB, T1, T2 := "Y12", "Y13", "Y14", "Y15"
 	S := "Y11"
-	if k.six {
+	switch {
+	case k.three:
+		for r := 0; r < R; r++ {
+			for c := 0; c < C; c++ {
+				a.I("VMOVDQU", oOff(r), acc(r, c))
+			}
+		}
+	case k.six:
 		for r := 0; r < R; r++ {
 			a.I("VMOVDQU", oOff(r), T1)
 			for c := 0; c < C; c++ {
@@ -193,7 +213,35 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 			}
 		}
 	}
-	for i := 0; i < 4; i++ {
+	// Q3_K: per pair and column the biased activation halves in WA, WB;
+	// per row the signed weights and the scale words as memory operands,
+	// row r+1's VPMADDUBSWs issued before row r's sums
+	for i := 0; i < 4 && k.three; i++ {
+		for c := 0; c < C; c++ {
+			a.I("VMOVDQU", actQ(c, i, 0), WA)
+			a.I("VMOVDQU", actQ(c, i, 1), WB)
+			tp := [2][2]string{{T1, T2}, {"Y8", "Y9"}}
+			mul := func(r int) {
+				t := tp[r%2]
+				a.I("VPMADDUBSW", qOff(i, r, 0), WA, t[0])
+				a.I("VPMADDUBSW", qOff(i, r, 1), WB, t[1])
+			}
+			sum := func(r int) {
+				t := tp[r%2]
+				a.I("VPADDW", t[1], t[0], t[0])
+				a.I("VPMADDWD", sOff(i, r), t[0], t[0])
+				a.I("VPADDD", t[0], acc(r, c), acc(r, c))
+			}
+			for r := 0; r < R; r++ {
+				mul(r)
+				if r > 0 {
+					sum(r - 1)
+				}
+			}
+			sum(R - 1)
+		}
+	}
+	for i := 0; i < 4 && !k.three; i++ {
 		for r := 0; r < R; r++ {
 			a.I("VMOVDQU", qOff(i, r, 0), WA)
 			a.I("VMOVDQU", qOff(i, r, 1), WB)
@@ -524,36 +572,56 @@ tile's rows, prefetched); Y14 0x0f bytes, Y15 0x30.`)
 	a.I("RET")
 }
 
-// pairActQuants writes pairActQuantsAVX2: the quants part of kqPairActs.
-func pairActQuants(a *Asm) {
+// pairActQuants writes pairActQuantsAVX2 (biased: pairActQuantsBiasedAVX2):
+// the quants part of kqPairActs.
+func pairActQuants(a *Asm, biased bool) {
+	name, l := "pairActQuantsAVX2", "paq"
+	if biased {
+		name, l = "pairActQuantsBiasedAVX2", "paqb"
+		a.Blank()
+		a.Raw("DATA pairBias<>+0(SB)/8, $0x8080808080808080")
+		a.Raw("GLOBL pairBias<>(SB), RODATA|NOPTR, $8")
+	}
 	a.Blank()
-	a.Comment(`pairActQuantsAVX2 writes the paired quants of one activation row for nb
+	if biased {
+		a.Comment(`pairActQuantsBiasedAVX2 is pairActQuantsAVX2 with every quant biased to
+unsigned (q+128: q XOR 0x80), for the Q3_K kernels; Y15 0x80 bytes.`)
+	} else {
+		a.Comment(`pairActQuantsAVX2 writes the paired quants of one activation row for nb
 super-blocks: from the Q8_K blocks at src (292 bytes apart, quants at +4),
 chunk pair i (chunks 2i, 2i+1 as L, H) as halves A, B (see
 packQ4KNibblesAVX2P) to 64·i and 64·i+32 of dst, the blocks ab bytes
 apart. Registers: DI dst, SI src, DX ab, CX super-blocks left.`)
+	}
 	a.Raw("")
-	a.Raw("// func pairActQuantsAVX2(dst *byte, src *byte, nb int, ab int)")
-	a.Raw("TEXT ·pairActQuantsAVX2(SB), NOSPLIT, $0-32")
+	a.Raw("// func %s(dst *byte, src *byte, nb int, ab int)", name)
+	a.Raw("TEXT ·%s(SB), NOSPLIT, $0-32", name)
 	a.I("MOVQ", "dst+0(FP)", "DI")
 	a.I("MOVQ", "src+8(FP)", "SI")
 	a.I("MOVQ", "nb+16(FP)", "CX")
 	a.I("MOVQ", "ab+24(FP)", "DX")
+	if biased {
+		a.I("VPBROADCASTQ", "pairBias<>(SB)", "Y15")
+	}
 	a.I("TESTQ", "CX", "CX")
-	a.I("JZ", "paqdone")
-	a.Label("paqblk")
+	a.I("JZ", l+"done")
+	a.Label(l + "blk")
 	for i := 0; i < 4; i++ {
 		a.I("VMOVDQU", fmt.Sprintf("%d(SI)", 4+64*i), "Y0")
 		a.I("VMOVDQU", fmt.Sprintf("%d(SI)", 4+64*i+32), "Y1")
 		pairHalves(a, "Y0", "Y1", "Y2", "Y3")
+		if biased {
+			a.I("VPXOR", "Y15", "Y2", "Y2")
+			a.I("VPXOR", "Y15", "Y3", "Y3")
+		}
 		a.I("VMOVDQU", "Y2", fmt.Sprintf("%d(DI)", 64*i))
 		a.I("VMOVDQU", "Y3", fmt.Sprintf("%d(DI)", 64*i+32))
 	}
 	a.I("ADDQ", "$292", "SI")
 	a.I("ADDQ", "DX", "DI")
 	a.I("DECQ", "CX")
-	a.I("JNZ", "paqblk")
-	a.Label("paqdone")
+	a.I("JNZ", l+"blk")
+	a.Label(l + "done")
 	a.I("VZEROUPPER")
 	a.I("RET")
 }

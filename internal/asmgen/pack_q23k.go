@@ -20,7 +20,8 @@ func init() {
 		a.Comment(`Tile packers of the AVX2 Q3_K and Q2_K GEMMs: see
 internal/asmgen/pack_q23k.go and the layouts in gemm_kquant_avx2_amd64.go.`)
 		packQ23KConsts(a)
-		packQ3K(a)
+		packQ3K(a, false)
+		packQ3K(a, true)
 		packQ2K(a)
 	})
 }
@@ -59,10 +60,27 @@ dword d).`)
 	data("pkB20", 0x2020202020202020, 0x2020202020202020)
 }
 
-// packQ3K writes packQ3KAVX2.
-func packQ3K(a *Asm) {
+// packQ3K writes packQ3KAVX2 (paired: packQ3KAVX2P, the tile of the
+// paired kernels, gemm_kquant_avx2p.go: chunks 2i, 2i+1 as halves A, B at
+// 64·(i·R+r), their scale words as one per-lane pair at 256R+32·(i·R+r),
+// the offsets at 384R+32r, 448·R bytes per super-block).
+func packQ3K(a *Asm, paired bool) {
+	name, l, tb, oo := "packQ3KAVX2", "pq3", 548, 512
+	if paired {
+		name, l, tb, oo = "packQ3KAVX2P", "pq3p", 448, 384
+	}
 	a.Blank()
-	a.Comment(`packQ3KAVX2 writes nb super-blocks of an R-row Q3_K tile (548·R bytes
+	if paired {
+		a.Comment(`packQ3KAVX2P is packQ3KAVX2 for the paired tile (448·R bytes per
+super-block): the values of chunks 2i, 2i+1 as halves A, B (pairHalves)
+at 64·(i·R+r), the per-lane scale word pairs (half A of the two chunks'
+scale words) at 256R+32·(i·R+r), the offsets at 384R+32r; d (DW at 416R)
+is the Go side's. Registers as packQ3KAVX2 (R13 448·R), R15 the row's
+pair-0 place (64 bytes a row), R12 pair i's (64·R a pair), AX its scale
+words' (32·R a pair; after the last pair, the row's offsets); Y6 chunk
+2i+1's values, Y4 its scale words.`)
+	} else {
+		a.Comment(`packQ3KAVX2 writes nb super-blocks of an R-row Q3_K tile (548·R bytes
 per super-block): dst the tile, w row 0 of the weights (rows wrb bytes
 apart, 110-byte blocks). Per row and super-block: chunk j's values
 ((q[j/4] >> 2(j%4)) & 3) | ((hm >> j) & 1) << 2, minus 4, at 32·(j·R+r);
@@ -72,19 +90,22 @@ ones and the values, VPMADDWD by the scale words: the integers of
 packQ3KTileRef). The f16 d (at 544R+4r) is the Go side's: its table
 keeps every bit pattern, where VCVTPH2PS would quiet a signalling NaN.
 Registers: DI the tile super-block, SI the weights' super-block, R8 the
-current row's block, R9 its chunk-0 place, R12 chunk j's, R10 32·R, R11 256·R, R13 548·R, R14 R·wrb (the next tile's rows,
-prefetched), BX wrb, CX super-blocks left, DX rows left; Y15 0x03, Y14 0x04, Y13 0x01 bytes, Y12 0x0f; Y0 hmask, Y1/Y2 the
-quant halves, Y6 the 16 scales as words, Y7/Y8 their low/high lane in
-both lanes, Y10 the offsets, Y3..Y5, Y9, Y11 temporaries.`)
+current row's block, R9 its chunk-0 place, R12 chunk j's, R10 32·R,
+R11 256·R, R13 548·R, R14 R·wrb (the next tile's rows,
+prefetched), BX wrb, CX super-blocks left, DX rows left; Y15 0x03, Y14
+0x04, Y13 0x01 bytes, Y12 0x0f; Y0 hmask, Y1/Y2 the quant halves, Y6 the
+16 scales as words, Y7/Y8 their low/high lane in both lanes, Y10 the
+offsets, Y3..Y5, Y9, Y11 temporaries.`)
+	}
 	a.Raw("")
-	a.Raw("// func packQ3KAVX2(dst *byte, w *byte, wrb int, nb int, R int)")
-	a.Raw("TEXT ·packQ3KAVX2(SB), NOSPLIT, $0-40")
+	a.Raw("// func %s(dst *byte, w *byte, wrb int, nb int, R int)", name)
+	a.Raw("TEXT ·%s(SB), NOSPLIT, $0-40", name)
 	a.I("MOVQ", "dst+0(FP)", "DI")
 	a.I("MOVQ", "w+8(FP)", "SI")
 	a.I("MOVQ", "wrb+16(FP)", "BX")
 	a.I("MOVQ", "nb+24(FP)", "CX")
 	a.I("MOVQ", "R+32(FP)", "R10")
-	a.I("IMUL3Q", "$548", "R10", "R13")
+	a.I("IMUL3Q", fmt.Sprintf("$%d", tb), "R10", "R13")
 	a.I("MOVQ", "R10", "R14")
 	a.I("IMULQ", "BX", "R14")
 	a.I("SHLQ", "$5", "R10")
@@ -95,12 +116,15 @@ both lanes, Y10 the offsets, Y3..Y5, Y9, Y11 temporaries.`)
 	a.I("VPBROADCASTQ", "pkB01<>(SB)", "Y13")
 	a.I("VPBROADCASTQ", "pkB0F<>(SB)", "Y12")
 	a.I("TESTQ", "CX", "CX")
-	a.I("JZ", "pq3done")
-	a.Label("pq3blk")
+	a.I("JZ", l+"done")
+	a.Label(l + "blk")
 	a.I("MOVQ", "SI", "R8")
 	a.I("MOVQ", "DI", "R9")
+	if paired {
+		a.I("MOVQ", "DI", "R15")
+	}
 	a.I("MOVQ", "R+32(FP)", "DX")
-	a.Label("pq3row")
+	a.Label(l + "row")
 	for _, o := range []int{0, 64, 109} {
 		a.I("PREFETCHT0", fmt.Sprintf("%d(R8)(R14*1)", o))
 	}
@@ -123,8 +147,19 @@ both lanes, Y10 the offsets, Y3..Y5, Y9, Y11 temporaries.`)
 	a.I("VMOVDQU", "32(R8)", "Y1")
 	a.I("VMOVDQU", "64(R8)", "Y2")
 	a.I("VPXOR", "Y10", "Y10", "Y10")
-	a.I("MOVQ", "R9", "R12")
+	if paired {
+		a.I("MOVQ", "R15", "R12")
+		a.I("LEAQ", "(R9)(R11*1)", "AX")
+	} else {
+		a.I("MOVQ", "R9", "R12")
+	}
 	for j := 0; j < 8; j++ {
+		// chunk j's values to V, its scale words to S (the plain tile:
+		// Y5, Y9; the paired one: chunk 2i+1's to Y6, Y4)
+		V, S := "Y5", "Y9"
+		if paired && j%2 == 1 {
+			V, S = "Y6", "Y4"
+		}
 		q := []string{"Y1", "Y2"}[j/4]
 		if s := 2 * (j % 4); s == 0 {
 			a.I("VPAND", "Y15", q, "Y3")
@@ -143,29 +178,53 @@ both lanes, Y10 the offsets, Y3..Y5, Y9, Y11 temporaries.`)
 			a.I("VPAND", "Y14", "Y0", "Y4")
 		}
 		a.I("VPOR", "Y4", "Y3", "Y3")
-		a.I("VPSUBB", "Y14", "Y3", "Y5")
-		a.I("VMOVDQU", "Y5", "(R12)")
-		a.I("VPSHUFB", fmt.Sprintf("pkSplit<>+%d(SB)", 32*(j%4)), []string{"Y7", "Y8"}[j/4], "Y9")
-		a.I("VMOVDQU", "Y9", "(R12)(R11*1)")
-		a.I("VPMADDUBSW", "Y5", "Y13", "Y11")
-		a.I("VPMADDWD", "Y9", "Y11", "Y11")
+		a.I("VPSUBB", "Y14", "Y3", V)
+		a.I("VPSHUFB", fmt.Sprintf("pkSplit<>+%d(SB)", 32*(j%4)), []string{"Y7", "Y8"}[j/4], S)
+		if !paired {
+			a.I("VMOVDQU", V, "(R12)")
+			a.I("VMOVDQU", S, "(R12)(R11*1)")
+		}
+		a.I("VPMADDUBSW", V, "Y13", "Y11")
+		a.I("VPMADDWD", S, "Y11", "Y11")
 		a.I("VPADDD", "Y11", "Y10", "Y10")
-		a.I("ADDQ", "R10", "R12")
+		switch {
+		case !paired:
+			a.I("ADDQ", "R10", "R12")
+		case j%2 == 1:
+			// chunks j-1 (Y5, Y9) and j (Y6, Y4): value halves A, B;
+			// the scale words' half A
+			pairHalves(a, "Y5", "Y6", "Y3", "Y11")
+			a.I("VMOVDQU", "Y3", "(R12)")
+			a.I("VMOVDQU", "Y11", "32(R12)")
+			a.I("VPSLLD", "$16", "Y4", "Y3")
+			a.I("VPBLENDW", "$0xaa", "Y3", "Y9", "Y3")
+			a.I("VMOVDQU", "Y3", "(AX)")
+			a.I("LEAQ", "(R12)(R10*2)", "R12")
+			a.I("ADDQ", "R10", "AX")
+		}
 	}
 	// -128·offsets (two's complement, as uint32(-128·off)).
 	a.I("VPSLLD", "$7", "Y10", "Y10")
 	a.I("VPXOR", "Y11", "Y11", "Y11")
 	a.I("VPSUBD", "Y10", "Y11", "Y10")
-	a.I("VMOVDQU", "Y10", "(R9)(R11*2)")
-	a.I("ADDQ", "BX", "R8")
-	a.I("ADDQ", "$32", "R9")
+	if paired {
+		// AX is past the 4 pairs' scale words: 256R+128R+32r, the offsets
+		a.I("VMOVDQU", "Y10", "(AX)")
+		a.I("ADDQ", "BX", "R8")
+		a.I("ADDQ", "$32", "R9")
+		a.I("ADDQ", "$64", "R15")
+	} else {
+		a.I("VMOVDQU", "Y10", fmt.Sprintf("(R9)(R11*%d)", oo/256))
+		a.I("ADDQ", "BX", "R8")
+		a.I("ADDQ", "$32", "R9")
+	}
 	a.I("DECQ", "DX")
-	a.I("JNZ", "pq3row")
+	a.I("JNZ", l+"row")
 	a.I("ADDQ", "$110", "SI")
 	a.I("ADDQ", "R13", "DI")
 	a.I("DECQ", "CX")
-	a.I("JNZ", "pq3blk")
-	a.Label("pq3done")
+	a.I("JNZ", l+"blk")
+	a.Label(l + "done")
 	a.I("VZEROUPPER")
 	a.I("RET")
 }
