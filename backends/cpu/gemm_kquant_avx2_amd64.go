@@ -533,9 +533,10 @@ func newKQGemmQ6K(R, C int, kern kqGemmAsm) *kqGemm {
 // Q5_K, Q6_K: the paired 2×4 kernel (gemm_kquant_avx2p_amd64.go), ≈15%
 // faster than the plain 2×6 it replaced at M=512 (BenchmarkGemmKQuantAVX2,
 // Zen 5; the plain Q4_K, Q5_K, Q6_K kernels are no longer generated);
-// Q2_K: plain 2×6; Q3_K: the paired 4×2 (since 2026-12-03; 96 GMAC/cpu-s
-// against the plain 4×3's 62 at M=512, N=K=1024, and 86 for the paired
-// 2×4).
+// Q2_K: the paired 2×4 and Q3_K the paired 4×2 (since 2026-12-03; at
+// M=512, N=K=1024, GMAC/cpu-s: Q2_K 102 against the plain 2×6's 73 and
+// the paired 4×2's 90; Q3_K 96 against the plain 4×3's 62 and the paired
+// 2×4's 86).
 var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 	quant.Q4_K: {
 		newKQGemmQ4KP(2, 4, gemmQ4KAVX2Px2x4),
@@ -546,6 +547,8 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 		newKQGemmQ5KP(4, 2, gemmQ5KAVX2Px4x2),
 	},
 	quant.Q2_K: {
+		newKQGemmQ2KP(2, 4, gemmQ2KAVX2Px2x4),
+		newKQGemmQ2KP(4, 2, gemmQ2KAVX2Px4x2),
 		newKQGemmQ2K(2, 6, gemmQ2KAVX2x2x6),
 		newKQGemmQ2K(4, 3, gemmQ2KAVX2x4x3),
 		newKQGemmQ2K(2, 4, gemmQ2KAVX2x2x4),
@@ -582,7 +585,7 @@ func registerKQGemmAVX2() {
 		registerGemmCached(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].C, kqGemmsAVX2[quant.Q5_K][0].gemmCached)
 		registerGemmCached(quant.Q6_K, "avx2", kqGemmsAVX2[quant.Q6_K][0].C, kqGemmsAVX2[quant.Q6_K][0].gemmCached)
 	}
-	registerGemm(quant.Q2_K, "avx2", kqGemmsAVX2[quant.Q2_K][0].C, kqGemmsAVX2[quant.Q2_K][0].gemm)
+	registerGemmCached(quant.Q2_K, "avx2", kqGemmsAVX2[quant.Q2_K][0].C, kqGemmsAVX2[quant.Q2_K][0].gemmCached)
 	registerGemmCached(quant.Q3_K, "avx2", kqGemmsAVX2[quant.Q3_K][0].C, kqGemmsAVX2[quant.Q3_K][0].gemmCached)
 }
 

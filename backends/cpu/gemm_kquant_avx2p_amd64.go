@@ -46,6 +46,10 @@ import (
 //	Q6_K:
 //	384R   O [R][16] int16: -32·scale i (the offset term against bsums)
 //	416R   DW [8] float32: lane l the d of row l mod R
+//	Q2_K (values 0..3; S as Q6_K's, its 16 4-bit scales):
+//	384R   MN [R][16] int16: the 16 mins (against the bsums)
+//	416R   DW [8] float32: lane l the d of row l mod R
+//	416R+32 NDW [8] float32: lane l -dmin of row l mod R
 //	Q3_K (values signed, -4..3; S as Q6_K's, its 16 scales minus 32):
 //	384R   O [R][8] int32: lane k's -128·Σ_j s·(its 4 values of chunk j)
 //	416R   DW [8] float32: lane l the d of row l mod R
@@ -278,6 +282,32 @@ func packQ3KTileP(dst, w []byte, wrb, nb, R int) {
 	}
 }
 
+// packQ2KTileP unpacks R Q2_K weight rows (row r at w[r*wrb:], nb
+// super-blocks) into dst in the paired layout: the values (0..3) and the
+// per-lane scale word pairs as in Q6_K's, at 384R the 16 mins as words, at
+// 416R DW and at 416R+32 NDW (lane l -dmin of row l mod R); all but DW and
+// NDW in asm (packQ2KAVX2P).
+func packQ2KTileP(dst, w []byte, wrb, nb, R int) {
+	if nb == 0 || R == 0 {
+		return
+	}
+	tb := kqPairTileBytes * R
+	_ = dst[nb*tb-1]
+	_ = w[(R-1)*wrb+nb*84-1]
+	packQ2KAVX2P(&dst[0], &w[0], wrb, nb, R)
+	for b := 0; b < nb; b++ {
+		for r := 0; r < R; r++ {
+			x := w[r*wrb+b*84+80 : r*wrb+b*84+84]
+			d := math.Float32bits(quant.FP16ToFP32(binary.LittleEndian.Uint16(x[0:])))
+			nd := math.Float32bits(-quant.FP16ToFP32(binary.LittleEndian.Uint16(x[2:])))
+			for l := r; l < 8; l += R {
+				binary.LittleEndian.PutUint32(dst[b*tb+416*R+4*l:], d)
+				binary.LittleEndian.PutUint32(dst[b*tb+416*R+32+4*l:], nd)
+			}
+		}
+	}
+}
+
 //go:noescape
 func pairActQuantsAVX2(dst *byte, src *byte, nb int, ab int)
 
@@ -286,6 +316,15 @@ func pairActQuantsBiasedAVX2(dst *byte, src *byte, nb int, ab int)
 
 //go:noescape
 func packQ3KAVX2P(dst *byte, w *byte, wrb int, nb int, R int)
+
+//go:noescape
+func packQ2KAVX2P(dst *byte, w *byte, wrb int, nb int, R int)
+
+//go:noescape
+func gemmQ2KAVX2Px2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
+
+//go:noescape
+func gemmQ2KAVX2Px4x2(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
 //go:noescape
 func gemmQ3KAVX2Px2x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
@@ -328,6 +367,13 @@ func newKQGemmQ5KP(R, C int, kern kqGemmAsm) *kqGemm {
 	g := newKQGemmQ5K(R, C, kern)
 	g.name, g.tileBytes, g.paired, g.pack = g.name+"p", kqPairTileBytes, true, packQ5KTileP
 	g.sums = kqSumsQ5K
+	return g
+}
+
+func newKQGemmQ2KP(R, C int, kern kqGemmAsm) *kqGemm {
+	g := newKQGemmQ2K(R, C, kern)
+	g.name, g.tileBytes, g.paired, g.pack = g.name+"p", kqPairTileBytes, true, packQ2KTileP
+	g.sums = kqSumsQ6K // the 16 raw bsums, as Q6_K's (the blocks are shared)
 	return g
 }
 

@@ -252,6 +252,38 @@ func packQ3KTilePRef(dst, w []byte, wrb, nb, R int) {
 	}
 }
 
+// packQ2KTilePRef states the paired Q2_K tile from the plain one: chunks
+// 2i, 2i+1 as halves A, B, half A of their scale words, the mins, d and
+// -dmin of each row.
+func packQ2KTilePRef(dst, w []byte, wrb, nb, R int) {
+	le := binary.LittleEndian
+	pb, tb := q2kTileBytes*R, kqPairTileBytes*R
+	plain := make([]byte, nb*pb)
+	packQ2KTileRef(plain, w, wrb, nb, R)
+	for b := 0; b < nb; b++ {
+		p, t := plain[b*pb:(b+1)*pb], dst[b*tb:(b+1)*tb]
+		for r := 0; r < R; r++ {
+			for i := 0; i < 4; i++ {
+				lo, hi := p[32*(2*i*R+r):], p[32*((2*i+1)*R+r):]
+				slo, shi := p[256*R+32*(2*i*R+r):], p[256*R+32*((2*i+1)*R+r):]
+				q, sv := t[64*(i*R+r):], t[256*R+32*(i*R+r):]
+				for l := 0; l < 32; l += 8 {
+					a, bb := pairWords(le.Uint64(lo[l:]), le.Uint64(hi[l:]))
+					le.PutUint64(q[l:], a)
+					le.PutUint64(q[32+l:], bb)
+					sa, _ := pairWords(le.Uint64(slo[l:]), le.Uint64(shi[l:]))
+					le.PutUint64(sv[l:], sa)
+				}
+			}
+			copy(t[384*R+32*r:384*R+32*r+32], p[512*R+32*r:])
+			for l := r; l < 8; l += R {
+				copy(t[416*R+4*l:416*R+4*l+4], p[544*R+4*r:])
+				copy(t[416*R+32+4*l:416*R+32+4*l+4], p[548*R+4*r:])
+			}
+		}
+	}
+}
+
 // TestPackQ23KTile: packQ3KTile and packQ2KTile write every byte as their
 // references do, for random bytes (any scale and hmask bits) and real
 // blocks, at every tile height the GEMMs use.
@@ -265,9 +297,13 @@ func TestPackQ23KTile(t *testing.T) {
 		{quant.Q3_K, q6kTileBytes, packQ3KTile, packQ3KTileRef},
 		{quant.Q3_K, kqPairTileBytes, packQ3KTileP, packQ3KTilePRef},
 		{quant.Q2_K, q2kTileBytes, packQ2KTile, packQ2KTileRef},
+		{quant.Q2_K, kqPairTileBytes, packQ2KTileP, packQ2KTilePRef},
 	} {
 		for _, R := range []int{1, 2, 3, 4, 8} {
 			for _, raw := range []bool{false, true} {
+				if c.tileBytes == kqPairTileBytes && R < 2 {
+					continue // the paired kernels' tiles have two rows or more (Q2_K's NDW lanes need them)
+				}
 				t.Run(fmt.Sprintf("%s/%d/R%d/raw=%v", c.typ, c.tileBytes, R, raw), func(t *testing.T) {
 					const K = 1024
 					nb := K / 256

@@ -2,7 +2,7 @@ package main
 
 import "fmt"
 
-// AVX2 GEMM kernels for Q4_K, Q5_K, Q6_K and Q3_K weights against Q8_K
+// AVX2 GEMM kernels for Q4_K, Q5_K, Q6_K, Q3_K and Q2_K weights against Q8_K
 // activations that handle two 32-element chunks with one VPMADDWD
 // ("paired" kernels, backends/cpu/gemm_kquant_avx2p_amd64.s). ggml's
 // grouping gives int32 lane k of a super-block's sum the elements
@@ -33,6 +33,12 @@ type kqPairKind struct {
 	// then rows), and each lane starts from the tile's -128·Σ s·v (O
 	// [R][8] int32), which cancels the bias.
 	three bool
+	// two: Q2_K (with six's per-lane scale words, its 4-bit scales): no
+	// offset, and per output first an FMA of -(d_a·dmin_w) with the 16
+	// mins (MN [R][16] int16 at 384R) by the 16 bsums, then the scales'
+	// FMA, both into the float accumulator (the plain kernel's order);
+	// NDW [8] float32 at 416R+32 (lane l -dmin of row l mod R).
+	two bool
 }
 
 func (k kqPairKind) mins() bool { return !k.six }
@@ -42,6 +48,7 @@ var kqPairKinds = []kqPairKind{
 	{name: "Q5K", typ: "Q5_K", summs: true},
 	{name: "Q6K", typ: "Q6_K", six: true},
 	{name: "Q3K", typ: "Q3_K", six: true, three: true},
+	{name: "Q2K", typ: "Q2_K", six: true, two: true},
 }
 
 // kqPairShapes lists the tile shapes (R weight rows × C activation rows)
@@ -70,9 +77,9 @@ func init() {
 }
 
 const kqPairDoc = `See gemm_kquant_avx2p_amd64.go and internal/asmgen/gemm_kquant_avx2p.go.
-Paired AVX2 GEMM kernels for Q4_K, Q5_K, Q6_K and Q3_K weights (unpacked
-into tiles of R rows by packQ4KTileP, packQ5KTileP, packQ6KTileP,
-packQ3KTileP) against Q8_K
+Paired AVX2 GEMM kernels for Q4_K, Q5_K, Q6_K, Q3_K and Q2_K weights
+(unpacked into tiles of R rows by packQ4KTileP, packQ5KTileP,
+packQ6KTileP, packQ3KTileP, packQ2KTileP) against Q8_K
 activations rearranged by kqPairActs: one call computes the R×C outputs
 of mt tiles of C activation rows against one weight tile, super-block by
 super-block.
@@ -87,7 +94,9 @@ VPMADDWD by the scale words (s_2i, s_2i+1), VPADDD. Q6_K starts each
 lane from the -32·scale × bsums term. Q3_K: the signed values (-4..3)
 against the activations biased to unsigned (VPMADDUBSW's register
 operand, the weights its memory one: columns outer, rows inner), each
-lane starting from the tile's -128·Σ s·v, which cancels the bias. Then, as in ggml: float32
+lane starting from the tile's -128·Σ s·v, which cancels the bias. Q2_K:
+per output first an FMA of d_a·(-dmin_w) with cvt(mins × bsums), then
+the scales' FMA. Then, as in ggml: float32
 d = d_a·d_w, one FMA per lane into the output's 8-lane float accumulator;
 Q4_K also one 4-lane FMA of -(d_a·dmin_w) with the mins × bsum-pair
 products (Q5_K: their exact sum, one FMA per super-block in every lane);
@@ -155,6 +164,10 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	if k.six {
 		oOff = func(r int) string { return fmt.Sprintf("%d(R8)", 384*R+32*r) }
 		dwOff = fmt.Sprintf("%d(R8)", 416*R)
+		if k.two {
+			mnOff = oOff
+			ndwOff = fmt.Sprintf("%d(R8)", 416*R+32)
+		}
 	} else {
 		dwOff = fmt.Sprintf("%d(R8)", 384*R)
 		ndwOff = fmt.Sprintf("%d(R8)", 384*R+32)
@@ -191,7 +204,7 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 	a.I("VMOVUPS", dwOff, "Y12")
 	a.I("VMULPS", actDv, "Y12", "Y12")
 	a.I("VMOVUPS", "Y12", pOff(0))
-	if k.mins() && !k.summs {
+	if k.mins() && !k.summs || k.two {
 		a.I("VMOVUPS", ndwOff, "Y13")
 		a.I("VMULPS", actDv, "Y13", "Y13")
 		a.I("VMOVUPS", "Y13", pmOff(0))
@@ -205,7 +218,7 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 				a.I("VMOVDQU", oOff(r), acc(r, c))
 			}
 		}
-	case k.six:
+	case k.six && !k.two:
 		for r := 0; r < R; r++ {
 			a.I("VMOVDQU", oOff(r), T1)
 			for c := 0; c < C; c++ {
@@ -262,7 +275,7 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 			sum := func(c int) {
 				t := tp[c%2]
 				a.I("VPADDW", t[1], t[0], t[0])
-				if i == 0 && !k.six {
+				if i == 0 && (!k.six || k.two) {
 					a.I("VPMADDWD", S, t[0], acc(r, c))
 					return
 				}
@@ -290,7 +303,22 @@ func kqPairKernel(a *Asm, k kqPairKind, R, C int) {
 			a.I("VMOVDQU", mnOff(p), mnReg(p))
 		}
 	}
-	for c := 0; c < C; c++ {
+	for c := 0; c < C && k.two; c++ {
+		// Q2_K: the mins term first (cvt(mins·bsums) FMA'd with
+		// d_a·(-dmin_w) into the accumulator), then the scales'
+		a.I("VMOVDQU", actSum(c), PC)
+		for r := 0; r < R; r++ {
+			a.I("VPMADDWD", mnOff(r), PC, FT)
+			a.I("VCVTDQ2PS", FT, FT)
+			a.I("VBROADCASTSS", pmOff(c*R+r), T3)
+			a.I("VFMADD213PS", facc(c, r), T3, FT)
+			a.I("VCVTDQ2PS", acc(r, c), acc(r, c))
+			a.I("VBROADCASTSS", pOff(c*R+r), T3)
+			a.I("VFMADD213PS", FT, T3, acc(r, c))
+			a.I("VMOVUPS", acc(r, c), facc(c, r))
+		}
+	}
+	for c := 0; c < C && !k.two; c++ {
 		for r := 0; r < R; r++ {
 			a.I("VCVTDQ2PS", acc(r, c), acc(r, c))
 			a.I("VBROADCASTSS", pOff(c*R+r), FT)

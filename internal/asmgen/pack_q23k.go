@@ -22,7 +22,8 @@ internal/asmgen/pack_q23k.go and the layouts in gemm_kquant_avx2_amd64.go.`)
 		packQ23KConsts(a)
 		packQ3K(a, false)
 		packQ3K(a, true)
-		packQ2K(a)
+		packQ2K(a, false)
+		packQ2K(a, true)
 	})
 }
 
@@ -229,10 +230,27 @@ offsets, Y3..Y5, Y9, Y11 temporaries.`)
 	a.I("RET")
 }
 
-// packQ2K writes packQ2KAVX2.
-func packQ2K(a *Asm) {
+// packQ2K writes packQ2KAVX2 (paired: packQ2KAVX2P, the tile of the
+// paired kernels: chunk pairs as halves A, B at 64·(i·R+r), the per-lane
+// scale word pairs at 256R+32·(i·R+r), the mins at 384R+32r, 448·R bytes
+// per super-block).
+func packQ2K(a *Asm, paired bool) {
+	name, l, tb := "packQ2KAVX2", "pq2", 552
+	if paired {
+		name, l, tb = "packQ2KAVX2P", "pq2p", 448
+	}
 	a.Blank()
-	a.Comment(`packQ2KAVX2 writes nb super-blocks of an R-row Q2_K tile (552·R bytes
+	if paired {
+		a.Comment(`packQ2KAVX2P is packQ2KAVX2 for the paired tile (448·R bytes per
+super-block): the values of chunks 2i, 2i+1 as halves A, B (pairHalves)
+at 64·(i·R+r), half A of their scale words at 256R+32·(i·R+r), the 16
+mins as words at 384R+32r (DW, NDW at 416R, 416R+32 are the Go side's).
+Registers as packQ2KAVX2 (R13 448·R), R15 the row's pair-0 place (64
+bytes a row), R12 pair i's (64·R a pair), AX its scale words' (32·R a
+pair; after the last pair, the row's mins); Y4, Y9 chunk 2i's values and
+scale words, Y5, Y10 chunk 2i+1's.`)
+	} else {
+		a.Comment(`packQ2KAVX2 writes nb super-blocks of an R-row Q2_K tile (552·R bytes
 per super-block): dst the tile, w row 0 of the weights (rows wrb bytes
 apart, 84-byte blocks). Per row and super-block: chunk j's values
 (q[j/4] >> 2(j%4)) & 3 at 32·(j·R+r); its scale words [s(2j) ×8 |
@@ -242,15 +260,16 @@ s(2j+1) ×8] (the low nibbles of scale bytes 2j, 2j+1) at
 Registers as packQ3KAVX2 (R13 552·R), Y15 0x03, Y12
 0x0f bytes; Y0 the 16 scale bytes, Y1/Y2 the quant halves, Y6 the scales
 as words, Y7/Y8 their low/high lane in both lanes, Y3, Y9 temporaries.`)
+	}
 	a.Raw("")
-	a.Raw("// func packQ2KAVX2(dst *byte, w *byte, wrb int, nb int, R int)")
-	a.Raw("TEXT ·packQ2KAVX2(SB), NOSPLIT, $0-40")
+	a.Raw("// func %s(dst *byte, w *byte, wrb int, nb int, R int)", name)
+	a.Raw("TEXT ·%s(SB), NOSPLIT, $0-40", name)
 	a.I("MOVQ", "dst+0(FP)", "DI")
 	a.I("MOVQ", "w+8(FP)", "SI")
 	a.I("MOVQ", "wrb+16(FP)", "BX")
 	a.I("MOVQ", "nb+24(FP)", "CX")
 	a.I("MOVQ", "R+32(FP)", "R10")
-	a.I("IMUL3Q", "$552", "R10", "R13")
+	a.I("IMUL3Q", fmt.Sprintf("$%d", tb), "R10", "R13")
 	a.I("MOVQ", "R10", "R14")
 	a.I("IMULQ", "BX", "R14")
 	a.I("SHLQ", "$5", "R10")
@@ -259,12 +278,15 @@ as words, Y7/Y8 their low/high lane in both lanes, Y3, Y9 temporaries.`)
 	a.I("VPBROADCASTQ", "pkB03<>(SB)", "Y15")
 	a.I("VPBROADCASTQ", "pkB0F<>(SB)", "Y12")
 	a.I("TESTQ", "CX", "CX")
-	a.I("JZ", "pq2done")
-	a.Label("pq2blk")
+	a.I("JZ", l+"done")
+	a.Label(l + "blk")
 	a.I("MOVQ", "SI", "R8")
 	a.I("MOVQ", "DI", "R9")
+	if paired {
+		a.I("MOVQ", "DI", "R15")
+	}
 	a.I("MOVQ", "R+32(FP)", "DX")
-	a.Label("pq2row")
+	a.Label(l + "row")
 	for _, o := range []int{0, 64, 83} {
 		a.I("PREFETCHT0", fmt.Sprintf("%d(R8)(R14*1)", o))
 	}
@@ -273,35 +295,66 @@ as words, Y7/Y8 their low/high lane in both lanes, Y3, Y9 temporaries.`)
 	a.I("VPMOVZXBW", "X3", "Y6")
 	a.I("VPERMQ", "$0x44", "Y6", "Y7")
 	a.I("VPERMQ", "$0xEE", "Y6", "Y8")
-	a.I("VPSRLW", "$4", "X0", "X3")
-	a.I("VPAND", "X12", "X3", "X3")
-	a.I("VPMOVZXBW", "X3", "Y3")
-	a.I("VMOVDQU", "Y3", "(R9)(R11*2)")
+	if !paired {
+		a.I("VPSRLW", "$4", "X0", "X3")
+		a.I("VPAND", "X12", "X3", "X3")
+		a.I("VPMOVZXBW", "X3", "Y3")
+		a.I("VMOVDQU", "Y3", "(R9)(R11*2)")
+	}
 	a.I("VMOVDQU", "16(R8)", "Y1")
 	a.I("VMOVDQU", "48(R8)", "Y2")
-	a.I("MOVQ", "R9", "R12")
+	if paired {
+		a.I("MOVQ", "R15", "R12")
+		a.I("LEAQ", "(R9)(R11*1)", "AX")
+	} else {
+		a.I("MOVQ", "R9", "R12")
+	}
 	for j := 0; j < 8; j++ {
+		V, S := "Y3", "Y9"
+		if paired {
+			V, S = []string{"Y4", "Y5"}[j%2], []string{"Y9", "Y10"}[j%2]
+		}
 		q := []string{"Y1", "Y2"}[j/4]
 		if s := 2 * (j % 4); s == 0 {
-			a.I("VPAND", "Y15", q, "Y3")
+			a.I("VPAND", "Y15", q, V)
 		} else {
-			a.I("VPSRLW", fmt.Sprintf("$%d", s), q, "Y3")
-			a.I("VPAND", "Y15", "Y3", "Y3")
+			a.I("VPSRLW", fmt.Sprintf("$%d", s), q, V)
+			a.I("VPAND", "Y15", V, V)
 		}
-		a.I("VMOVDQU", "Y3", "(R12)")
-		a.I("VPSHUFB", fmt.Sprintf("pkSplit<>+%d(SB)", 32*(j%4)), []string{"Y7", "Y8"}[j/4], "Y9")
-		a.I("VMOVDQU", "Y9", "(R12)(R11*1)")
-		a.I("ADDQ", "R10", "R12")
+		a.I("VPSHUFB", fmt.Sprintf("pkSplit<>+%d(SB)", 32*(j%4)), []string{"Y7", "Y8"}[j/4], S)
+		switch {
+		case !paired:
+			a.I("VMOVDQU", V, "(R12)")
+			a.I("VMOVDQU", S, "(R12)(R11*1)")
+			a.I("ADDQ", "R10", "R12")
+		case j%2 == 1:
+			pairHalves(a, "Y4", "Y5", "Y3", "Y11")
+			a.I("VMOVDQU", "Y3", "(R12)")
+			a.I("VMOVDQU", "Y11", "32(R12)")
+			a.I("VPSLLD", "$16", "Y10", "Y3")
+			a.I("VPBLENDW", "$0xaa", "Y3", "Y9", "Y3")
+			a.I("VMOVDQU", "Y3", "(AX)")
+			a.I("LEAQ", "(R12)(R10*2)", "R12")
+			a.I("ADDQ", "R10", "AX")
+		}
+	}
+	if paired {
+		// the mins, at AX (past the 4 pairs' scale words: 384R+32r)
+		a.I("VPSRLW", "$4", "X0", "X3")
+		a.I("VPAND", "X12", "X3", "X3")
+		a.I("VPMOVZXBW", "X3", "Y3")
+		a.I("VMOVDQU", "Y3", "(AX)")
+		a.I("ADDQ", "$64", "R15")
 	}
 	a.I("ADDQ", "BX", "R8")
 	a.I("ADDQ", "$32", "R9")
 	a.I("DECQ", "DX")
-	a.I("JNZ", "pq2row")
+	a.I("JNZ", l+"row")
 	a.I("ADDQ", "$84", "SI")
 	a.I("ADDQ", "R13", "DI")
 	a.I("DECQ", "CX")
-	a.I("JNZ", "pq2blk")
-	a.Label("pq2done")
+	a.I("JNZ", l+"blk")
+	a.Label(l + "done")
 	a.I("VZEROUPPER")
 	a.I("RET")
 }
