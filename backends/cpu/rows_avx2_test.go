@@ -136,7 +136,7 @@ func TestGeneratedAVX2RowsEdges(t *testing.T) {
 // range apart (rows i, q+i, 2q+i, 3q+i) with 0..3 rows left over.
 var stepRowCounts = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 14, 17, 23, 31, 38}
 
-// TestAVX2RowsStepCounts checks the AVX2 Q4_K, Q6_K and Q5_K row kernels, called
+// TestAVX2RowsStepCounts checks the AVX2 Q4_K, Q6_K, Q5_K, Q3_K and Q2_K row kernels, called
 // directly, bit for bit against the pure-Go dot for every row count of
 // stepRowCounts from two starting rows: the four-row step (its rows spread
 // over the range), the pair and the single row that finish a range (odd
@@ -154,11 +154,13 @@ func TestAVX2RowsStepCounts(t *testing.T) {
 		{quant.Q4_K, "avx2", kqRows(kqRowsQ4KAVX2, 144)},
 		{quant.Q6_K, "avx2", kqRows(kqRowsQ6KAVX2, 210)},
 		{quant.Q5_K, "avx2", kqRows(kqRowsQ5KAVX2, 176)},
+		{quant.Q3_K, "avx2", kqRows(kqRowsQ3KAVX2, 110)},
+		{quant.Q2_K, "avx2", kqRows(kqRowsQ2KAVX2, 84)},
 	})
 }
 
 // TestVNNIRowsStepCounts is TestAVX2RowsStepCounts for the AVX-512 VNNI
-// Q4_K, Q6_K and Q5_K row kernels (their four-row / two-row steps spread
+// Q4_K, Q6_K, Q5_K, Q3_K and Q2_K row kernels (their four-row / two-row steps spread
 // over the range too).
 func TestVNNIRowsStepCounts(t *testing.T) {
 	if !hasVNNI {
@@ -168,6 +170,8 @@ func TestVNNIRowsStepCounts(t *testing.T) {
 		{quant.Q4_K, "avx512vnni", kqRows(kqRowsQ4KVNNI, 144)},
 		{quant.Q6_K, "avx512vnni", kqRows(kqRowsQ6KVNNI, 210)},
 		{quant.Q5_K, "avx512vnni", kqRows(kqRowsQuad(kqRowsQ5KVNNI, kqRowsQ5KAVX2), 176)},
+		{quant.Q3_K, "avx512vnni", kqRows(kqRowsQ3KVNNI, 110)},
+		{quant.Q2_K, "avx512vnni", kqRows(kqRowsQ2KVNNI, 84)},
 	})
 }
 
