@@ -572,7 +572,8 @@ var kqGemmsAVX2 = map[quant.Type][]*kqGemm{
 // explicit rather than a matter of init order: on a machine with the
 // AVX-512 VNNI tier, Q4_K, Q5_K and Q6_K keep their AVX-512 GEMMs
 // (gemm_kquant_avx512_amd64.go registers them only when hasVNNI), and these are
-// installed only where that tier is absent; Q2_K and Q3_K have no VNNI
+// installed only where that tier is absent or its 512-bit ops run at half
+// rate (zmmHalfRate); Q2_K and Q3_K have no VNNI
 // GEMM, and their AVX2 GEMMs beat the AVX2 row-kernel loop there too
 // (BenchmarkGemmKQuantAVX2: ≈1.5× and ≈2× at M=512), so they are
 // installed whenever AVX2 is.
@@ -580,7 +581,7 @@ func registerKQGemmAVX2() {
 	if !hasAVX2 {
 		return
 	}
-	if !hasVNNI {
+	if !hasVNNI || zmmHalfRate() {
 		registerGemmCached(quant.Q4_K, "avx2", kqGemmsAVX2[quant.Q4_K][0].C, kqGemmsAVX2[quant.Q4_K][0].gemmCached)
 		registerGemmCached(quant.Q5_K, "avx2", kqGemmsAVX2[quant.Q5_K][0].C, kqGemmsAVX2[quant.Q5_K][0].gemmCached)
 		registerGemmCached(quant.Q6_K, "avx2", kqGemmsAVX2[quant.Q6_K][0].C, kqGemmsAVX2[quant.Q6_K][0].gemmCached)

@@ -1,0 +1,51 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"os"
+)
+
+// cpuid executes CPUID with EAX = leaf and ECX = sub.
+//
+//go:noescape
+func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+
+// x86Model returns the CPU's vendor string and its family and model as
+// CPUID leaf 1 gives them (the extended family and model folded in).
+func x86Model() (vendor string, family, model uint32) {
+	_, b, c, d := cpuid(0, 0)
+	var v [12]byte
+	binary.LittleEndian.PutUint32(v[0:], b)
+	binary.LittleEndian.PutUint32(v[4:], d)
+	binary.LittleEndian.PutUint32(v[8:], c)
+	a, _, _, _ := cpuid(1, 0)
+	family = a >> 8 & 0xf
+	model = a >> 4 & 0xf
+	if family == 0xf {
+		family += a >> 20 & 0xff
+	}
+	if family == 0xf || family == 0x6 || family >= 0x11 {
+		model |= (a >> 16 & 0xf) << 4
+	}
+	return string(v[:]), family, model
+}
+
+// zmmHalfRate reports whether the CPU runs 512-bit vector instructions as
+// two 256-bit halves (AMD Zen 4, family 0x19 with AVX-512), where the
+// AVX-512 K-quant GEMMs measured slower than the paired AVX2 ones
+// (BenchmarkGemmKQuantAVX512, 2026-12-03: Q4_K 68–73 against 75–86 GMAC
+// per CPU-second, Q6_K 73–79 against 83–93, Q5_K even). MINFER_KQGEMM=avx2
+// or =avx512 overrides the choice; either way every output has the same
+// bits.
+func zmmHalfRate() bool {
+	switch os.Getenv("MINFER_KQGEMM") {
+	case "avx2":
+		return true
+	case "avx512":
+		return false
+	}
+	vendor, family, _ := x86Model()
+	return vendor == "AuthenticAMD" && family == 0x19
+}
