@@ -57,30 +57,6 @@ func gemmQ6KAVX512x4x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, l
 //go:noescape
 func gemmQ6KAVX512x8x5(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
 
-//go:noescape
-func gemmQ3KAVX512x4x8(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ3KAVX512x8x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ3KAVX512x4x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ3KAVX512x8x5(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ2KAVX512x4x8(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ2KAVX512x8x4(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ2KAVX512x4x6(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
-//go:noescape
-func gemmQ2KAVX512x8x5(t *byte, nb int, a *byte, arb int, p *byte, y *float32, ldy int, mt int, fs *float32)
-
 // kqGemmsAVX512 lists every generated AVX-512 K-quant GEMM by type (the
 // tests check them all); the first of each type is the one registered:
 // 8×4 measured fastest at Qwen3-0.6B shapes with M=512 (Q4_K ≈125–130
@@ -105,30 +81,6 @@ var kqGemmsAVX512 = map[quant.Type][]*kqGemm{
 		avx512Name(newKQGemmQ6K(4, 6, gemmQ6KAVX512x4x6)),
 		avx512Name(newKQGemmQ6K(8, 5, gemmQ6KAVX512x8x5)),
 	},
-	quant.Q3_K: {
-		avx512Q23(newKQGemmQ3K(8, 4, gemmQ3KAVX512x8x4)),
-		avx512Q23(newKQGemmQ3K(4, 8, gemmQ3KAVX512x4x8)),
-		avx512Q23(newKQGemmQ3K(4, 6, gemmQ3KAVX512x4x6)),
-		avx512Q23(newKQGemmQ3K(8, 5, gemmQ3KAVX512x8x5)),
-	},
-	quant.Q2_K: {
-		avx512Q23(newKQGemmQ2K(8, 4, gemmQ2KAVX512x8x4)),
-		avx512Q23(newKQGemmQ2K(4, 8, gemmQ2KAVX512x4x8)),
-		avx512Q23(newKQGemmQ2K(4, 6, gemmQ2KAVX512x4x6)),
-		avx512Q23(newKQGemmQ2K(8, 5, gemmQ2KAVX512x8x5)),
-	},
-}
-
-// avx512Q23 names a Q3_K / Q2_K GEMM of this tier and gives it the tier's
-// row kernel for the rows left over (same bits as the AVX2 one).
-func avx512Q23(g *kqGemm) *kqGemm {
-	g = avx512Name(g)
-	if g.wts == 110 {
-		g.rows = kqRowsQ3KVNNI
-	} else {
-		g.rows = kqRowsQ2KVNNI
-	}
-	return g
 }
 
 func avx512Name(g *kqGemm) *kqGemm {
@@ -137,13 +89,13 @@ func avx512Name(g *kqGemm) *kqGemm {
 }
 
 // The first kernel of each type is the one installed on the AVX-512 VNNI
-// tier, except where 512-bit ops run at half rate (zmmHalfRate: Zen 4),
-// which keeps the paired AVX2 GEMMs (8×4 tiles; for Q4_K and Q6_K 1.5–1.9× the hand-written 4×4
-// kernels they replaced, BenchmarkGemmKQuantAVX512 at 8e13914).
-// The Q3_K and Q2_K kernels are generated and tested but not installed:
-// on the Zen 4 host of 2026-12-03 they tied the paired AVX2 GEMMs (Q3_K
-// 75–88 against 78–90 GMAC/cpu-s, Q2_K 69–73 against 62–79), and they have
-// not been measured on a core with full-width 512-bit units.
+// tier (8×4 tiles; for Q4_K and Q6_K 1.5–1.9× the hand-written 4×4
+// kernels they replaced, BenchmarkGemmKQuantAVX512 at 8e13914), except
+// where 512-bit ops run at half rate (zmmHalfRate: Zen 4), which keeps the
+// paired AVX2 GEMMs.
+// Q3_K and Q2_K kinds of these kernels were generated and tested on
+// 2026-12-03 and dropped: on the Zen 4 host they only tied the paired AVX2
+// GEMMs (Q3_K 75–88 against 78–90 GMAC/cpu-s, Q2_K 69–73 against 62–79).
 // Q8_0/Q5_0/Q4_0 have no GEMM on this tier: their small-M kernels, run in
 // chunks, beat the VNNI GEMMs they had at every row count
 // (smallLegacyUpTo).

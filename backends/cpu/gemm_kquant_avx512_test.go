@@ -36,7 +36,7 @@ func BenchmarkGemmKQuantAVX512(b *testing.B) {
 	needVNNIGemm(b)
 	r := rand.New(rand.NewPCG(195, 196))
 	shapes := [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}}
-	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.Q2_K} {
+	for _, wt := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, M := range []int{512} {
 			for _, sh := range shapes {
 				N, K := sh[0], sh[1]

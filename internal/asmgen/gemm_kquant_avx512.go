@@ -2,17 +2,12 @@ package main
 
 import "fmt"
 
-// AVX-512 VNNI GEMM kernels for K-quant weights (Q4_K, Q5_K, Q6_K, and
-// since 2026-12-03 Q3_K and Q2_K) against Q8_K activations, printed into
-// backends/cpu/gemm_kquant_avx512_amd64.s. They read the same unpacked
-// weight tiles as the AVX2 kernels (gemm_kquant_avx2.go; packQ4KTile,
-// packQ6KTile, packQ3KTile, packQ2KTile in
+// AVX-512 VNNI GEMM kernels for K-quant weights (Q4_K, Q5_K, Q6_K) against Q8_K
+// activations, printed into backends/cpu/gemm_kquant_avx512_amd64.s. They
+// read the same unpacked weight tiles as the AVX2 kernels
+// (gemm_kquant_avx2.go; packQ4KTile, packQ6KTile in
 // backends/cpu/gemm_kquant_avx2_amd64.go), so one packed layout serves
-// both tiers, and the Go wrapper (kqGemm) is shared. Q3_K: signed weights
-// against the activations biased to unsigned (the wrapper's per-call copy
-// at p), each lane starting from the tile's -128·Σ s·v; Q2_K: the mins
-// term (mins × bsums, 8 lanes a row) in its own FMA by -(d_a·dmin) before
-// the scales' FMA, as its AVX2 kernels and quant.DotQ2KQ8K.
+// both tiers, and the Go wrapper (kqGemm) is shared.
 
 // kqZShapes lists the tile shapes generated (R weight rows, R a multiple
 // of 4, × C activation rows; (R/2)·C ≤ 20 accumulators).
@@ -22,8 +17,6 @@ var kqZKinds = []kqGemmKind{
 	{name: "Q4K", typ: "Q4_K"},
 	{name: "Q5K", summs: true, typ: "Q5_K"},
 	{name: "Q6K", six: true, typ: "Q6_K"},
-	{name: "Q3K", three: true, typ: "Q3_K"},
-	{name: "Q2K", two: true, typ: "Q2_K"},
 }
 
 func init() {
@@ -78,14 +71,7 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 	name := fmt.Sprintf("gemm%sAVX512x%dx%d", k.name, R, C)
 	tb := kqTileBytes(k, R)
 	P := R / 2
-	// sixLike: 16 scales a super-block, a 64-byte scale-word load per
-	// chunk and row pair (Q6_K, Q3_K, Q2_K)
-	sixLike := k.six || k.three || k.two
-	extra := 0
-	if k.two {
-		extra = 1 // B: the bsums in the float phase
-	}
-	if P*C+2*P+3+extra > 32 || R%4 != 0 || C > 9 {
+	if P*C+2*P+3 > 32 || R%4 != 0 || C > 9 {
 		panic(name + ": too many registers")
 	}
 	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
@@ -93,7 +79,6 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 	W := func(p int) string { return z(P*C + p) }
 	S := func(p int) string { return z(P*C + P + p) }
 	A, T0, T1 := z(P*C+2*P), z(P*C+2*P+1), z(P*C+2*P+2)
-	B := z(P*C + 2*P + 3)
 	row := func(c int) (string, int) {
 		base := []string{"AX", "DX", "R14"}[c/3]
 		return base, c % 3
@@ -121,11 +106,10 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 	qOff := func(j, r int) int { return 32 * (j*R + r) }
 	var sOff func(j, r int) int
 	var dOff, mnOff, ndmOff, oOff func(int) int
-	if sixLike {
+	if k.six {
 		sOff = func(j, r int) int { return 256*R + 32*(j*R+r) }
-		oOff = func(r int) int { return 512*R + 32*r } // Q3_K: the lane offsets; Q2_K: the mins
+		oOff = func(r int) int { return 512*R + 32*r }
 		dOff = func(r int) int { return 544*R + 4*r }
-		ndmOff = func(r int) int { return 548*R + 4*r } // Q2_K: -dmin
 	} else {
 		sOff = func(j, r int) int { return 256*R + 4*(j*R+r) }
 		dOff = func(r int) int { return 288*R + 4*r }
@@ -170,14 +154,6 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 	a.I("MOVQ", "nb+8(FP)", "CX")
 	a.Label(lb)
 	// integer phase
-	if k.three {
-		// Q3_K: each lane starts from the tile's -128·Σ s·v
-		for c := 0; c < C; c++ {
-			for p := 0; p < P; p++ {
-				a.I("VMOVDQU64", fmt.Sprintf("%d(R8)", oOff(2*p)), acc(p, c))
-			}
-		}
-	}
 	if k.six {
 		for c := 0; c < C; c++ {
 			a.I("VBROADCASTI64X4", act(c, 260), A)
@@ -189,7 +165,7 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 	for j := 0; j < 8; j++ {
 		for p := 0; p < P; p++ {
 			a.I("VMOVDQU64", fmt.Sprintf("%d(R8)", qOff(j, 2*p)), W(p))
-			if sixLike {
+			if k.six {
 				a.I("VMOVDQU64", fmt.Sprintf("%d(R8)", sOff(j, 2*p)), S(p))
 			} else {
 				a.I("VPBROADCASTD", fmt.Sprintf("%d(R8)", sOff(j, 2*p)), S(p))
@@ -197,23 +173,14 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 			}
 		}
 		for c := 0; c < C; c++ {
-			if k.three {
-				// the activations biased to unsigned, per call at p
-				a.I("VBROADCASTI64X4", fmt.Sprintf("%d(R11)", 256*c+32*j), A)
-			} else {
-				a.I("VBROADCASTI64X4", act(c, 4+32*j), A)
-			}
+			a.I("VBROADCASTI64X4", act(c, 4+32*j), A)
 			for p := 0; p < P; p++ {
 				T := T0
 				if (c*P+p)%2 == 1 {
 					T = T1
 				}
-				if k.three {
-					a.I("VPMADDUBSW", W(p), A, T)
-				} else {
-					a.I("VPMADDUBSW", A, W(p), T)
-				}
-				if j == 0 && !k.six && !k.three {
+				a.I("VPMADDUBSW", A, W(p), T)
+				if j == 0 && !k.six {
 					a.I("VPMADDWD", S(p), T, acc(p, c))
 					continue
 				}
@@ -226,31 +193,8 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 		a.I("VBROADCASTSS", fmt.Sprintf("%d(R8)", dOff(2*p)), W(p))
 		a.I("VBROADCASTSS", fmt.Sprintf("%d(R8)", dOff(2*p+1)), "K1", W(p))
 	}
-	if k.two {
-		// S(p) = [-dmin(2p) ×8 | -dmin(2p+1) ×8]
-		for p := 0; p < P; p++ {
-			a.I("VBROADCASTSS", fmt.Sprintf("%d(R8)", ndmOff(2*p)), S(p))
-			a.I("VBROADCASTSS", fmt.Sprintf("%d(R8)", ndmOff(2*p+1)), "K1", S(p))
-		}
-	}
 	for c := 0; c < C; c++ {
 		a.I("VBROADCASTSS", act(c, 0), A)
-		if k.two {
-			// Q2_K: acc = FMA(cvt(mins·bsums), -(d_a·dmin), acc), then
-			// acc = FMA(cvt(sumi), d_a·d, acc)
-			a.I("VBROADCASTI64X4", act(c, 260), B)
-			for p := 0; p < P; p++ {
-				a.I("VPMADDWD", fmt.Sprintf("%d(R8)", oOff(2*p)), B, T0)
-				a.I("VCVTDQ2PS", T0, T0)
-				a.I("VMULPS", A, S(p), T1)
-				a.I("VFMADD213PS", facc(p, c), T1, T0)
-				a.I("VMULPS", A, W(p), T1)
-				a.I("VCVTDQ2PS", acc(p, c), acc(p, c))
-				a.I("VFMADD213PS", T0, T1, acc(p, c))
-				a.I("VMOVUPS", acc(p, c), facc(p, c))
-			}
-			continue
-		}
 		for p := 0; p < P; p++ {
 			T := T0
 			if p%2 == 1 {
@@ -283,9 +227,6 @@ func kqZKernel(a *Asm, k kqGemmKind, R, C int) {
 	a.I("ADDQ", fmt.Sprintf("$%d", tb), "R8")
 	if k.mins() {
 		a.I("ADDQ", fmt.Sprintf("$%d", 32*C), "R11")
-	}
-	if k.three {
-		a.I("ADDQ", fmt.Sprintf("$%d", 256*C), "R11")
 	}
 	a.I("ADDQ", "$292", "AX")
 	if C > 3 {

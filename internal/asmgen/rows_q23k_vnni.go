@@ -125,6 +125,58 @@ func q23kFinish(a *Asm) []string {
 	return []string{"X2", "X5", "X3", "X7"}
 }
 
+// q23kZero clears the two pairs' float accumulators.
+func q23kZero(a *Asm) {
+	a.I("VPXORD", "Z2", "Z2", "Z2")
+	a.I("VPXORD", "Z3", "Z3", "Z3")
+}
+
+// q23kChunks writes the 8 chunks of a super-block for both row pairs: the
+// 2-bit values of the pair's quant bytes (at qOff and qOff+32 of the
+// block), Q3_K's high bit (three: the hmask bytes in Z10/Z11 tested
+// against bytes 1<<m, a masked VPADDB of 4, then the offset words Z13
+// subtracted), VPMADDUBSW against the activation chunk, and VPDPWSSD by
+// the chunk's scale words into the int32 sums Z4/Z5 (VPMADDWD for chunk 0).
+func q23kChunks(a *Asm, at func(r, off int) string, qOff int, three bool) {
+	for m := 0; m < 8; m++ {
+		h, j := m/4, m%4
+		if j == 0 {
+			for p := 0; p < 2; p++ {
+				q23kPairLoad(a, at, 2*p, 2*p+1, qOff+32*h, 8+p)
+			}
+		}
+		a.I("VBROADCASTI64X4", fmt.Sprintf("%d(DI)", 4+32*m), "Z12")
+		if three {
+			a.I("VPMADDUBSW", "Z12", "Z1", "Z13")
+		}
+		for p := 0; p < 2; p++ {
+			q, t := fmt.Sprintf("Z%d", 8+p), fmt.Sprintf("Z%d", 16+p)
+			if j > 0 {
+				a.I("VPSRLW", fmt.Sprintf("$%d", 2*j), q, t)
+				a.I("VPANDD", "Z0", t, t)
+			} else {
+				a.I("VPANDD", "Z0", q, t)
+			}
+			if three {
+				k := fmt.Sprintf("K%d", 1+p)
+				a.I("VPTESTMB", fmt.Sprintf("z3Bit<>+%d(SB)", 64*m), fmt.Sprintf("Z%d", 10+p), k)
+				a.I("VPADDB", "Z1", t, k, t)
+			}
+			a.I("VPMADDUBSW", "Z12", t, t)
+			if three {
+				a.I("VPSUBW", "Z13", t, t)
+			}
+			s := fmt.Sprintf("Z%d", 18+p)
+			a.I("VPSHUFB", fmt.Sprintf("z3Word<>+%d(SB)", 64*m), fmt.Sprintf("Z%d", 6+p), s)
+			if m == 0 {
+				a.I("VPMADDWD", s, t, fmt.Sprintf("Z%d", 4+p))
+			} else {
+				a.I("VPDPWSSD", s, t, fmt.Sprintf("Z%d", 4+p))
+			}
+		}
+	}
+}
+
 // q3kVNNIKernel writes rowsQ3KVNNI.
 func q3kVNNIKernel(a *Asm) {
 	a.Blank()
@@ -141,10 +193,7 @@ quant.DotQ3KQ8K.`)
 			a.I("VPBROADCASTD", "R14", "Z1")
 			a.I("VMOVDQU64", "z3Perm<>(SB)", "Z20")
 		},
-		zero: func(a *Asm) {
-			a.I("VPXORD", "Z2", "Z2", "Z2")
-			a.I("VPXORD", "Z3", "Z3", "Z3")
-		},
+		zero: q23kZero,
 		block: func(a *Asm, rows []string) {
 			at := func(r, off int) string { return fmt.Sprintf("%d(%s)(R12*1)", off, rows[r]) }
 			for p := 0; p < 2; p++ {
@@ -167,37 +216,7 @@ quant.DotQ3KQ8K.`)
 				a.I("VPMOVSXBW", "Y15", fmt.Sprintf("Z%d", 6+p))
 				q23kPairLoad(a, at, rA, rB, 0, 10+p)
 			}
-			for m := 0; m < 8; m++ {
-				h, j := m/4, m%4
-				if j == 0 {
-					for p := 0; p < 2; p++ {
-						q23kPairLoad(a, at, 2*p, 2*p+1, 32+32*h, 8+p)
-					}
-				}
-				a.I("VBROADCASTI64X4", fmt.Sprintf("%d(DI)", 4+32*m), "Z12")
-				a.I("VPMADDUBSW", "Z12", "Z1", "Z13")
-				for p := 0; p < 2; p++ {
-					q, t := fmt.Sprintf("Z%d", 8+p), fmt.Sprintf("Z%d", 16+p)
-					k := fmt.Sprintf("K%d", 1+p)
-					if j > 0 {
-						a.I("VPSRLW", fmt.Sprintf("$%d", 2*j), q, t)
-						a.I("VPANDD", "Z0", t, t)
-					} else {
-						a.I("VPANDD", "Z0", q, t)
-					}
-					a.I("VPTESTMB", fmt.Sprintf("z3Bit<>+%d(SB)", 64*m), fmt.Sprintf("Z%d", 10+p), k)
-					a.I("VPADDB", "Z1", t, k, t)
-					a.I("VPMADDUBSW", "Z12", t, t)
-					a.I("VPSUBW", "Z13", t, t)
-					s := fmt.Sprintf("Z%d", 18+p)
-					a.I("VPSHUFB", fmt.Sprintf("z3Word<>+%d(SB)", 64*m), fmt.Sprintf("Z%d", 6+p), s)
-					if m == 0 {
-						a.I("VPMADDWD", s, t, fmt.Sprintf("Z%d", 4+p))
-					} else {
-						a.I("VPDPWSSD", s, t, fmt.Sprintf("Z%d", 4+p))
-					}
-				}
-			}
+			q23kChunks(a, at, 32, true)
 			// acc = FMA(cvt(sumi), d_w·d_a, acc) for each half
 			a.I("VBROADCASTSS", "(DI)", "X12")
 			for p := 0; p < 2; p++ {
@@ -236,10 +255,7 @@ quant.DotQ2KQ8K (see internal/asmgen/rows_q23k_vnni.go).`)
 			a.I("VMOVDQU64", "z2PermD<>(SB)", "Z20")
 			a.I("VMOVDQU64", "z2PermM<>(SB)", "Z21")
 		},
-		zero: func(a *Asm) {
-			a.I("VPXORD", "Z2", "Z2", "Z2")
-			a.I("VPXORD", "Z3", "Z3", "Z3")
-		},
+		zero: q23kZero,
 		block: func(a *Asm, rows []string) {
 			at := func(r, off int) string { return fmt.Sprintf("%d(%s)(R12*1)", off, rows[r]) }
 			a.I("VBROADCASTI64X4", "260(DI)", "Z13")
@@ -258,32 +274,7 @@ quant.DotQ2KQ8K (see internal/asmgen/rows_q23k_vnni.go).`)
 				a.I("VPMOVZXBW", "Y14", mz)
 				a.I("VPMADDWD", "Z13", mz, mz)
 			}
-			for m := 0; m < 8; m++ {
-				h, j := m/4, m%4
-				if j == 0 {
-					for p := 0; p < 2; p++ {
-						q23kPairLoad(a, at, 2*p, 2*p+1, 16+32*h, 8+p)
-					}
-				}
-				a.I("VBROADCASTI64X4", fmt.Sprintf("%d(DI)", 4+32*m), "Z12")
-				for p := 0; p < 2; p++ {
-					q, t := fmt.Sprintf("Z%d", 8+p), fmt.Sprintf("Z%d", 16+p)
-					if j > 0 {
-						a.I("VPSRLW", fmt.Sprintf("$%d", 2*j), q, t)
-						a.I("VPANDD", "Z0", t, t)
-					} else {
-						a.I("VPANDD", "Z0", q, t)
-					}
-					a.I("VPMADDUBSW", "Z12", t, t)
-					s := fmt.Sprintf("Z%d", 18+p)
-					a.I("VPSHUFB", fmt.Sprintf("z3Word<>+%d(SB)", 64*m), fmt.Sprintf("Z%d", 6+p), s)
-					if m == 0 {
-						a.I("VPMADDWD", s, t, fmt.Sprintf("Z%d", 4+p))
-					} else {
-						a.I("VPDPWSSD", s, t, fmt.Sprintf("Z%d", 4+p))
-					}
-				}
-			}
+			q23kChunks(a, at, 16, false)
 			// per pair: [d·d_a, -(dmin·d_a)] of each row, the mins term,
 			// then the scales' FMA
 			a.I("VBROADCASTSS", "(DI)", "X12")
