@@ -75,7 +75,7 @@ func BenchmarkStreamRows(b *testing.B) {
 			}
 		}
 	}
-	buf := make([]byte, streamBytes)
+	buf := benchBytes(b, streamBytes)
 	for i := range buf {
 		buf[i] = byte(i)
 	}
@@ -108,8 +108,11 @@ const decodeBytes = 64 << 20
 // dramBytes is the size of BenchmarkDecode's "dram" cases: 32 times that
 // L3, so no part of a pass is left in cache from the one before (a 64 MiB
 // matrix read twice in a row still finds some of it in the L3, which
-// flatters both the kernel and the read) — the bandwidth a decode step of a
-// model's worth of weights sees.
+// flatters both the kernel and the read). A decode step streams many
+// matrices of a few MiB instead, and on the 2026-12-03 Zen 4 host one 1 GiB
+// matrix (its four spread streams 256 MiB apart) ran the AVX2 Q4_K / Q6_K
+// kernels at 8 / 6 GB/s where a decode step's shapes ran them at 16-19
+// (BenchmarkTokenShape, the figure to trust for end to end there).
 const dramBytes = 1 << 30
 
 // decodeKernel is one row kernel of one SIMD tier as BenchmarkDecode and
@@ -158,7 +161,8 @@ func threadCPU() int64 {
 // and 4864. Kernels of tiers the CPU lacks are skipped.
 func BenchmarkDecode(b *testing.B) {
 	r := rand.New(rand.NewPCG(51, 52))
-	buf := make([]byte, decodeBytes+(1<<20))
+	buf := benchBytes(b, decodeBytes+(1<<20))
+	parent := b
 	for i := range buf {
 		buf[i] = byte(i)
 	}
@@ -193,7 +197,7 @@ func BenchmarkDecode(b *testing.B) {
 				buf := buf
 				if c.kind == "dram" {
 					if dram == nil {
-						dram = make([]byte, dramBytes)
+						dram = benchBytes(parent, dramBytes)
 					}
 					buf = dram
 				}
@@ -253,7 +257,7 @@ func BenchmarkDecode(b *testing.B) {
 // (rowKernelTable), whatever tier the dispatch chose.
 func BenchmarkStreamRowsBest(b *testing.B) {
 	r := rand.New(rand.NewPCG(51, 52))
-	buf := make([]byte, 64<<20)
+	buf := benchBytes(b, 64<<20)
 	for i := range buf {
 		buf[i] = byte(i)
 	}

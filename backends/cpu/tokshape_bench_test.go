@@ -10,14 +10,23 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// BenchmarkTokenShape runs the AVX2 Q4_K/Q6_K row kernels over the
-// mat-muls of one Qwen3-0.6B decode step (28 layers, each its own
-// weights, then the 151936-row Q6_K head), back to back: the kernels'
+// BenchmarkTokenShape runs the Q4_K/Q6_K row kernels of each tier (AVX2,
+// AVX-512 VNNI) over the mat-muls of one Qwen3-0.6B decode step (28
+// layers, each its own weights, then the 151936-row Q6_K head), back to
+// back, the weights in one huge-page arena as a plan's are: the kernels'
 // share of a one-thread decode step without the rest of it.
 func BenchmarkTokenShape(b *testing.B) {
-	if !hasAVX2 {
-		b.Skip("no AVX2")
+	for _, tier := range []string{"avx2", "avx512vnni"} {
+		b.Run(tier, func(b *testing.B) {
+			if tier == "avx2" && !hasAVX2 || tier == "avx512vnni" && !hasVNNI {
+				b.Skipf("the CPU lacks the %s tier", tier)
+			}
+			benchTokenShape(b, tier)
+		})
 	}
+}
+
+func benchTokenShape(b *testing.B, tier string) {
 	r := rand.New(rand.NewPCG(1, 2))
 	type mm struct {
 		typ  quant.Type
@@ -36,7 +45,7 @@ func BenchmarkTokenShape(b *testing.B) {
 	shapes = append(shapes, mm{quant.Q6_K, 151936, 1024})
 	kern := map[quant.Type]RowsFunc{}
 	for _, k := range rowKernelTable() {
-		if k.tier == "avx2" && (k.typ == quant.Q4_K || k.typ == quant.Q6_K) {
+		if k.tier == tier && (k.typ == quant.Q4_K || k.typ == quant.Q6_K) {
 			kern[k.typ] = k.f
 		}
 	}
@@ -51,6 +60,12 @@ func BenchmarkTokenShape(b *testing.B) {
 	}
 	var calls []call
 	total := 0
+	for _, s := range shapes {
+		m, _ := NewMatMul(s.typ)
+		total += (s.N*m.WeightRowBytes(s.K) + 63) &^ 63
+	}
+	arena := benchBytes(b, total)
+	total = 0
 	tiles := map[quant.Type][]byte{}
 	for _, s := range shapes {
 		m, _ := NewMatMul(s.typ)
@@ -59,14 +74,14 @@ func BenchmarkTokenShape(b *testing.B) {
 		if tiles[key] == nil || len(tiles[key]) != 64*wrb {
 			tiles[key] = quantWeights(b, r, s.typ, 64, s.K)
 		}
-		w := make([]byte, s.N*wrb)
+		w := arena[total : total+s.N*wrb]
+		total += (len(w) + 63) &^ 63
 		for off := 0; off < len(w); off += len(tiles[key]) {
 			copy(w[off:], tiles[key])
 		}
 		act := make([]byte, m.ActRowBytes(s.K))
 		m.QuantizeRows(randVec(r, s.K, 1), s.K, 0, 1, act)
 		calls = append(calls, call{kern[s.typ], s.K, w, wrb, act, make([]float32, s.N), s.N})
-		total += len(w)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -111,5 +126,4 @@ func BenchmarkTokenShape(b *testing.B) {
 	run("head", func(i int) bool { return i == head }, false)
 	run("layersread", func(i int) bool { return i != head }, true)
 	run("headread", func(i int) bool { return i == head }, true)
-	_ = total
 }
