@@ -1,0 +1,63 @@
+package quant
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestQ5_0x4RoundTrip packs random rows and unpacks them back, byte for
+// byte, and checks the documented place of a few 5th bits.
+func TestQ5_0x4RoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, nb := range []int{1, 2, 28, 152} {
+		src := make([]byte, 4*nb*blockQ5_0)
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		packed := make([]byte, nb*Q5_0x4Block)
+		if err := PackQ5_0x4(packed, src, nb); err != nil {
+			t.Fatal(err)
+		}
+		back := make([]byte, len(src))
+		if err := UnpackQ5_0x4(back, packed, nb); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(back, src) {
+			t.Fatalf("nb=%d: unpack(pack(rows)) differs from the rows", nb)
+		}
+	}
+	// One bit at a time: row 1's element 9 is P01 bit 8·1+7 of block 0.
+	src := make([]byte, 4*blockQ5_0)
+	src[blockQ5_0+2+1] = 1 << 1 // row 1, qh bit 9
+	packed := make([]byte, Q5_0x4Block)
+	if err := PackQ5_0x4(packed, src, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := packed[8+1]; got != 1<<7 {
+		t.Fatalf("row 1 element 9: P01 byte 1 = %#x, want 0x80", got)
+	}
+	if err := PackQ5_0x4(packed[:10], src, 1); err == nil {
+		t.Fatal("PackQ5_0x4 took a short destination")
+	}
+}
+
+// FuzzQ5_0x4 checks the round trip on any bytes.
+func FuzzQ5_0x4(f *testing.F) {
+	f.Add(bytes.Repeat([]byte{0xA5}, 4*blockQ5_0))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		nb := len(src) / (4 * blockQ5_0)
+		src = src[:4*nb*blockQ5_0]
+		packed := make([]byte, nb*Q5_0x4Block)
+		if err := PackQ5_0x4(packed, src, nb); err != nil {
+			t.Fatal(err)
+		}
+		back := make([]byte, len(src))
+		if err := UnpackQ5_0x4(back, packed, nb); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(back, src) {
+			t.Fatal("round trip differs")
+		}
+	})
+}
