@@ -63,6 +63,30 @@ func TestRowsQ5_0x4(t *testing.T) {
 			})
 		}
 	}
+	// Any row range through the RowsFunc: the groups it cuts computed whole.
+	K, N := 896, 24
+	nb := K / 32
+	w := quantWeights(t, r, quant.Q5_0, N, K)
+	m, _ := NewMatMul(quant.Q5_0)
+	act := make([]byte, m.ActRowBytes(K))
+	m.QuantizeRows(randVec(r, K, 1), K, 0, 1, act)
+	pw := packQ5_0x4Rows(t, w, N, nb)
+	for _, rg := range [][2]int{{0, 24}, {1, 2}, {3, 5}, {2, 23}, {5, 8}, {4, 7}, {0, 1}, {23, 24}, {6, 6}} {
+		y := make([]float32, N)
+		for i := range y {
+			y[i] = -7
+		}
+		q5x4RowsFunc(K, pw, nb*22, act, y, rg[0], rg[1])
+		for i := range y {
+			want := float32(-7)
+			if i >= rg[0] && i < rg[1] {
+				want = quant.DotQ5_0Q8_0(K, w[i*nb*22:(i+1)*nb*22], act)
+			}
+			if math.Float32bits(y[i]) != math.Float32bits(want) {
+				t.Fatalf("rows [%d,%d): row %d = %v, want %v", rg[0], rg[1], i, y[i], want)
+			}
+		}
+	}
 	if err := RowsQ5_0x4(64, make([]byte, 10), make([]byte, 68), make([]float32, 4)); err == nil {
 		t.Fatal("RowsQ5_0x4 took a short weight slice")
 	}
@@ -116,6 +140,93 @@ func BenchmarkQ5_0x4(b *testing.B) {
 					b.ReportMetric(float64(len(w))*float64(b.N)/float64(ns), "GB/s")
 				})
 			}
+		}
+	}
+}
+
+// TestGemmQ5_0x4 checks the AVX2 GEMM of Q5_0x4 weights (both tiles)
+// against the pure-Go dot of each unpacked row and activation row, over
+// row ranges that start and end inside groups and activation row counts
+// that leave partial tiles.
+func TestGemmQ5_0x4(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("the CPU lacks the avx2 tier")
+	}
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, K := range []int{64, 896} {
+		N := 28
+		nb := K / 32
+		w := quantWeights(t, r, quant.Q5_0, N, K)
+		for i := 2; i < len(w); i += 22 {
+			for j := 0; j < 4; j++ {
+				w[i+j] = byte(r.Uint32())
+			}
+		}
+		pw := packQ5_0x4Rows(t, w, N, nb)
+		m, _ := NewMatMul(quant.Q5_0)
+		for _, M := range []int{1, 2, 3, 5, 8, 17} {
+			arb := m.ActRowBytes(K)
+			act := make([]byte, M*arb)
+			m.QuantizeRows(randVec(r, M*K, 1), K, 0, M, act)
+			for ti, g := range []struct {
+				f  gemmLegacyAVX2Asm
+				ra int
+			}{{gemmQ5_0x4AVX2x4x2, 2}, {gemmQ5_0x4AVX2x4x3, 3}} {
+				gemm := q5x4GemmAVX2(g.f, g.ra)
+				for _, rg := range [][2]int{{0, N}, {1, N - 1}, {4, 12}, {2, 3}, {5, 9}, {3, 28}} {
+					ldy := N + 3
+					y := make([]float32, M*ldy)
+					for i := range y {
+						y[i] = -3
+					}
+					gemm(K, pw, nb*22, act, arb, M, y, ldy, rg[0], rg[1], nil)
+					for mm := 0; mm < M; mm++ {
+						for n := 0; n < ldy; n++ {
+							want := float32(-3)
+							if n >= rg[0] && n < rg[1] {
+								want = quant.DotQ5_0Q8_0(K, w[n*nb*22:(n+1)*nb*22], act[mm*arb:(mm+1)*arb])
+							}
+							if got := y[mm*ldy+n]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("K=%d M=%d tile %d rows [%d,%d): y[%d][%d] = %v, want %v", K, M, ti, rg[0], rg[1], mm, n, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkGemmQ5_0x4 runs the installed AVX2 Q5_0 GEMM tile (4×2) on the
+// plain layout and on Q5_0x4, prompt-sized (M=512) on Qwen2.5-0.5B's
+// shapes: GMAC per CPU-second.
+func BenchmarkGemmQ5_0x4(b *testing.B) {
+	if !hasAVX2 {
+		b.Skip("the CPU lacks the avx2 tier")
+	}
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, sh := range [][3]int{{512, 896, 896}, {512, 4864, 896}, {512, 896, 4864}} {
+		M, N, K := sh[0], sh[1], sh[2]
+		nb := K / 32
+		w := quantWeights(b, r, quant.Q5_0, N, K)
+		pw := packQ5_0x4Rows(b, w, N, nb)
+		act, arb := gemmActs(b, r, quant.Q8_0, M, K)
+		y := make([]float32, M*N)
+		for _, k := range []string{"plain", "x4"} {
+			g := uncached(legacyGemmAVX2(quant.Q5_0, legacyAVX2Tiles[quant.Q5_0][0]))
+			wb := w
+			if k == "x4" {
+				g, wb = uncached(q5x4GemmAVX2(gemmQ5_0x4AVX2x4x2, 2)), pw
+			}
+			b.Run(fmt.Sprintf("M=%d,N=%d,K=%d/%s", M, N, K, k), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				c0 := threadCPUSeconds()
+				for b.Loop() {
+					g(K, wb, nb*22, act, arb, M, y, N, 0, N)
+				}
+				b.ReportMetric(float64(M)*float64(N)*float64(K)*float64(b.N)/1e9/(threadCPUSeconds()-c0), "GMAC/cpu-s")
+			})
 		}
 	}
 }

@@ -68,6 +68,11 @@ var legacyGemmKinds = []legacyGemmKind{
 	{"Q4_0", 18, schemeBias},
 	{"Q4_1", 20, schemeUnsigned},
 	{"Q5_1", 24, schemeUnsigned},
+	// Q5_0 in the four-row Q5_0x4 layout (quant/q5_0x4.go): a block of
+	// 88 bytes holds the tile's four rows, so only 4-row tiles; the
+	// unpacking takes a pair of rows at a time as rowsQ5_0x4AVX2 does and
+	// writes the same scratch as Q5_0, so the tile loop is Q5_0's.
+	{"Q5_0x4", 88, schemeBias},
 }
 
 // legacyGemmTiles are the generated tile shapes (weight rows × activation
@@ -129,8 +134,21 @@ comment).`)
 	a.Raw("DATA glaqhshuf<>+16(SB)/8, $0x0202020202020202")
 	a.Raw("DATA glaqhshuf<>+24(SB)/8, $0x0303030303030303")
 	a.Raw("GLOBL glaqhshuf<>(SB), RODATA|NOPTR, $32")
+	a.Raw("DATA glax4shr<>+0(SB)/8, $0")
+	a.Raw("DATA glax4shr<>+8(SB)/8, $1")
+	a.Raw("DATA glax4shr<>+16(SB)/8, $2")
+	a.Raw("DATA glax4shr<>+24(SB)/8, $3")
+	a.Raw("GLOBL glax4shr<>(SB), RODATA|NOPTR, $32")
+	a.Raw("DATA glax4shl<>+0(SB)/8, $4")
+	a.Raw("DATA glax4shl<>+8(SB)/8, $3")
+	a.Raw("DATA glax4shl<>+16(SB)/8, $2")
+	a.Raw("DATA glax4shl<>+24(SB)/8, $1")
+	a.Raw("GLOBL glax4shl<>(SB), RODATA|NOPTR, $32")
 	for _, k := range legacyGemmKinds {
 		for _, t := range legacyGemmTiles {
+			if k.name == "Q5_0x4" && t[0] != 4 {
+				continue
+			}
 			genLegacyGemmKernel(a, k, t[0], t[1])
 		}
 	}
@@ -289,6 +307,15 @@ func genLegacyGemmKernel(a *Asm, k legacyGemmKind, rw, ra int) {
 		scales = append(scales, "X1")
 	}
 	for h, xs := range scales {
+		if k.name == "Q5_0x4" { // the four d side by side
+			a.I("VCVTPH2PS", "(SI)", xs)
+			for j := 0; j < ra; j++ {
+				for i := 0; i < rw; i++ {
+					a.I("VEXTRACTPS", fmt.Sprintf("$%d", i), xs, fmt.Sprintf("%d(R11)", 4*(j*rw+i)))
+				}
+			}
+			continue
+		}
 		a.I("MOVWLZX", wrow(2*h, 0), "AX")
 		a.I("VMOVD", "AX", xs)
 		for i := 1; i < rw; i++ {
@@ -315,7 +342,35 @@ func genLegacyGemmKernel(a *Asm, k legacyGemmKind, rw, ra int) {
 		a.I("VPCMPEQB", "Y4", "Y3", "Y3")
 		a.I("VPAND", "glabit16<>(SB)", "Y3", "Y3")
 	}
-	for i := 0; i < rw; i++ {
+	if k.name == "Q5_0x4" {
+		// a pair of rows at a time: [a 0..15 | b 0..15] and [a 16..31 |
+		// b 16..31] with their spread 5th bits, then each row's 32 in order
+		for p := 0; p < 2; p++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(SI)", 24+32*p), "Y1")
+			a.I("VPSRLW", "$4", "Y1", "Y2")
+			a.I("VPAND", "glamask0f<>(SB)", "Y1", "Y1")
+			a.I("VPAND", "glamask0f<>(SB)", "Y2", "Y2")
+			a.I("VPBROADCASTQ", fmt.Sprintf("%d(SI)", 8+8*p), "Y3")
+			a.I("VPSRLVQ", "glax4shr<>(SB)", "Y3", "Y6")
+			a.I("VPAND", "glabit16<>(SB)", "Y6", "Y6")
+			a.I("VPOR", "Y6", "Y1", "Y1")
+			a.I("VPSLLVQ", "glax4shl<>(SB)", "Y3", "Y3")
+			a.I("VPAND", "glabit16<>(SB)", "Y3", "Y3")
+			a.I("VPOR", "Y3", "Y2", "Y2")
+			a.I("VPERM2I128", "$0x20", "Y2", "Y1", "Y6")
+			a.I("VPERM2I128", "$0x31", "Y2", "Y1", "Y7")
+			for q, r := range []string{"Y6", "Y7"} {
+				i := 2*p + q
+				a.I("VPSUBB", "glabit16<>(SB)", r, r)
+				a.I("VMOVDQU", "glabias<>(SB)", "Y2")
+				a.I("VPMADDUBSW", r, "Y2", "Y2")
+				a.I("VPMADDWD", "Y5", "Y2", "Y2")
+				a.I("VMOVDQU", r, fmt.Sprintf("%d(DI)", 64*i))
+				a.I("VMOVDQU", "Y2", fmt.Sprintf("%d(DI)", 64*i+32))
+			}
+		}
+	}
+	for i := 0; i < rw && k.name != "Q5_0x4"; i++ {
 		switch k.name {
 		case "Q8_0":
 			a.I("VMOVDQU", wrow(2, i), "Y1")
