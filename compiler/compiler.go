@@ -35,6 +35,9 @@ type Options struct {
 	FlashAttn bool
 	// Disabled names passes to skip.
 	Disabled []string
+	// PackWeights is the SIMD tier whose weight layouts the pack-weights
+	// pass writes ("avx2"), or "" for the GGUF's own layouts.
+	PackWeights string
 	// Weights says whether weights are embedded or referenced.
 	Weights plan.Weights
 	// Verify runs ir.Verify after every pass.
@@ -73,7 +76,7 @@ func Graph(f *gguf.File, o Options) (*ir.Graph, quant.Type, error) {
 	for _, d := range o.Disabled {
 		dis[d] = true
 	}
-	if err := passes.Run(g, passes.Options{Disabled: dis, KVType: kv, FlashAttn: o.FlashAttn, Verify: o.Verify}); err != nil {
+	if err := passes.Run(g, passes.Options{Disabled: dis, KVType: kv, FlashAttn: o.FlashAttn, Pack: o.PackWeights, Verify: o.Verify}); err != nil {
 		return nil, 0, err
 	}
 	if err := ir.Verify(g); err != nil {
@@ -187,7 +190,7 @@ func Compile(f *gguf.File, o Options) (*plan.Plan, error) {
 			NCtx: g.Params.NCtx, MaxBatch: pre.Options.MaxTokens, KVType: kv.String(),
 			DisabledPasses: o.Disabled, Tool: Tool(), Slots: pre.Options.Slots,
 		},
-		CPU:    plan.Machine(),
+		CPU:    plan.Machine(requiredFeatures(g)...),
 		Source: src,
 		Mode:   o.Weights,
 		// The chat template travels with the plan (its optional
@@ -250,4 +253,17 @@ func Tool() string {
 		return fmt.Sprintf("minferc %s (%s)", v, bi.GoVersion)
 	}
 	return "minferc " + v
+}
+
+// requiredFeatures lists the CPU features (x/sys/cpu names) the plan's
+// weight layouts need: none for the GGUF's own layouts, which every kernel
+// tier reads; AVX2, FMA and F16C for Q5_0x4 (pack-weights avx2), whose only
+// kernels are AVX2 ones. plan.CheckCPU refuses the plan elsewhere.
+func requiredFeatures(g *ir.Graph) []string {
+	for _, v := range g.Weights() {
+		if v.DType == quant.Q5_0x4 {
+			return []string{"avx2", "fma", "f16c"}
+		}
+	}
+	return nil
 }

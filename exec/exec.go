@@ -311,6 +311,17 @@ func New(g *ir.Graph, mem map[string]*alloc.Plan, ws WeightSource, cfg Config) (
 	}
 	weights := map[*ir.Value][]byte{}
 	for _, v := range g.Weights() {
+		if ts, ok := ws.(interface {
+			WeightType(string) (quant.Type, bool)
+		}); ok {
+			if t, ok := ts.WeightType(v.Source); ok && t != v.DType {
+				hint := ""
+				if v.DType.PlanOnly() {
+					hint = " (weights packed by minferc's pack-weights pass run from the plan it writes, not from the GGUF)"
+				}
+				return nil, fmt.Errorf("weight %q is %s in its source, but the graph reads it as %s%s", v.Source, t, v.DType, hint)
+			}
+		}
 		b, err := ws.WeightBytes(v.Source)
 		if err != nil {
 			return nil, err

@@ -22,6 +22,10 @@ type Options struct {
 	// FlashAttn selects the flash attention kernels (attention_fa/<type>,
 	// f32, f16 and q8_0 caches) instead of the non-flash ones.
 	FlashAttn bool
+	// Pack names the SIMD tier whose weight layouts pack-weights writes:
+	// "avx2" (Q5_0 mat-mul weights to Q5_0x4) or "" (none: the GGUF's
+	// layouts, which every tier reads).
+	Pack string
 	// Verify runs ir.Verify after every pass (tests turn it on; the
 	// compiler verifies once at the end).
 	Verify bool
@@ -65,10 +69,14 @@ var Pipeline = []Pass{
 	// as well, so this order is a preference, not a correctness need.
 	{Name: "private-embedding", Doc: "give the first norm its own copy of the embedding rows, so the lookup shares a fused group with layer 0's attention", Fn: privateEmbedding, After: []string{"fuse-rmsnorm"}},
 	{Name: "kv-type", Doc: "set the KV cache element type", Fn: setKVType, Required: true},
+	// pack-weights after dce: a weight only dead nodes read must not hold
+	// its tensor back (every reader must be a mat-mul for it to pack).
+	{Name: "pack-weights", Doc: "store Q5_0 mat-mul weights in the four-row Q5_0x4 layout of the AVX2 kernels (with --pack-weights avx2)", Fn: packWeights, After: []string{"dce"}},
 	// select-kernels after fuse-epilogues and kv-type: a kernel is named by
 	// the final op (fused ops and epilogues included) and its operand types,
 	// the KV cache type among them (attention/f16, ...).
-	{Name: "select-kernels", Doc: "choose each node's kernel by its operand types", Fn: selectKernels, After: []string{"fuse-epilogues", "kv-type"}, Required: true},
+	// (and after pack-weights: the weight type names the kernel).
+	{Name: "select-kernels", Doc: "choose each node's kernel by its operand types", Fn: selectKernels, After: []string{"fuse-epilogues", "kv-type", "pack-weights"}, Required: true},
 	// group last, after select-kernels: schedules list nodes, so every pass
 	// that adds, removes or rewrites nodes must come before it (group itself
 	// reads epilogues, e.g. a RoPE epilogue binds a mat-mul to KV heads).
@@ -490,6 +498,52 @@ func selectKernels(g *ir.Graph, o *Options) error {
 			}
 		default:
 			n.Kernel = n.Op.String()
+		}
+	}
+	return nil
+}
+
+// packWeights rewrites the type of Q5_0 weights to Q5_0x4 (quant/q5_0x4.go:
+// the same bytes per row, four rows' blocks together, which the AVX2 decode
+// kernel reads with about a quarter fewer instructions) when o.Pack is
+// "avx2": a tensor is packed when every value reading it is Q5_0 with a
+// multiple of 4 rows and every reader is a mat-mul taking it as the weight.
+// The plan writer then writes it packed; the tiers without AVX2 refuse such
+// a plan (cpu.NewMatMul names the recompile command).
+func packWeights(g *ir.Graph, o *Options) error {
+	switch o.Pack {
+	case "":
+		return nil
+	case "avx2":
+	default:
+		return fmt.Errorf("pack-weights: unknown tier %q (avx2, or none)", o.Pack)
+	}
+	cons := g.Consumers()
+	bySource := map[string][]*ir.Value{}
+	var order []string
+	for _, v := range g.Weights() {
+		if _, ok := bySource[v.Source]; !ok {
+			order = append(order, v.Source)
+		}
+		bySource[v.Source] = append(bySource[v.Source], v)
+	}
+	for _, src := range order {
+		vs := bySource[src]
+		ok := true
+		for _, v := range vs {
+			if v.DType != quant.Q5_0 || len(v.Shape) != 2 || v.Shape[0]%4 != 0 || len(cons[v]) == 0 {
+				ok = false
+			}
+			for _, n := range cons[v] {
+				if n.Op != ir.OpMatMul || len(n.Inputs) < 2 || n.Inputs[1] != v || n.Inputs[0] == v {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			for _, v := range vs {
+				v.DType = quant.Q5_0x4
+			}
 		}
 	}
 	return nil

@@ -18,6 +18,7 @@ type weightSpec struct {
 	name string
 	typ  quant.Type
 	size int64
+	k    int64 // elements per row
 }
 
 // weightSpecs lists the tensors the graph's Weight values read, in order of
@@ -40,7 +41,10 @@ func weightSpecs(g *ir.Graph) ([]weightSpec, error) {
 			continue
 		}
 		seen[v.Source] = len(specs)
-		specs = append(specs, weightSpec{v.Source, v.DType, size})
+		if v.DType.PlanOnly() && (len(v.Shape) != 2 || v.Shape[0]%4 != 0) {
+			return nil, fmt.Errorf("weight %s: %s weights are matrices of a multiple of 4 rows", v, v.DType)
+		}
+		specs = append(specs, weightSpec{v.Source, v.DType, size, int64(v.Shape[len(v.Shape)-1])})
 	}
 	return specs, nil
 }

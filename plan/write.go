@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/minfer/minfer/internal/safefile"
+	"github.com/minfer/minfer/quant"
 )
 
 // indexJSON is the weights.index section.
@@ -93,6 +94,9 @@ func Write(path string, p *Plan, src WeightSource, progress func(done, total int
 		}
 		if int64(len(b)) != s.size {
 			return fmt.Errorf("plan: weight %q: source has %d bytes, the graph's %s shape needs %d", s.name, len(b), s.typ, s.size)
+		}
+		if s.typ.PlanOnly() && p.Mode == Ref {
+			return fmt.Errorf("plan: weight %q: %s weights are rewritten by the compiler and cannot be referenced in the source GGUF (embed them)", s.name, s.typ)
 		}
 		blobs[i] = b
 		e := WeightEntry{Name: s.name, Type: s.typ.String(), Size: s.size}
@@ -195,6 +199,13 @@ func Write(path string, p *Plan, src WeightSource, progress func(done, total int
 		var sum uint32
 		var done int64
 		for i, b := range blobs {
+			if specs[i].typ == quant.Q5_0x4 {
+				// the source holds Q5_0 rows (the pack-weights pass changed
+				// only the type): written four rows at a time, packed
+				if b, err = packQ5_0x4(b, specs[i].k); err != nil {
+					return fmt.Errorf("plan: weight %q: %w", specs[i].name, err)
+				}
+			}
 			start := wentry.Offset + uint64(idx.Tensors[i].Offset)
 			pad := start - w.off
 			if err := w.pad(start); err != nil {
@@ -288,4 +299,21 @@ func sourceOffset(src WeightSource, name string, b []byte) (int64, error) {
 		return 0, fmt.Errorf("tensor %q does not lie inside the source image", name)
 	}
 	return int64(p - base), nil
+}
+
+// packQ5_0x4 returns the Q5_0 rows of k elements in b in the Q5_0x4
+// layout (quant.PackQ5_0x4), four rows at a time.
+func packQ5_0x4(b []byte, k int64) ([]byte, error) {
+	nb := int(k / quant.QK)
+	group := 4 * nb * quant.Q5_0.TypeSize()
+	if k%quant.QK != 0 || group == 0 || len(b)%group != 0 {
+		return nil, fmt.Errorf("%d bytes are not whole groups of four Q5_0 rows of %d elements", len(b), k)
+	}
+	out := make([]byte, len(b))
+	for o := 0; o < len(b); o += group {
+		if err := quant.PackQ5_0x4(out[o:o+group], b[o:o+group], nb); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -43,6 +43,7 @@ type traits struct {
 	blockSize int  // elements per block
 	typeSize  int  // bytes per block
 	layout    bool // layout only: minfer reads past it but does not compute on it
+	planOnly  bool // minfer's own layout, written by minferc into plans, never in a GGUF
 }
 
 // GGML types whose block layout is known (so a file holding them can be
@@ -67,41 +68,53 @@ const (
 )
 
 var table = map[Type]traits{
-	F32:  {"f32", 1, 4, false},
-	F16:  {"f16", 1, 2, false},
-	BF16: {"bf16", 1, 2, false},
-	I32:  {"i32", 1, 4, false},
-	Q4_0: {"q4_0", QK, 18, false},
-	Q4_1: {"q4_1", QK, 20, false},
-	Q5_0: {"q5_0", QK, 22, false},
-	Q5_1: {"q5_1", QK, 24, false},
-	Q8_0: {"q8_0", QK, 34, false},
-	Q8_1: {"q8_1", QK, 36, false},
-	Q2_K: {"q2_K", QKK, 84, false},
-	Q3_K: {"q3_K", QKK, 110, false},
-	Q4_K: {"q4_K", QKK, 144, false},
-	Q5_K: {"q5_K", QKK, 176, false},
-	Q6_K: {"q6_K", QKK, 210, false},
-	Q8_K: {"q8_K", QKK, 292, false},
+	F32:  {"f32", 1, 4, false, false},
+	F16:  {"f16", 1, 2, false, false},
+	BF16: {"bf16", 1, 2, false, false},
+	I32:  {"i32", 1, 4, false, false},
+	Q4_0: {"q4_0", QK, 18, false, false},
+	Q4_1: {"q4_1", QK, 20, false, false},
+	Q5_0: {"q5_0", QK, 22, false, false},
+	Q5_1: {"q5_1", QK, 24, false, false},
+	Q8_0: {"q8_0", QK, 34, false, false},
+	Q8_1: {"q8_1", QK, 36, false, false},
+	Q2_K: {"q2_K", QKK, 84, false, false},
+	Q3_K: {"q3_K", QKK, 110, false, false},
+	Q4_K: {"q4_K", QKK, 144, false, false},
+	Q5_K: {"q5_K", QKK, 176, false, false},
+	Q6_K: {"q6_K", QKK, 210, false, false},
+	Q8_K: {"q8_K", QKK, 292, false, false},
 
 	// Block sizes from ggml-common.h's static_asserts.
-	IQ2_XXS: {"iq2_xxs", QKK, 2 + QKK/8*2, true},
-	IQ2_XS:  {"iq2_xs", QKK, 2 + QKK/8*2 + QKK/32, true},
-	IQ3_XXS: {"iq3_xxs", QKK, 2 + 3*(QKK/8), true},
-	IQ1_S:   {"iq1_s", QKK, 2 + QKK/8 + QKK/16, true},
-	IQ4_NL:  {"iq4_nl", QK, 2 + QK/2, true},
-	IQ3_S:   {"iq3_s", QKK, 2 + 13*(QKK/32) + QKK/64, true},
-	IQ2_S:   {"iq2_s", QKK, 2 + QKK/4 + QKK/16, true},
-	IQ4_XS:  {"iq4_xs", QKK, 2 + 2 + QKK/64 + QKK/2, true},
-	I8:      {"i8", 1, 1, true},
-	I16:     {"i16", 1, 2, true},
-	I64:     {"i64", 1, 8, true},
-	F64:     {"f64", 1, 8, true},
-	IQ1_M:   {"iq1_m", QKK, QKK/8 + QKK/16 + QKK/32, true},
-	TQ1_0:   {"tq1_0", QKK, 2 + QKK/64 + (QKK-4*QKK/64)/5, true},
-	TQ2_0:   {"tq2_0", QKK, 2 + QKK/4, true},
-	MXFP4:   {"mxfp4", QK, 1 + QK/2, true},
+	IQ2_XXS: {"iq2_xxs", QKK, 2 + QKK/8*2, true, false},
+	IQ2_XS:  {"iq2_xs", QKK, 2 + QKK/8*2 + QKK/32, true, false},
+	IQ3_XXS: {"iq3_xxs", QKK, 2 + 3*(QKK/8), true, false},
+	IQ1_S:   {"iq1_s", QKK, 2 + QKK/8 + QKK/16, true, false},
+	IQ4_NL:  {"iq4_nl", QK, 2 + QK/2, true, false},
+	IQ3_S:   {"iq3_s", QKK, 2 + 13*(QKK/32) + QKK/64, true, false},
+	IQ2_S:   {"iq2_s", QKK, 2 + QKK/4 + QKK/16, true, false},
+	IQ4_XS:  {"iq4_xs", QKK, 2 + 2 + QKK/64 + QKK/2, true, false},
+	I8:      {"i8", 1, 1, true, false},
+	I16:     {"i16", 1, 2, true, false},
+	I64:     {"i64", 1, 8, true, false},
+	F64:     {"f64", 1, 8, true, false},
+	IQ1_M:   {"iq1_m", QKK, QKK/8 + QKK/16 + QKK/32, true, false},
+	TQ1_0:   {"tq1_0", QKK, 2 + QKK/64 + (QKK-4*QKK/64)/5, true, false},
+	TQ2_0:   {"tq2_0", QKK, 2 + QKK/4, true, false},
+	MXFP4:   {"mxfp4", QK, 1 + QK/2, true, false},
+
+	Q5_0x4: {"q5_0x4", QK, 22, false, true},
 }
+
+// Q5_0x4 is minfer's own type id (outside ggml's numbering) for Q5_0
+// weights in the four-row Q5_0x4 layout (q5_0x4.go): the same bytes per
+// row as Q5_0, rearranged within each group of four rows. minferc's
+// pack-weights pass writes it into plans; a GGUF never holds it.
+const Q5_0x4 Type = 1<<16 | Q5_0
+
+// PlanOnly reports whether t is one of minfer's own layouts, which only a
+// plan may hold (a GGUF reader refuses them).
+func (t Type) PlanOnly() bool { return table[t].planOnly }
 
 // Known reports whether t is a type minfer computes on (has its block
 // layout and at least a dequantizer or conversion).
@@ -185,7 +198,7 @@ func equalFold(a, b string) bool {
 // before a dot product with weights of type t (ggml's vec_dot_type).
 func (t Type) VecDotType() Type {
 	switch t {
-	case Q4_0, Q5_0, Q8_0:
+	case Q4_0, Q5_0, Q8_0, Q5_0x4:
 		return Q8_0
 	case Q4_1, Q5_1:
 		return Q8_1

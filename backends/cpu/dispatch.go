@@ -105,6 +105,19 @@ func registerAct(t quant.Type, tier string, f func(src []float32, dst []byte)) {
 
 // Features describes the SIMD tier in use and the kernels it installed
 // (for --stats and bug reports).
+// PackTier is the tier whose weight layouts minferc's pack-weights pass
+// should write for this CPU (minferc compile --pack-weights auto): "avx2"
+// when the AVX2 kernels run Q5_0 here (AVX2+FMA+F16C without AVX-512
+// VNNI, or with it switched off by MINFER_NO_AVX512=1), "" otherwise —
+// the AVX-512 tier's Q5_0 kernels read the GGUF layout and beat the AVX2
+// GEMM in prefill.
+func PackTier() string {
+	if hasAVX2 && !hasVNNI {
+		return "avx2"
+	}
+	return ""
+}
+
 func Features() string {
 	tier := "pure Go"
 	switch {

@@ -167,3 +167,13 @@ func q5x4GemmAVX2(kern gemmLegacyAVX2Asm, ra int) GemmCachedFunc {
 		rowsTo(MT, M, n0, n1)
 	}
 }
+
+func init() {
+	if !hasAVX2 {
+		return
+	}
+	// On every CPU with AVX2, AVX-512 ones included: the layout's only
+	// kernels (a plan holds it when minferc packed it for this tier).
+	registerRows(quant.Q5_0x4, "avx2", q5x4RowsFunc)
+	registerGemmCached(quant.Q5_0x4, "avx2", 2, q5x4GemmAVX2(gemmQ5_0x4AVX2x4x2, 2))
+}

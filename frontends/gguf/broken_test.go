@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/minfer/minfer/quant"
 )
 
 // Raw GGUF encoding helpers for hand-made (possibly invalid) images.
@@ -180,6 +182,8 @@ func brokenCases() []brokenCase {
 		{name: "unknown ggml type", mod: func(r *rawImage) { r.tensors[0].typ = 4 },
 			want: []string{`tensor info "w"`, "unknown ggml type 4"}, wantOff: at("tensor:w", tensorW+4+16)},
 		{name: "ggml type beyond table", mod: func(r *rawImage) { r.tensors[1].typ = 1000 }, want: []string{`tensor info "n"`, "unknown ggml type 1000"}},
+		// minfer's plan-only Q5_0x4 id is not a GGUF type
+		{name: "plan-only type", mod: func(r *rawImage) { r.tensors[1].typ = uint32(quant.Q5_0x4) }, want: []string{`tensor info "n"`, "unknown ggml type 65542"}},
 		{name: "too many dims", mod: func(r *rawImage) { r.tensors[0].nd = 5 },
 			want: []string{`tensor info "w"`, "has 5 dimensions, want 1..4"}, wantOff: at("tensor:w", tensorW)},
 		{name: "zero dims", mod: func(r *rawImage) { r.tensors[0].nd = 0 }, want: []string{`tensor info "w"`, "has 0 dimensions"}},

@@ -346,6 +346,16 @@ func BuildGraph(f *File) (*ir.Graph, error) {
 	return g, nil
 }
 
+// WeightType returns the element type of the named tensor (ok false when
+// the file has none): an executor checks it against the graph's.
+func (f *File) WeightType(name string) (quant.Type, bool) {
+	t, ok := f.Tensor(name)
+	if !ok {
+		return 0, false
+	}
+	return t.Type, true
+}
+
 // WeightBytes returns the raw bytes of the named tensor, so a File can serve
 // as the weight source of an executor.
 func (f *File) WeightBytes(name string) ([]byte, error) {

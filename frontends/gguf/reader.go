@@ -398,7 +398,7 @@ func (d *decoder) tensorInfo(name string) (TensorInfo, error) {
 		return t, err
 	}
 	t.Type = quant.Type(typ)
-	if !t.Type.HasLayout() {
+	if !t.Type.HasLayout() || t.Type.PlanOnly() {
 		return t, d.errAt(typAt, "unknown ggml type %d", typ)
 	}
 	bs, ts := uint64(t.Type.BlockSize()), uint64(t.Type.TypeSize())

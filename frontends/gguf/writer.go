@@ -170,7 +170,7 @@ func (w *Writer) addInfo(name string, typ quant.Type, dims []uint64) (uint64, er
 	if w.tIdx[name] {
 		return fail("duplicate tensor name")
 	}
-	if !typ.HasLayout() {
+	if !typ.HasLayout() || typ.PlanOnly() {
 		return fail("unknown ggml type %d", uint32(typ))
 	}
 	if len(dims) == 0 || len(dims) > MaxDims {

@@ -3,9 +3,11 @@ package cli
 import (
 	"fmt"
 
-	"github.com/minfer/minfer/alloc"
 	"os"
 	"strings"
+
+	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/backends/cpu"
 
 	"github.com/minfer/minfer/compiler"
 	"github.com/minfer/minfer/frontends/gguf"
@@ -25,6 +27,7 @@ type CompileCmd struct {
 	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`
 	FlashAttn   string   `help:"Flash attention (also -fa): on compiles attention to the tiled online-softmax kernels (f32, f16 and q8_0 caches), off to llama.cpp's non-flash arithmetic; auto: on for an f16 or q8_0 cache, off for f32 (the path that matches llama.cpp's f32-cache logits exactly)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	DisablePass []string `help:"Switch off a pass by name (repeatable; see minferc passes)." name:"disable-pass"`
+	PackWeights string   `help:"Weight layouts for a SIMD tier (the pack-weights pass): avx2 stores Q5_0 mat-mul weights four rows together for the AVX2 kernels (such a plan needs AVX2 to run); none keeps the GGUF's layouts, which every tier reads; auto: avx2 when this CPU runs the AVX2 tier (no AVX-512 VNNI, or MINFER_NO_AVX512=1) and the weights are embedded." default:"auto" name:"pack-weights" enum:"auto,avx2,none"`
 	Quiet       bool     `short:"q" help:"No progress output."`
 	CacheTypeFlags
 }
@@ -67,7 +70,22 @@ func (c *CompileCmd) Run() error {
 			fmt.Fprintf(os.Stderr, format+"\n", args...)
 		}
 	}
-	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: kv, FlashAttn: fa, Slots: c.Slots, Disabled: c.DisablePass, Weights: mode, Log: logf})
+	pack := ""
+	switch c.PackWeights {
+	case "avx2":
+		if mode == plan.Ref {
+			return fmt.Errorf("--pack-weights avx2 rewrites weights, so they must be embedded (--weights embed), not referenced in the GGUF")
+		}
+		pack = "avx2"
+	case "auto":
+		if mode == plan.Embed {
+			pack = cpu.PackTier()
+		}
+	}
+	if pack != "" {
+		logf("pack-weights: Q5_0 mat-mul weights in the %s tier's four-row layout (--pack-weights none for a plan every tier runs)", pack)
+	}
+	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: kv, FlashAttn: fa, Slots: c.Slots, Disabled: c.DisablePass, PackWeights: pack, Weights: mode, Log: logf})
 	if err != nil {
 		return err
 	}

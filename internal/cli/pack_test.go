@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/minfer/minfer/internal/fixtures"
+	"github.com/minfer/minfer/plan"
+	"github.com/minfer/minfer/quant"
+)
+
+// TestPackedPlan: a plan compiled with --pack-weights avx2 (Q5_0 mat-mul
+// weights in the four-row Q5_0x4 layout) writes the same logits bit for
+// bit as the unpacked plan of the same model, prefill (GEMM) and decode
+// (row kernels), in this process and in a child on the AVX2 tier
+// (MINFER_NO_AVX512=1); a child without AVX2 (MINFER_NO_AVX2=1) refuses it
+// naming the recompile command; and weights referenced in the GGUF cannot
+// be packed.
+func TestPackedPlan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	if runtime.GOARCH != "amd64" {
+		t.Skip("Q5_0x4 has AVX2 kernels only: an amd64 test")
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"llama-synth-q5_0", "qwen2-synth-q4_k_m"} {
+		model := fixtures.Path(t, "models", name+".gguf")
+		plans := map[string]string{}
+		for _, pack := range []string{"none", "avx2"} {
+			plans[pack] = filepath.Join(dir, name+"."+pack+".plan")
+			cc := CompileCmd{Model: model, Out: plans[pack], MaxBatch: 512, KVType: "f32", Weights: "embed", PackWeights: pack, Quiet: true}
+			if err := cc.Run(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err := plan.Open(plans["avx2"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed := 0
+		for _, e := range l.Index {
+			if e.Type == quant.Q5_0x4.String() {
+				packed++
+			}
+		}
+		l.Close()
+		if name == "llama-synth-q5_0" && packed == 0 {
+			t.Fatalf("%s: no weight packed", name)
+		}
+		t.Logf("%s: %d tensors packed", name, packed)
+		for _, batch := range []int{0, 1} {
+			logits := map[string][]byte{}
+			for pack, p := range plans {
+				out := filepath.Join(dir, name+"."+pack+".f32")
+				ec := ExecCmd{Plan: p, GenFlags: GenFlags{Tokens: fixtureTokens, LogitsOut: out, Batch: batch, Threads: 2}}
+				if err := ec.Run(); err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				logits[pack] = b
+			}
+			if !bytes.Equal(logits["none"], logits["avx2"]) {
+				t.Fatalf("%s batch=%d: the packed plan's logits differ from the unpacked plan's", name, batch)
+			}
+			if packed == 0 {
+				continue
+			}
+			got := filepath.Join(dir, name+".child.f32")
+			for _, env := range []string{"MINFER_NO_AVX512=1", "MINFER_NO_AVX2=1"} {
+				cmd := exec.Command(os.Args[0], "-test.run=^TestTierChild$", "-test.count=1")
+				cmd.Env = append(os.Environ(), tierChildEnv+"="+plans["avx2"]+"|"+got+"|"+map[int]string{0: "0", 1: "1"}[batch], env)
+				out, err := cmd.CombinedOutput()
+				if env == "MINFER_NO_AVX2=1" {
+					if err == nil || !bytes.Contains(out, []byte("--pack-weights none")) {
+						t.Fatalf("%s without AVX2: want a refusal naming --pack-weights none, got err %v:\n%s", name, err, out)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s with %s: %v\n%s", name, env, err, out)
+				}
+				gb, err := os.ReadFile(got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(gb, logits["none"]) {
+					t.Fatalf("%s batch=%d with %s: the packed plan's logits differ", name, batch, env)
+				}
+			}
+		}
+	}
+	cc := CompileCmd{Model: fixtures.Path(t, "models", "llama-synth-q5_0.gguf"), Out: filepath.Join(dir, "ref.plan"), MaxBatch: 512, KVType: "f32", Weights: "ref", PackWeights: "avx2", Quiet: true}
+	if err := cc.Run(); err == nil || !strings.Contains(err.Error(), "embedded") {
+		t.Fatalf("--pack-weights avx2 --weights ref: %v, want a refusal", err)
+	}
+}
