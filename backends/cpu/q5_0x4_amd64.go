@@ -33,14 +33,14 @@ func q5x4RowsFunc(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
 	if K%32 != 0 || n0 < 0 || wrb != nb*22 {
 		panic(fmt.Sprintf("cpu: Q5_0x4 rows: bad shape K=%d wrb=%d n0=%d", K, wrb, n0))
 	}
-	g0, g1 := n0/4, (n1+3)/4
-	_ = w[g1*4*wrb-1]
-	_ = a[nb*34-1]
-	_ = y[n1-1]
 	if nb == 0 {
 		clear(y[n0:n1])
 		return
 	}
+	g0, g1 := n0/4, (n1+3)/4
+	_ = w[g1*4*wrb-1]
+	_ = a[nb*34-1]
+	_ = y[n1-1]
 	var tmp [4]float32
 	part := func(g int) {
 		rowsQ5_0x4AVX2(&w[g*4*wrb], &a[0], nb, &tmp[0], 1)

@@ -87,6 +87,11 @@ func TestRowsQ5_0x4(t *testing.T) {
 			}
 		}
 	}
+	y0 := []float32{1, 2, 3, 4, 5}
+	q5x4RowsFunc(0, nil, 0, nil, y0, 1, 5) // K=0: zeros, nothing read
+	if [5]float32(y0) != [5]float32{1, 0, 0, 0, 0} {
+		t.Fatalf("K=0 rows [1,5): %v, want 1 then zeros", y0)
+	}
 	if err := RowsQ5_0x4(64, make([]byte, 10), make([]byte, 68), make([]float32, 4)); err == nil {
 		t.Fatal("RowsQ5_0x4 took a short weight slice")
 	}
