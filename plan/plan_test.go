@@ -606,6 +606,12 @@ func FuzzParse(f *testing.F) {
 	if b, err := editSection(img, secGraph, `"Inputs":[`, `"Inputs":[1,`); err == nil {
 		f.Add(b)
 	}
+	// minfer's own q5_0x4 type where the image has another one
+	for _, from := range []string{`"DType":"f32"`, `"DType":"q8_0"`, `"DType":"f16"`} {
+		if b, err := editSection(img, secGraph, from, `"DType":"q5_0x4"`); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, d := range [][]byte{data, reseal(data)} {
 			l, err := Parse(d, OpenOptions{})
