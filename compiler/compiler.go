@@ -257,11 +257,12 @@ func Tool() string {
 
 // requiredFeatures lists the CPU features (x/sys/cpu names) the plan's
 // weight layouts need: none for the GGUF's own layouts, which every kernel
-// tier reads; AVX2, FMA and F16C for Q5_0x4 (pack-weights avx2), whose only
-// kernels are AVX2 ones. plan.CheckCPU refuses the plan elsewhere.
+// tier reads; AVX2, FMA and F16C for the four-row layouts (pack-weights
+// avx2), whose only kernels are AVX2 ones. plan.CheckCPU refuses the plan
+// elsewhere.
 func requiredFeatures(g *ir.Graph) []string {
 	for _, v := range g.Weights() {
-		if v.DType == quant.Q5_0x4 {
+		if v.DType.PlanOnly() {
 			return []string{"avx2", "fma", "f16c"}
 		}
 	}

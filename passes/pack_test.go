@@ -11,13 +11,22 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// TestPackWeights: with Pack "avx2" every Q5_0 weight that only mat-muls
-// read (as their weight), with a multiple of 4 rows, becomes Q5_0x4 and
-// its mat-mul's kernel says so; a weight another op reads (the token
-// embedding's lookup) and the other types stay; without Pack nothing
-// changes; an unknown tier is an error.
+// TestPackWeights: with Pack "avx2" every Q5_0 (Q4_0) weight that only
+// mat-muls read (as their weight), with a multiple of 4 rows, becomes
+// Q5_0x4 (Q4_0x4) and its mat-mul's kernel says so; a weight another op
+// reads (the token embedding's lookup) and the other types stay; without
+// Pack nothing changes; an unknown tier is an error.
 func TestPackWeights(t *testing.T) {
-	f, err := gguf.Open(fixtures.Path(t, "models", "llama-synth-q5_0.gguf"))
+	for _, tc := range []struct {
+		model     string
+		plain, x4 quant.Type
+	}{{"llama-synth-q5_0", quant.Q5_0, quant.Q5_0x4}, {"llama-synth-q4_0", quant.Q4_0, quant.Q4_0x4}} {
+		testPackWeights(t, tc.model, tc.plain, tc.x4)
+	}
+}
+
+func testPackWeights(t *testing.T, model string, plain, x4 quant.Type) {
+	f, err := gguf.Open(fixtures.Path(t, "models", model+".gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,21 +48,21 @@ func TestPackWeights(t *testing.T) {
 					onlyMatMul = false
 				}
 			}
-			if pack == "avx2" && onlyMatMul && len(v.Shape) == 2 && v.Shape[0]%4 == 0 && v.DType != quant.Q5_0x4 {
+			if pack == "avx2" && onlyMatMul && len(v.Shape) == 2 && v.Shape[0]%4 == 0 && v.DType != x4 {
 				t.Errorf("pack %q: %s read only by mat-muls was not packed", pack, v)
 			}
 			switch v.DType {
-			case quant.Q5_0x4:
+			case x4:
 				packed++
 				if pack == "" || !onlyMatMul {
 					t.Errorf("pack %q: %s packed", pack, v)
 				}
 				for _, n := range cons[v] {
-					if n.Kernel != "mat_mul/q5_0x4" {
+					if n.Kernel != "mat_mul/"+x4.String() {
 						t.Errorf("%s reads %s with kernel %q", n.Name, v, n.Kernel)
 					}
 				}
-			case quant.Q5_0:
+			case plain:
 				kept++
 			}
 		}
@@ -61,7 +70,7 @@ func TestPackWeights(t *testing.T) {
 		case pack == "" && packed != 0:
 			t.Errorf("no pack: %d weights packed", packed)
 		case pack == "avx2" && (packed == 0 || kept == 0):
-			t.Errorf("pack avx2: %d packed, %d Q5_0 kept (want some of each: the embedding stays)", packed, kept)
+			t.Errorf("%s pack avx2: %d packed, %d %s kept (want some of each: the embedding stays)", model, packed, kept, plain)
 		}
 	}
 	g, err := gguf.BuildGraph(f)

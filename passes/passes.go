@@ -71,7 +71,7 @@ var Pipeline = []Pass{
 	{Name: "kv-type", Doc: "set the KV cache element type", Fn: setKVType, Required: true},
 	// pack-weights after dce: a weight only dead nodes read must not hold
 	// its tensor back (every reader must be a mat-mul for it to pack).
-	{Name: "pack-weights", Doc: "store Q5_0 mat-mul weights in the four-row Q5_0x4 layout of the AVX2 kernels (with --pack-weights avx2)", Fn: packWeights, After: []string{"dce"}},
+	{Name: "pack-weights", Doc: "store Q5_0 and Q4_0 mat-mul weights in the four-row layouts of the AVX2 kernels (with --pack-weights avx2)", Fn: packWeights, After: []string{"dce"}},
 	// select-kernels after fuse-epilogues and kv-type: a kernel is named by
 	// the final op (fused ops and epilogues included) and its operand types,
 	// the KV cache type among them (attention/f16, ...).
@@ -503,11 +503,12 @@ func selectKernels(g *ir.Graph, o *Options) error {
 	return nil
 }
 
-// packWeights rewrites the type of Q5_0 weights to Q5_0x4 (quant/q5_0x4.go:
-// the same bytes per row, four rows' blocks together, which the AVX2 decode
-// kernel reads with about a quarter fewer instructions) when o.Pack is
-// "avx2": a tensor is packed when every value reading it is Q5_0 with a
-// multiple of 4 rows and every reader is a mat-mul taking it as the weight.
+// packWeights rewrites the type of Q5_0 and Q4_0 weights to Q5_0x4 and
+// Q4_0x4 (quant/q5_0x4.go, q4_0x4.go: the same bytes per row, four rows'
+// blocks together, which the AVX2 decode kernels read with about a quarter
+// fewer instructions) when o.Pack is "avx2": a tensor is packed when every
+// value reading it has the same such type and a multiple of 4 rows and
+// every reader is a mat-mul taking it as the weight.
 // The plan writer then writes it packed; the tiers without AVX2 refuse such
 // a plan (cpu.NewMatMul names the recompile command).
 func packWeights(g *ir.Graph, o *Options) error {
@@ -529,9 +530,10 @@ func packWeights(g *ir.Graph, o *Options) error {
 	}
 	for _, src := range order {
 		vs := bySource[src]
-		ok := true
+		to := quant.PackedX4(vs[0].DType)
+		ok := to != 0
 		for _, v := range vs {
-			if v.DType != quant.Q5_0 || len(v.Shape) != 2 || v.Shape[0]%4 != 0 || len(cons[v]) == 0 {
+			if v.DType != vs[0].DType || len(v.Shape) != 2 || v.Shape[0]%4 != 0 || len(cons[v]) == 0 {
 				ok = false
 			}
 			for _, n := range cons[v] {
@@ -542,7 +544,7 @@ func packWeights(g *ir.Graph, o *Options) error {
 		}
 		if ok {
 			for _, v := range vs {
-				v.DType = quant.Q5_0x4
+				v.DType = to
 			}
 		}
 	}

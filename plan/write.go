@@ -199,12 +199,14 @@ func Write(path string, p *Plan, src WeightSource, progress func(done, total int
 		var sum uint32
 		var done int64
 		for i, b := range blobs {
-			if specs[i].typ == quant.Q5_0x4 {
-				// the source holds Q5_0 rows (the pack-weights pass changed
-				// only the type): written four rows at a time, packed
-				if b, err = packQ5_0x4(b, specs[i].k); err != nil {
+			if plain := quant.UnpackedX4(specs[i].typ); plain != 0 {
+				// the source holds plain rows (the pack-weights pass changed
+				// only the type): written packed, four rows at a time
+				packed := make([]byte, len(b))
+				if err := quant.PackX4(plain, packed, b, int(specs[i].k)); err != nil {
 					return fmt.Errorf("plan: weight %q: %w", specs[i].name, err)
 				}
+				b = packed
 			}
 			start := wentry.Offset + uint64(idx.Tensors[i].Offset)
 			pad := start - w.off
@@ -299,21 +301,4 @@ func sourceOffset(src WeightSource, name string, b []byte) (int64, error) {
 		return 0, fmt.Errorf("tensor %q does not lie inside the source image", name)
 	}
 	return int64(p - base), nil
-}
-
-// packQ5_0x4 returns the Q5_0 rows of k elements in b in the Q5_0x4
-// layout (quant.PackQ5_0x4), four rows at a time.
-func packQ5_0x4(b []byte, k int64) ([]byte, error) {
-	nb := int(k / quant.QK)
-	group := 4 * nb * quant.Q5_0.TypeSize()
-	if k%quant.QK != 0 || group == 0 || len(b)%group != 0 {
-		return nil, fmt.Errorf("%d bytes are not whole groups of four Q5_0 rows of %d elements", len(b), k)
-	}
-	out := make([]byte, len(b))
-	for o := 0; o < len(b); o += group {
-		if err := quant.PackQ5_0x4(out[o:o+group], b[o:o+group], nb); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }

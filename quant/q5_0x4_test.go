@@ -42,6 +42,34 @@ func TestQ5_0x4RoundTrip(t *testing.T) {
 	}
 }
 
+// TestQ4_0x4RoundTrip packs random Q4_0 rows and unpacks them back.
+func TestQ4_0x4RoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, nb := range []int{1, 28, 152} {
+		src := make([]byte, 4*nb*blockQ4_0)
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		packed := make([]byte, len(src))
+		if err := PackX4(Q4_0, packed, src, 32*nb); err != nil {
+			t.Fatal(err)
+		}
+		back := make([]byte, len(src))
+		if err := UnpackQ4_0x4(back, packed, nb); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(back, src) {
+			t.Fatalf("nb=%d: unpack(pack(rows)) differs from the rows", nb)
+		}
+	}
+	if err := PackX4(Q4_0, make([]byte, 10), make([]byte, 10), 32); err == nil {
+		t.Fatal("PackX4 took 10 bytes as whole groups")
+	}
+	if PackedX4(Q8_0) != 0 || UnpackedX4(PackedX4(Q4_0)) != Q4_0 || UnpackedX4(PackedX4(Q5_0)) != Q5_0 {
+		t.Fatal("PackedX4 / UnpackedX4 do not pair up")
+	}
+}
+
 // FuzzQ5_0x4 checks the round trip on any bytes.
 func FuzzQ5_0x4(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0xA5}, 4*blockQ5_0))

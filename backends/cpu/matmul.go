@@ -39,9 +39,9 @@ func NewMatMul(weight quant.Type) (*MatMul, error) {
 	if weight.PlanOnly() {
 		// minfer's own layouts have SIMD kernels only (no pure-Go dot).
 		if rowKernels[weight] == nil {
-			return nil, fmt.Errorf("cpu mat-mul: %s weights are Q5_0 packed by minferc's pack-weights pass for the AVX2 tier, "+
+			return nil, fmt.Errorf("cpu mat-mul: %s weights are %s packed by minferc's pack-weights pass for the AVX2 tier, "+
 				"and this CPU or build has no AVX2 (+FMA, F16C) kernels for them: recompile the plan with "+
-				"`minferc compile --pack-weights none MODEL.gguf -o PLAN`", weight)
+				"`minferc compile --pack-weights none MODEL.gguf -o PLAN`", weight, quant.UnpackedX4(weight))
 		}
 	} else if k.quantize == nil || k.dot == nil {
 		return nil, fmt.Errorf("cpu mat-mul: unsupported weight type %s (no %s×%s dot kernel)", weight, weight, vdt)

@@ -73,6 +73,7 @@ var legacyGemmKinds = []legacyGemmKind{
 	// unpacking takes a pair of rows at a time as rowsQ5_0x4AVX2 does and
 	// writes the same scratch as Q5_0, so the tile loop is Q5_0's.
 	{"Q5_0x4", 88, schemeBias},
+	{"Q4_0x4", 72, schemeBias}, // Q4_0's four-row layout (quant/q4_0x4.go)
 }
 
 // legacyGemmTiles are the generated tile shapes (weight rows × activation
@@ -146,7 +147,7 @@ comment).`)
 	a.Raw("GLOBL glax4shl<>(SB), RODATA|NOPTR, $32")
 	for _, k := range legacyGemmKinds {
 		for _, t := range legacyGemmTiles {
-			if k.name == "Q5_0x4" && t[0] != 4 {
+			if strings.HasSuffix(k.name, "x4") && t[0] != 4 {
 				continue
 			}
 			genLegacyGemmKernel(a, k, t[0], t[1])
@@ -307,7 +308,7 @@ func genLegacyGemmKernel(a *Asm, k legacyGemmKind, rw, ra int) {
 		scales = append(scales, "X1")
 	}
 	for h, xs := range scales {
-		if k.name == "Q5_0x4" { // the four d side by side
+		if strings.HasSuffix(k.name, "x4") { // the four d side by side
 			a.I("VCVTPH2PS", "(SI)", xs)
 			for j := 0; j < ra; j++ {
 				for i := 0; i < rw; i++ {
@@ -342,26 +343,34 @@ func genLegacyGemmKernel(a *Asm, k legacyGemmKind, rw, ra int) {
 		a.I("VPCMPEQB", "Y4", "Y3", "Y3")
 		a.I("VPAND", "glabit16<>(SB)", "Y3", "Y3")
 	}
-	if k.name == "Q5_0x4" {
+	if x4 := strings.HasSuffix(k.name, "x4"); x4 {
 		// a pair of rows at a time: [a 0..15 | b 0..15] and [a 16..31 |
-		// b 16..31] with their spread 5th bits, then each row's 32 in order
+		// b 16..31] (with their spread 5th bits for Q5_0x4), then each
+		// row's 32 in order
+		q5 := k.name == "Q5_0x4"
+		qs0, sub := 8, "glabit8<>(SB)"
+		if q5 {
+			qs0, sub = 24, "glabit16<>(SB)"
+		}
 		for p := 0; p < 2; p++ {
-			a.I("VMOVDQU", fmt.Sprintf("%d(SI)", 24+32*p), "Y1")
+			a.I("VMOVDQU", fmt.Sprintf("%d(SI)", qs0+32*p), "Y1")
 			a.I("VPSRLW", "$4", "Y1", "Y2")
 			a.I("VPAND", "glamask0f<>(SB)", "Y1", "Y1")
 			a.I("VPAND", "glamask0f<>(SB)", "Y2", "Y2")
-			a.I("VPBROADCASTQ", fmt.Sprintf("%d(SI)", 8+8*p), "Y3")
-			a.I("VPSRLVQ", "glax4shr<>(SB)", "Y3", "Y6")
-			a.I("VPAND", "glabit16<>(SB)", "Y6", "Y6")
-			a.I("VPOR", "Y6", "Y1", "Y1")
-			a.I("VPSLLVQ", "glax4shl<>(SB)", "Y3", "Y3")
-			a.I("VPAND", "glabit16<>(SB)", "Y3", "Y3")
-			a.I("VPOR", "Y3", "Y2", "Y2")
+			if q5 {
+				a.I("VPBROADCASTQ", fmt.Sprintf("%d(SI)", 8+8*p), "Y3")
+				a.I("VPSRLVQ", "glax4shr<>(SB)", "Y3", "Y6")
+				a.I("VPAND", "glabit16<>(SB)", "Y6", "Y6")
+				a.I("VPOR", "Y6", "Y1", "Y1")
+				a.I("VPSLLVQ", "glax4shl<>(SB)", "Y3", "Y3")
+				a.I("VPAND", "glabit16<>(SB)", "Y3", "Y3")
+				a.I("VPOR", "Y3", "Y2", "Y2")
+			}
 			a.I("VPERM2I128", "$0x20", "Y2", "Y1", "Y6")
 			a.I("VPERM2I128", "$0x31", "Y2", "Y1", "Y7")
 			for q, r := range []string{"Y6", "Y7"} {
 				i := 2*p + q
-				a.I("VPSUBB", "glabit16<>(SB)", r, r)
+				a.I("VPSUBB", sub, r, r)
 				a.I("VMOVDQU", "glabias<>(SB)", "Y2")
 				a.I("VPMADDUBSW", r, "Y2", "Y2")
 				a.I("VPMADDWD", "Y5", "Y2", "Y2")
@@ -370,7 +379,7 @@ func genLegacyGemmKernel(a *Asm, k legacyGemmKind, rw, ra int) {
 			}
 		}
 	}
-	for i := 0; i < rw && k.name != "Q5_0x4"; i++ {
+	for i := 0; i < rw && !strings.HasSuffix(k.name, "x4"); i++ {
 		switch k.name {
 		case "Q8_0":
 			a.I("VMOVDQU", wrow(2, i), "Y1")

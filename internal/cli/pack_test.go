@@ -14,8 +14,8 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// TestPackedPlan: a plan compiled with --pack-weights avx2 (Q5_0 mat-mul
-// weights in the four-row Q5_0x4 layout) writes the same logits bit for
+// TestPackedPlan: a plan compiled with --pack-weights avx2 (Q5_0 and Q4_0
+// mat-mul weights in their four-row layouts) writes the same logits bit for
 // bit as the unpacked plan of the same model, prefill (GEMM) and decode
 // (row kernels), in this process and in a child on the AVX2 tier
 // (MINFER_NO_AVX512=1); a child without AVX2 (MINFER_NO_AVX2=1) refuses it
@@ -29,7 +29,7 @@ func TestPackedPlan(t *testing.T) {
 		t.Skip("Q5_0x4 has AVX2 kernels only: an amd64 test")
 	}
 	dir := t.TempDir()
-	for _, name := range []string{"llama-synth-q5_0", "qwen2-synth-q4_k_m"} {
+	for _, name := range []string{"llama-synth-q5_0", "llama-synth-q4_0", "qwen2-synth-q4_k_m"} {
 		model := fixtures.Path(t, "models", name+".gguf")
 		plans := map[string]string{}
 		for _, pack := range []string{"none", "avx2"} {
@@ -45,12 +45,12 @@ func TestPackedPlan(t *testing.T) {
 		}
 		packed := 0
 		for _, e := range l.Index {
-			if e.Type == quant.Q5_0x4.String() {
+			if e.Type == quant.Q5_0x4.String() || e.Type == quant.Q4_0x4.String() {
 				packed++
 			}
 		}
 		l.Close()
-		if name == "llama-synth-q5_0" && packed == 0 {
+		if strings.HasPrefix(name, "llama-synth-q") && packed == 0 {
 			t.Fatalf("%s: no weight packed", name)
 		}
 		t.Logf("%s: %d tensors packed", name, packed)

@@ -4,8 +4,9 @@
 
 #include "textflag.h"
 
-// AVX2 decode row kernel of Q5_0 weights in the Q5_0x4 layout (see
-// internal/asmgen/rows_q5_0x4.go and quant/q5_0x4.go).
+// AVX2 decode row kernels of Q5_0 and Q4_0 weights in their four-row
+// layouts (see internal/asmgen/rows_q5_0x4.go, quant/q5_0x4.go and
+// quant/q4_0x4.go).
 
 // q5x4Shr / q5x4Shl: the qword shifts that bring the spread 5th bits of
 // elements 0..15 (right) and 16..31 (left) to bit 4 of their bytes;
@@ -33,14 +34,15 @@ GLOBL q5x4Ctl23<>(SB), RODATA|NOPTR, $32
 
 // func rowsQ5_0x4AVX2(w *byte, a *byte, nb int, y *float32, groups int)
 //
-// w: groups of four rows, nb blocks of 88 bytes each, one group after the
+// w: groups of four rows (Q5_0x4), nb blocks each, one group after the
 // other; a: the Q8_0 activation row (nb blocks of 34 bytes); y: 4·groups
 // outputs. Registers: AX the group's block, BX the activation block, CX
 // blocks left, SI the next group, DX the outputs, R9 groups left; Y0/Y1 the
 // accumulators of rows 0/1 (lanes [r0 | r1] 0..3 and 4..7), Y2/Y3 of rows
 // 2/3; Y8/Y9 the activation's [y0..15 | y0..15] / [y16..31 | y16..31], Y10 /
-// Y11 16 times their pair sums, Y6 [s0..s3 | s0..s3] the rows' d_w·d_y; Y4,
-// Y5, Y7, Y12 temporaries; Y13 bytes 0x0F, Y14 bytes 0x10, Y15 int16 ones.
+// Y11 their pair sums times the quants' offset (16 or 8), Y6 [s0..s3 | s0..s3] the rows' d_w·d_y; Y4,
+// Y5, Y7, Y12 temporaries; Y13 bytes 0x0F, Y14 the offset's bytes (0x10:
+// also the fifth bits' mask), Y15 int16 ones.
 
 // func rowsQ5_0x4AVX2
 TEXT ·rowsQ5_0x4AVX2(SB), NOSPLIT, $0-40
@@ -162,5 +164,126 @@ q5x4block:
 	DECQ	R9
 	JNZ	q5x4group
 q5x4done:
+	VZEROUPPER
+	RET
+
+// func rowsQ4_0x4AVX2(w *byte, a *byte, nb int, y *float32, groups int)
+//
+// w: groups of four rows (Q4_0x4), nb blocks each, one group after the
+// other; a: the Q8_0 activation row (nb blocks of 34 bytes); y: 4·groups
+// outputs. Registers: AX the group's block, BX the activation block, CX
+// blocks left, SI the next group, DX the outputs, R9 groups left; Y0/Y1 the
+// accumulators of rows 0/1 (lanes [r0 | r1] 0..3 and 4..7), Y2/Y3 of rows
+// 2/3; Y8/Y9 the activation's [y0..15 | y0..15] / [y16..31 | y16..31], Y10 /
+// Y11 their pair sums times the quants' offset (16 or 8), Y6 [s0..s3 | s0..s3] the rows' d_w·d_y; Y4,
+// Y5, Y7, Y12 temporaries; Y13 bytes 0x0F, Y14 the offset's bytes (0x10:
+// also the fifth bits' mask), Y15 int16 ones.
+
+// func rowsQ4_0x4AVX2
+TEXT ·rowsQ4_0x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ	w+0(FP), SI
+	MOVQ	y+24(FP), DX
+	MOVQ	groups+32(FP), R9
+	TESTQ	R9, R9
+	JLE	q4x4done
+	MOVL	$0x0f0f0f0f, R8
+	VMOVD	R8, X13
+	VPBROADCASTD	X13, Y13
+	MOVL	$0x08080808, R8
+	VMOVD	R8, X14
+	VPBROADCASTD	X14, Y14
+	VPCMPEQW	Y15, Y15, Y15
+	VPSRLW	$15, Y15, Y15
+q4x4group:
+	MOVQ	SI, AX
+	MOVQ	a+8(FP), BX
+	MOVQ	nb+16(FP), CX
+	VXORPS	Y0, Y0, Y0
+	VXORPS	Y1, Y1, Y1
+	VXORPS	Y2, Y2, Y2
+	VXORPS	Y3, Y3, Y3
+q4x4block:
+	PREFETCHT0	2048(AX)
+	PREFETCHT0	2112(AX)
+	VBROADCASTI128	2(BX), Y8
+	VBROADCASTI128	18(BX), Y9
+	VPMADDUBSW	Y8, Y14, Y10
+	VPMADDUBSW	Y9, Y14, Y11
+	VCVTPH2PS	(AX), X6
+	VPBROADCASTW	(BX), X7
+	VCVTPH2PS	X7, X7
+	VMULPS	X7, X6, X6
+	VINSERTF128	$1, X6, Y6, Y6
+	VMOVDQU	8(AX), Y4
+	VPSRLW	$4, Y4, Y5
+	VPAND	Y13, Y4, Y4
+	VPAND	Y13, Y5, Y5
+	VPMADDUBSW	Y8, Y4, Y4
+	VPSUBW	Y10, Y4, Y4
+	VPMADDWD	Y15, Y4, Y4
+	VPMADDUBSW	Y9, Y5, Y5
+	VPSUBW	Y11, Y5, Y5
+	VPMADDWD	Y15, Y5, Y5
+	VCVTDQ2PS	Y4, Y4
+	VCVTDQ2PS	Y5, Y5
+	VPERMILPS	q5x4Ctl01<>(SB), Y6, Y7
+	VFMADD231PS	Y4, Y7, Y0
+	VFMADD231PS	Y5, Y7, Y1
+	VMOVDQU	40(AX), Y4
+	VPSRLW	$4, Y4, Y5
+	VPAND	Y13, Y4, Y4
+	VPAND	Y13, Y5, Y5
+	VPMADDUBSW	Y8, Y4, Y4
+	VPSUBW	Y10, Y4, Y4
+	VPMADDWD	Y15, Y4, Y4
+	VPMADDUBSW	Y9, Y5, Y5
+	VPSUBW	Y11, Y5, Y5
+	VPMADDWD	Y15, Y5, Y5
+	VCVTDQ2PS	Y4, Y4
+	VCVTDQ2PS	Y5, Y5
+	VPERMILPS	q5x4Ctl23<>(SB), Y6, Y7
+	VFMADD231PS	Y4, Y7, Y2
+	VFMADD231PS	Y5, Y7, Y3
+	ADDQ	$72, AX
+	ADDQ	$34, BX
+	DECQ	CX
+	JNZ	q4x4block
+	VPERM2F128	$0x20, Y1, Y0, Y4
+	VPERM2F128	$0x31, Y1, Y0, Y5
+	VPERM2F128	$0x20, Y3, Y2, Y6
+	VPERM2F128	$0x31, Y3, Y2, Y7
+	VEXTRACTF128	$1, Y4, X12
+	VADDPS	X4, X12, X4
+	VMOVHLPS	X4, X4, X12
+	VADDPS	X12, X4, X4
+	VMOVSHDUP	X4, X12
+	VADDSS	X12, X4, X4
+	VMOVSS	X4, 0(DX)
+	VEXTRACTF128	$1, Y5, X12
+	VADDPS	X5, X12, X5
+	VMOVHLPS	X5, X5, X12
+	VADDPS	X12, X5, X5
+	VMOVSHDUP	X5, X12
+	VADDSS	X12, X5, X5
+	VMOVSS	X5, 4(DX)
+	VEXTRACTF128	$1, Y6, X12
+	VADDPS	X6, X12, X6
+	VMOVHLPS	X6, X6, X12
+	VADDPS	X12, X6, X6
+	VMOVSHDUP	X6, X12
+	VADDSS	X12, X6, X6
+	VMOVSS	X6, 8(DX)
+	VEXTRACTF128	$1, Y7, X12
+	VADDPS	X7, X12, X7
+	VMOVHLPS	X7, X7, X12
+	VADDPS	X12, X7, X7
+	VMOVSHDUP	X7, X12
+	VADDSS	X12, X7, X7
+	VMOVSS	X7, 12(DX)
+	ADDQ	$16, DX
+	MOVQ	AX, SI
+	DECQ	R9
+	JNZ	q4x4group
+q4x4done:
 	VZEROUPPER
 	RET
