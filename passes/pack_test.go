@@ -12,10 +12,10 @@ import (
 )
 
 // TestPackWeights: with Pack "avx2" every Q5_0 (Q4_0) weight that only
-// mat-muls read (as their weight), with a multiple of 4 rows, becomes
-// Q5_0x4 (Q4_0x4) and its mat-mul's kernel says so; a weight another op
-// reads (the token embedding's lookup) and the other types stay; without
-// Pack nothing changes; an unknown tier is an error.
+// mat-muls (as their weight) and row lookups (as their table: the token
+// embedding) read, with a multiple of 4 rows, becomes Q5_0x4 (Q4_0x4) and
+// its readers' kernels say so; the other types stay; without Pack nothing
+// changes; an unknown tier is an error.
 func TestPackWeights(t *testing.T) {
 	for _, tc := range []struct {
 		model     string
@@ -40,37 +40,39 @@ func testPackWeights(t *testing.T, model string, plain, x4 quant.Type) {
 			t.Fatal(err)
 		}
 		cons := g.Consumers()
-		packed, kept := 0, 0
+		packed, lookups := 0, 0
 		for _, v := range g.Weights() {
-			onlyMatMul := len(cons[v]) > 0
+			readable := len(cons[v]) > 0 // only as a mat-mul's weight or a lookup's table
 			for _, n := range cons[v] {
-				if n.Op != ir.OpMatMul || n.Inputs[1] != v {
-					onlyMatMul = false
+				switch {
+				case n.Op == ir.OpMatMul && n.Inputs[1] == v:
+				case n.Op == ir.OpGetRows && n.Inputs[0] == v:
+				default:
+					readable = false
 				}
 			}
-			if pack == "avx2" && onlyMatMul && len(v.Shape) == 2 && v.Shape[0]%4 == 0 && v.DType != x4 {
-				t.Errorf("pack %q: %s read only by mat-muls was not packed", pack, v)
-			}
-			switch v.DType {
-			case x4:
+			want := v.DType == x4 || v.DType == plain && !(pack == "avx2" && readable && len(v.Shape) == 2 && v.Shape[0]%4 == 0)
+			if v.DType == x4 {
 				packed++
-				if pack == "" || !onlyMatMul {
-					t.Errorf("pack %q: %s packed", pack, v)
-				}
+				want = pack == "avx2" && readable
 				for _, n := range cons[v] {
-					if n.Kernel != "mat_mul/"+x4.String() {
-						t.Errorf("%s reads %s with kernel %q", n.Name, v, n.Kernel)
+					if n.Op == ir.OpGetRows {
+						lookups++
+					}
+					if k := n.Op.String() + "/" + x4.String(); n.Kernel != k {
+						t.Errorf("%s reads %s with kernel %q, want %q", n.Name, v, n.Kernel, k)
 					}
 				}
-			case plain:
-				kept++
+			}
+			if (v.DType == x4 || v.DType == plain) && !want {
+				t.Errorf("%s pack %q: %s is %s", model, pack, v, v.DType)
 			}
 		}
 		switch {
 		case pack == "" && packed != 0:
-			t.Errorf("no pack: %d weights packed", packed)
-		case pack == "avx2" && (packed == 0 || kept == 0):
-			t.Errorf("%s pack avx2: %d packed, %d %s kept (want some of each: the embedding stays)", model, packed, kept, plain)
+			t.Errorf("%s no pack: %d weights packed", model, packed)
+		case pack == "avx2" && (packed == 0 || lookups == 0):
+			t.Errorf("%s pack avx2: %d weights packed, %d of them looked up by rows (want both > 0: the embedding table packs too)", model, packed, lookups)
 		}
 	}
 	g, err := gguf.BuildGraph(f)

@@ -508,7 +508,8 @@ func selectKernels(g *ir.Graph, o *Options) error {
 // blocks together, which the AVX2 decode kernels read with about a quarter
 // fewer instructions) when o.Pack is "avx2": a tensor is packed when every
 // value reading it has the same such type and a multiple of 4 rows and
-// every reader is a mat-mul taking it as the weight.
+// every reader is a mat-mul taking it as the weight or a row lookup taking
+// it as the table (a tied token embedding).
 // The plan writer then writes it packed; the tiers without AVX2 refuse such
 // a plan (cpu.NewMatMul names the recompile command).
 func packWeights(g *ir.Graph, o *Options) error {
@@ -537,7 +538,12 @@ func packWeights(g *ir.Graph, o *Options) error {
 				ok = false
 			}
 			for _, n := range cons[v] {
-				if n.Op != ir.OpMatMul || len(n.Inputs) < 2 || n.Inputs[1] != v || n.Inputs[0] == v {
+				switch {
+				case n.Op == ir.OpMatMul && onlyAt(n.Inputs, v, 1):
+				case n.Op == ir.OpGetRows && onlyAt(n.Inputs, v, 0):
+					// a lookup of a tied embedding (also the output head)
+					// unpacks its rows (cpu.GetRowsQuant)
+				default:
 					ok = false
 				}
 			}
@@ -549,4 +555,14 @@ func packWeights(g *ir.Graph, o *Options) error {
 		}
 	}
 	return nil
+}
+
+// onlyAt reports whether v is ins[i] and no other input.
+func onlyAt(ins []*ir.Value, v *ir.Value, i int) bool {
+	for j, in := range ins {
+		if (in == v) != (j == i) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,9 @@
 package quant
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Q4_0x4 is the four-row layout of Q4_0 weights for the AVX2 kernels, as
 // Q5_0x4 is of Q5_0 (without fifth bits): block b of the group of rows
@@ -99,4 +102,33 @@ func UnpackedX4(t Type) Type {
 		return Q4_0
 	}
 	return 0
+}
+
+// UnpackRowX4 writes row r (0..3) of a group of four rows of nb blocks in
+// the four-row layout of t (Q5_0x4 or Q4_0x4) to dst as nb blocks of the
+// plain type — what a row lookup (get_rows) of a packed table reads.
+func UnpackRowX4(t Type, dst, group []byte, nb, r int) error {
+	plain := UnpackedX4(t)
+	bs := plain.TypeSize()
+	if plain == 0 || r < 0 || r > 3 || len(dst) < nb*bs || len(group) < 4*nb*bs {
+		return fmt.Errorf("quant: UnpackRowX4: %s row %d of %d blocks from %d into %d bytes", t, r, nb, len(group), len(dst))
+	}
+	for b := 0; b < nb; b++ {
+		o := group[4*b*bs : 4*(b+1)*bs]
+		d := dst[b*bs : (b+1)*bs]
+		copy(d[:2], o[2*r:2*r+2])
+		if plain == Q4_0 {
+			copy(d[2:], o[8+16*r:8+16*r+16])
+			continue
+		}
+		p := r / 2
+		ha, hb := gatherQ5_0x4(binary.LittleEndian.Uint64(o[8+8*p:]))
+		h := ha
+		if r%2 == 1 {
+			h = hb
+		}
+		binary.LittleEndian.PutUint32(d[2:], h)
+		copy(d[6:], o[24+16*r:24+16*r+16])
+	}
+	return nil
 }

@@ -65,6 +65,30 @@ func TestQ4_0x4RoundTrip(t *testing.T) {
 	if err := PackX4(Q4_0, make([]byte, 10), make([]byte, 10), 32); err == nil {
 		t.Fatal("PackX4 took 10 bytes as whole groups")
 	}
+	// row by row, both layouts
+	for _, tc := range []struct {
+		plain, x4 Type
+		bs        int
+	}{{Q4_0, Q4_0x4, blockQ4_0}, {Q5_0, Q5_0x4, blockQ5_0}} {
+		nb := 7
+		src := make([]byte, 4*nb*tc.bs)
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		packed := make([]byte, len(src))
+		if err := PackX4(tc.plain, packed, src, 32*nb); err != nil {
+			t.Fatal(err)
+		}
+		for row := 0; row < 4; row++ {
+			got := make([]byte, nb*tc.bs)
+			if err := UnpackRowX4(tc.x4, got, packed, nb, row); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, src[row*nb*tc.bs:(row+1)*nb*tc.bs]) {
+				t.Fatalf("%s row %d: UnpackRowX4 differs from the row", tc.x4, row)
+			}
+		}
+	}
 	if PackedX4(Q8_0) != 0 || UnpackedX4(PackedX4(Q4_0)) != Q4_0 || UnpackedX4(PackedX4(Q5_0)) != Q5_0 {
 		t.Fatal("PackedX4 / UnpackedX4 do not pair up")
 	}

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/minfer/minfer/quant"
 )
@@ -22,6 +23,9 @@ type GetRowsFunc func(y []float32, table []byte, cols int, ids []int32, r0, r1 i
 // GetRowsQuant returns the row gather for a table (token embeddings) of
 // type t, or an error naming the type when it cannot be dequantized.
 func GetRowsQuant(t quant.Type) (GetRowsFunc, error) {
+	if plain := quant.UnpackedX4(t); plain != 0 {
+		return getRowsX4(t, plain), nil
+	}
 	deq := quant.DequantFor(t)
 	if deq == nil {
 		return nil, fmt.Errorf("cpu get_rows: unsupported table type %s", t)
@@ -34,4 +38,35 @@ func GetRowsQuant(t quant.Type) (GetRowsFunc, error) {
 			deq(table[id*rs:(id+1)*rs], y[r*cols:(r+1)*cols])
 		}
 	}, nil
+}
+
+// x4RowBufs holds one row of plain blocks for getRowsX4 (no allocation in
+// a decode step's lookup).
+var x4RowBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// getRowsX4 is the row gather of a table in a four-row layout (x4, of
+// type plain's blocks): each row unpacked from its group
+// (quant.UnpackRowX4), then dequantized as plain — the same floats as the
+// table's unpacked rows.
+func getRowsX4(x4, plain quant.Type) GetRowsFunc {
+	deq := quant.DequantFor(plain)
+	ts := plain.TypeSize()
+	return func(y []float32, table []byte, cols int, ids []int32, r0, r1 int) {
+		nb := cols / quant.QK
+		rs := nb * ts
+		bp := x4RowBufs.Get().(*[]byte)
+		if cap(*bp) < rs {
+			*bp = make([]byte, rs)
+		}
+		row := (*bp)[:rs]
+		for r := r0; r < r1; r++ {
+			id := int(ids[r])
+			g := id / 4
+			if err := quant.UnpackRowX4(x4, row, table[g*4*rs:(g+1)*4*rs], nb, id%4); err != nil {
+				panic("cpu get_rows: " + err.Error())
+			}
+			deq(row, y[r*cols:(r+1)*cols])
+		}
+		x4RowBufs.Put(bp)
+	}
 }
