@@ -76,10 +76,11 @@ func Machine(required ...string) CPUInfo {
 
 // CheckCPU refuses a plan whose kernels need a CPU feature this machine
 // lacks, naming it, or that needs features of another architecture. A plan
-// that needs no feature (what minferc writes: it holds the GGUF block
-// layouts, which every kernel tier of every architecture reads, and no
-// tier-specific layout) runs on any architecture: one compiled on amd64
-// runs on arm64 and the other way round.
+// that needs no feature (what minferc writes unless it packs weights for a
+// tier: the GGUF block layouts, which every kernel tier of every
+// architecture reads) runs on any architecture: one compiled on amd64
+// runs on arm64 and the other way round. A plan with Q5_0/Q4_0 packed for
+// the AVX2 kernels requires avx2, f16c and fma.
 func CheckCPU(c CPUInfo) error {
 	if c.Arch != runtime.GOARCH && len(c.Required) > 0 {
 		return fmt.Errorf("plan.bin: compiled for %s with kernels that need %s; this machine is %s — recompile with minferc compile",
