@@ -83,7 +83,7 @@ func Machine(required ...string) CPUInfo {
 // the AVX2 kernels requires avx2, f16c and fma.
 func CheckCPU(c CPUInfo) error {
 	if c.Arch != runtime.GOARCH && len(c.Required) > 0 {
-		return fmt.Errorf("plan.bin: compiled for %s with kernels that need %s; this machine is %s — recompile with minferc compile",
+		return fmt.Errorf("plan.bin: compiled for %s with kernels that need %s; this machine is %s — recompile with minferc compile (--pack-weights none writes a plan every CPU runs)",
 			c.Arch, strings.Join(c.Required, ", "), runtime.GOARCH)
 	}
 	known, have := features()
@@ -98,7 +98,7 @@ func CheckCPU(c CPUInfo) error {
 		}
 	}
 	if len(lacking) > 0 {
-		return fmt.Errorf("plan.bin: compiled for a CPU with %s; this CPU lacks it — recompile with minferc compile on this machine", strings.Join(lacking, ", "))
+		return fmt.Errorf("plan.bin: compiled for a CPU with %s; this CPU lacks it — recompile with minferc compile on this machine (--pack-weights none writes a plan every CPU runs)", strings.Join(lacking, ", "))
 	}
 	if len(unknown) > 0 {
 		return fmt.Errorf("plan.bin: compiled for a CPU with %s, a feature this minfer cannot detect; this CPU lacks it as far as it can tell — recompile with minferc compile on this machine", strings.Join(unknown, ", "))

@@ -147,5 +147,18 @@ func TestPlanOnARM64(t *testing.T) {
 	} else {
 		t.Logf("qwen3-synth-q4_k_m: arm64-compiled plan on amd64: logits bit-identical")
 	}
+
+	// A plan with weights packed for the AVX2 kernels is refused on arm64,
+	// naming the option that writes a plan every CPU runs.
+	packed := filepath.Join(dir, "packed.plan")
+	cc := CompileCmd{Model: fixtures.Path(t, "models", "llama-synth-q4_0.gguf"), Out: packed, MaxBatch: 512, KVType: "f32", Weights: "embed", PackWeights: "avx2", Quiet: true}
+	if err := cc.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(qemu, "-cpu", "max", minfer, "exec", packed, "--tokens", fixtureTokens).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--pack-weights none") {
+		t.Fatalf("a plan packed for AVX2 on arm64: err %v, want a refusal naming --pack-weights none:\n%s", err, out)
+	}
+	t.Logf("a plan packed for AVX2 on arm64: refused (%s)", strings.TrimSpace(string(out)))
 	t.Logf("total %v", time.Since(start).Round(time.Millisecond))
 }
