@@ -21,11 +21,11 @@ const Q4_0x4Block = 4 * blockQ4_0
 // (see Q5_0x4).
 const Q4_0x4 Type = 1<<16 | Q4_0
 
-// PackQ4_0x4 writes four Q4_0 rows of nb blocks each (src: the rows one
+// packQ4_0x4 writes four Q4_0 rows of nb blocks each (src: the rows one
 // after the other) to dst (nb·72 bytes) in the Q4_0x4 layout.
-func PackQ4_0x4(dst, src []byte, nb int) error {
+func packQ4_0x4(dst, src []byte, nb int) error {
 	if len(src) < 4*nb*blockQ4_0 || len(dst) < nb*Q4_0x4Block {
-		return fmt.Errorf("quant: PackQ4_0x4: %d blocks need %d source and %d destination bytes, have %d and %d",
+		return fmt.Errorf("quant: packQ4_0x4: %d blocks need %d source and %d destination bytes, have %d and %d",
 			nb, 4*nb*blockQ4_0, nb*Q4_0x4Block, len(src), len(dst))
 	}
 	for b := 0; b < nb; b++ {
@@ -39,32 +39,15 @@ func PackQ4_0x4(dst, src []byte, nb int) error {
 	return nil
 }
 
-// UnpackQ4_0x4 is PackQ4_0x4's inverse.
-func UnpackQ4_0x4(dst, src []byte, nb int) error {
-	if len(dst) < 4*nb*blockQ4_0 || len(src) < nb*Q4_0x4Block {
-		return fmt.Errorf("quant: UnpackQ4_0x4: %d blocks need %d source and %d destination bytes, have %d and %d",
-			nb, nb*Q4_0x4Block, 4*nb*blockQ4_0, len(src), len(dst))
-	}
-	for b := 0; b < nb; b++ {
-		o := src[b*Q4_0x4Block : (b+1)*Q4_0x4Block]
-		for r := 0; r < 4; r++ {
-			blk := dst[(r*nb+b)*blockQ4_0 : (r*nb+b+1)*blockQ4_0]
-			copy(blk[:2], o[2*r:2*r+2])
-			copy(blk[2:], o[8+16*r:8+16*r+16])
-		}
-	}
-	return nil
-}
-
 // PackX4 writes the rows (each k elements) of a Q5_0 or Q4_0 matrix of a
 // multiple of 4 rows in the four-row layout of PackedX4(t), one group
 // after another.
 func PackX4(t Type, dst, src []byte, k int) error {
-	pack, bs := PackQ5_0x4, blockQ5_0
+	pack, bs := packQ5_0x4, blockQ5_0
 	switch t {
 	case Q5_0:
 	case Q4_0:
-		pack, bs = PackQ4_0x4, blockQ4_0
+		pack, bs = packQ4_0x4, blockQ4_0
 	default:
 		return fmt.Errorf("quant: PackX4: no four-row layout for %s", t)
 	}

@@ -30,12 +30,12 @@ import (
 // nibbles.
 const Q5_0x4Block = 4 * blockQ5_0
 
-// PackQ5_0x4 writes four Q5_0 rows of nb blocks each (src: the rows one
+// packQ5_0x4 writes four Q5_0 rows of nb blocks each (src: the rows one
 // after the other, 4·nb·22 bytes) to dst (nb·88 bytes) in the Q5_0x4
 // layout.
-func PackQ5_0x4(dst, src []byte, nb int) error {
+func packQ5_0x4(dst, src []byte, nb int) error {
 	if len(src) < 4*nb*blockQ5_0 || len(dst) < nb*Q5_0x4Block {
-		return fmt.Errorf("quant: PackQ5_0x4: %d blocks need %d source and %d destination bytes, have %d and %d",
+		return fmt.Errorf("quant: packQ5_0x4: %d blocks need %d source and %d destination bytes, have %d and %d",
 			nb, 4*nb*blockQ5_0, nb*Q5_0x4Block, len(src), len(dst))
 	}
 	for b := 0; b < nb; b++ {
@@ -50,30 +50,6 @@ func PackQ5_0x4(dst, src []byte, nb int) error {
 			binary.LittleEndian.PutUint64(o[8+8*p:], spreadQ5_0x4(ha, hb))
 			copy(o[24+32*p:], blk(2 * p)[6:])
 			copy(o[24+32*p+16:], blk(2*p + 1)[6:])
-		}
-	}
-	return nil
-}
-
-// UnpackQ5_0x4 is PackQ5_0x4's inverse: dst gets the four rows of nb
-// Q5_0 blocks each, one after the other.
-func UnpackQ5_0x4(dst, src []byte, nb int) error {
-	if len(dst) < 4*nb*blockQ5_0 || len(src) < nb*Q5_0x4Block {
-		return fmt.Errorf("quant: UnpackQ5_0x4: %d blocks need %d source and %d destination bytes, have %d and %d",
-			nb, nb*Q5_0x4Block, 4*nb*blockQ5_0, len(src), len(dst))
-	}
-	for b := 0; b < nb; b++ {
-		o := src[b*Q5_0x4Block : (b+1)*Q5_0x4Block]
-		blk := func(r int) []byte { return dst[(r*nb+b)*blockQ5_0 : (r*nb+b+1)*blockQ5_0] }
-		for r := 0; r < 4; r++ {
-			copy(blk(r)[:2], o[2*r:2*r+2])
-		}
-		for p := 0; p < 2; p++ {
-			ha, hb := gatherQ5_0x4(binary.LittleEndian.Uint64(o[8+8*p:]))
-			binary.LittleEndian.PutUint32(blk(2 * p)[2:], ha)
-			binary.LittleEndian.PutUint32(blk(2*p + 1)[2:], hb)
-			copy(blk(2 * p)[6:], o[24+32*p:24+32*p+16])
-			copy(blk(2*p + 1)[6:], o[24+32*p+16:24+32*p+32])
 		}
 	}
 	return nil

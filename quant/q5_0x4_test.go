@@ -16,11 +16,11 @@ func TestQ5_0x4RoundTrip(t *testing.T) {
 			src[i] = byte(r.Uint32())
 		}
 		packed := make([]byte, nb*Q5_0x4Block)
-		if err := PackQ5_0x4(packed, src, nb); err != nil {
+		if err := packQ5_0x4(packed, src, nb); err != nil {
 			t.Fatal(err)
 		}
 		back := make([]byte, len(src))
-		if err := UnpackQ5_0x4(back, packed, nb); err != nil {
+		if err := unpackGroupX4(Q5_0x4, back, packed, nb); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(back, src) {
@@ -31,14 +31,14 @@ func TestQ5_0x4RoundTrip(t *testing.T) {
 	src := make([]byte, 4*blockQ5_0)
 	src[blockQ5_0+2+1] = 1 << 1 // row 1, qh bit 9
 	packed := make([]byte, Q5_0x4Block)
-	if err := PackQ5_0x4(packed, src, 1); err != nil {
+	if err := packQ5_0x4(packed, src, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := packed[8+1]; got != 1<<7 {
 		t.Fatalf("row 1 element 9: P01 byte 1 = %#x, want 0x80", got)
 	}
-	if err := PackQ5_0x4(packed[:10], src, 1); err == nil {
-		t.Fatal("PackQ5_0x4 took a short destination")
+	if err := packQ5_0x4(packed[:10], src, 1); err == nil {
+		t.Fatal("packQ5_0x4 took a short destination")
 	}
 }
 
@@ -55,7 +55,7 @@ func TestQ4_0x4RoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		back := make([]byte, len(src))
-		if err := UnpackQ4_0x4(back, packed, nb); err != nil {
+		if err := unpackGroupX4(Q4_0x4, back, packed, nb); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(back, src) {
@@ -101,15 +101,27 @@ func FuzzQ5_0x4(f *testing.F) {
 		nb := len(src) / (4 * blockQ5_0)
 		src = src[:4*nb*blockQ5_0]
 		packed := make([]byte, nb*Q5_0x4Block)
-		if err := PackQ5_0x4(packed, src, nb); err != nil {
+		if err := packQ5_0x4(packed, src, nb); err != nil {
 			t.Fatal(err)
 		}
 		back := make([]byte, len(src))
-		if err := UnpackQ5_0x4(back, packed, nb); err != nil {
+		if err := unpackGroupX4(Q5_0x4, back, packed, nb); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(back, src) {
 			t.Fatal("round trip differs")
 		}
 	})
+}
+
+// unpackGroupX4 writes the four rows of one group of nb blocks in layout
+// t back to dst, one after the other (UnpackRowX4 per row).
+func unpackGroupX4(t Type, dst, group []byte, nb int) error {
+	rs := nb * UnpackedX4(t).TypeSize()
+	for r := 0; r < 4; r++ {
+		if err := UnpackRowX4(t, dst[r*rs:(r+1)*rs], group, nb, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -103,8 +103,6 @@ func registerAct(t quant.Type, tier string, f func(src []float32, dst []byte)) {
 	tiers = append(tiers, "quantize/"+t.String()+":"+tier)
 }
 
-// Features describes the SIMD tier in use and the kernels it installed
-// (for --stats and bug reports).
 // PackTier is the tier whose weight layouts minferc's pack-weights pass
 // should write for this CPU (minferc compile --pack-weights auto): "avx2"
 // when the AVX2 kernels run Q5_0 here (AVX2+FMA+F16C without AVX-512
@@ -118,6 +116,8 @@ func PackTier() string {
 	return ""
 }
 
+// Features describes the SIMD tier in use and the kernels it installed
+// (for --stats and bug reports).
 func Features() string {
 	tier := "pure Go"
 	switch {

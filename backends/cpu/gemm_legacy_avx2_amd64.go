@@ -182,6 +182,72 @@ func legacyActBlock(dst []byte, act []byte, arb, nb, MT, ra, rw, ats, qo, nsc in
 	}
 }
 
+// legacyActSpec says how the legacy AVX2 GEMMs of a weight type take their
+// activations: ats bytes a block, the quants at qo, nsc scales (Q8_0: d;
+// Q8_1: d and s), the quants XOR bias, and the ActCache kind of the block.
+type legacyActSpec struct {
+	ats, qo, nsc, kind int
+	bias               byte
+}
+
+// legacyActSpecOf is the activation spec of weight type t (Q5_0/Q4_0 and
+// their four-row layouts: biased Q8_0; Q8_0: plain Q8_0; Q4_1/Q5_1: Q8_1).
+func legacyActSpecOf(t quant.Type) legacyActSpec {
+	if p := quant.UnpackedX4(t); p != 0 {
+		t = p // the same activations as the plain layout, and so the same block
+	}
+	switch t {
+	case quant.Q4_0, quant.Q5_0:
+		// their kernels take the activations biased to unsigned
+		return legacyActSpec{ats: 34, qo: 2, nsc: 1, kind: legacyActKind + 1, bias: 0x80}
+	case quant.Q4_1, quant.Q5_1:
+		// d and s, each as the scale tables
+		return legacyActSpec{ats: 36, qo: 4, nsc: 2, kind: legacyActKind + 2}
+	}
+	return legacyActSpec{ats: 34, qo: 2, nsc: 1, kind: legacyActKind}
+}
+
+// legacyTiles runs kern's tiles of rw weight rows × ra activation rows over
+// the weight rows [n0, NT) (whole tiles) and the first MT activation rows
+// (a multiple of ra), on the activation block legacyActBlock derives — or
+// the ActCache holds, so the mat-muls of a group and the chunks of their
+// columns derive it once per worker.
+func legacyTiles(kern gemmLegacyAVX2Asm, rw, ra int, s legacyActSpec, w []byte, wrb int, act []byte, arb, nb, MT int,
+	y []float32, ldy, n0, NT int, c *ActCache) {
+	tb := s.nsc * rw * ra // floats of activation scales per tile and block
+	buf := gemmAVX2Bufs.Get().(*gemmAVX2Buf)
+	n := MT*nb*32 + MT/ra*nb*tb*4
+	var blk []byte
+	key := actKey{act: &act[0], arb: arb, nb: nb, M: MT, C: ra, R: rw, kind: s.kind}
+	if c != nil && c.sharer != nil {
+		blk = c.sharer.Share(key, n, MT/ra, func(dst []byte, t0, t1 int) {
+			legacyActBlock(dst, act, arb, nb, MT, ra, rw, s.ats, s.qo, s.nsc, s.bias, t0, t1)
+		})
+	}
+	switch {
+	case blk != nil:
+	case c != nil:
+		blk = c.derived(key, n, func(dst []byte) {
+			legacyActBlock(dst, act, arb, nb, MT, ra, rw, s.ats, s.qo, s.nsc, s.bias, 0, MT/ra)
+		})
+	default:
+		blk = aligned32(&buf.act, n)
+		legacyActBlock(blk, act, arb, nb, MT, ra, rw, s.ats, s.qo, s.nsc, s.bias, 0, MT/ra)
+	}
+	qa := blk[:MT*nb*32]
+	sc := unsafe.Slice((*float32)(unsafe.Pointer(&blk[MT*nb*32])), MT/ra*nb*tb)
+	scr := aligned32(&buf.scr, 64+nb*(64*rw+(s.nsc+1)*4*rw*ra))
+	rb := max(ra, gemmAVX2RowBlock/ra*ra)
+	qrb := nb * 32
+	for m0 := 0; m0 < MT; m0 += rb {
+		mt := (min(m0+rb, MT) - m0) / ra
+		for n := n0; n < NT; n += rw {
+			kern(&w[n*wrb], wrb, &qa[m0*qrb], qrb, &sc[m0/ra*nb*tb], nb, &y[m0*ldy+n], ldy, mt, &scr[0])
+		}
+	}
+	gemmAVX2Bufs.Put(buf)
+}
+
 // legacyGemmAVX2 returns the GemmCachedFunc of weight type t with tile k.
 // The activation block it derives before its tiles run (legacyActBlock:
 // the quants repacked and biased, the scales as float32 tables) comes from
@@ -190,19 +256,8 @@ func legacyActBlock(dst []byte, act []byte, arb, nb, MT, ra, rw, ats, qo, nsc in
 func legacyGemmAVX2(t quant.Type, k legacyAVX2Tile) GemmCachedFunc {
 	rw, ra, kern := k.rw, k.ra, k.kern
 	rows, wts, minRows := legacyAVX2Rows[t].rows, legacyAVX2Rows[t].wts, legacyAVX2Rows[t].minRows
-	// Q8_0 activations: f16 d, 32 quants; Q8_1: f16 d, f16 s, 32 quants.
-	ats, qo, nsc := 34, 2, 1
-	var bias byte
-	kind := legacyActKind
-	switch t {
-	case quant.Q4_0, quant.Q5_0:
-		bias = 0x80 // their kernels take the activations biased to unsigned
-		kind++
-	case quant.Q4_1, quant.Q5_1:
-		ats, qo, nsc = 36, 4, 2 // d and s, each as the scale tables
-		kind += 2
-	}
-	tb := nsc * rw * ra // floats of activation scales per tile and block
+	spec := legacyActSpecOf(t)
+	ats := spec.ats
 	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
 		if n1 <= n0 || M <= 0 {
 			return
@@ -237,37 +292,7 @@ func legacyGemmAVX2(t quant.Type, k legacyAVX2Tile) GemmCachedFunc {
 			return
 		}
 		if MT > 0 {
-			buf := gemmAVX2Bufs.Get().(*gemmAVX2Buf)
-			n := MT*nb*32 + MT/ra*nb*tb*4
-			var blk []byte
-			key := actKey{act: &act[0], arb: arb, nb: nb, M: MT, C: ra, R: rw, kind: kind}
-			if c != nil && c.sharer != nil {
-				blk = c.sharer.Share(key, n, MT/ra, func(dst []byte, t0, t1 int) {
-					legacyActBlock(dst, act, arb, nb, MT, ra, rw, ats, qo, nsc, bias, t0, t1)
-				})
-			}
-			switch {
-			case blk != nil:
-			case c != nil:
-				blk = c.derived(key, n, func(dst []byte) {
-					legacyActBlock(dst, act, arb, nb, MT, ra, rw, ats, qo, nsc, bias, 0, MT/ra)
-				})
-			default:
-				blk = aligned32(&buf.act, n)
-				legacyActBlock(blk, act, arb, nb, MT, ra, rw, ats, qo, nsc, bias, 0, MT/ra)
-			}
-			qa := blk[:MT*nb*32]
-			sc := unsafe.Slice((*float32)(unsafe.Pointer(&blk[MT*nb*32])), MT/ra*nb*tb)
-			scr := aligned32(&buf.scr, 64+nb*(64*rw+(nsc+1)*4*rw*ra))
-			rb := max(ra, gemmAVX2RowBlock/ra*ra)
-			qrb := nb * 32
-			for m0 := 0; m0 < MT; m0 += rb {
-				mt := (min(m0+rb, MT) - m0) / ra
-				for n := n0; n < NT; n += rw {
-					kern(&w[n*wrb], wrb, &qa[m0*qrb], qrb, &sc[m0/ra*nb*tb], nb, &y[m0*ldy+n], ldy, mt, &scr[0])
-				}
-			}
-			gemmAVX2Bufs.Put(buf)
+			legacyTiles(kern, rw, ra, spec, w, wrb, act, arb, nb, MT, y, ldy, n0, NT, c)
 			if NT < n1 {
 				for m := 0; m < MT; m++ {
 					rows(&w[NT*wrb], wrb, &act[m*arb], nb, &y[m*ldy+NT], n1-NT)

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // AVX2 decode row kernels of Q5_0 and Q4_0 weights in their four-row
-// layouts (see internal/asmgen/rows_q5_0x4.go, quant/q5_0x4.go and
+// layouts (see internal/asmgen/rows_x4.go, quant/q5_0x4.go and
 // quant/q4_0x4.go).
 
 // q5x4Shr / q5x4Shl: the qword shifts that bring the spread 5th bits of

@@ -65,7 +65,7 @@ func TestRowsX4(t *testing.T) {
 					w, act := x4Weights(t, r, k.plain, N, K)
 					pw := packX4Rows(t, k.plain, w, K)
 					y := make([]float32, N)
-					k.rows(&pw[0], &act[0], nb, &y[0], N/4)
+					x4RowsAsm(k.t, &pw[0], &act[0], nb, &y[0], N/4)
 					yp := make([]float32, N)
 					plain(&w[0], nb*k.bs, &act[0], nb, &yp[0], N)
 					for i := range y {
@@ -81,7 +81,7 @@ func TestRowsX4(t *testing.T) {
 		nb := K / 32
 		w, act := x4Weights(t, r, k.plain, N, K)
 		pw := packX4Rows(t, k.plain, w, K)
-		rows := x4Rows(k.rows, k.bs)
+		rows := x4Rows(k.t, k.bs)
 		for _, rg := range [][2]int{{0, 24}, {1, 2}, {3, 5}, {2, 23}, {5, 8}, {4, 7}, {0, 1}, {23, 24}, {6, 6}} {
 			y := make([]float32, N)
 			for i := range y {
@@ -106,7 +106,7 @@ func TestRowsX4(t *testing.T) {
 	}
 }
 
-// TestGemmX4 checks the AVX2 GEMM of the four-row layouts (both tiles)
+// TestGemmX4 checks the AVX2 GEMM of the four-row layouts
 // against the pure-Go dot of each unpacked row and activation row, over
 // row ranges that start and end inside groups and activation row counts
 // that leave partial tiles.
@@ -123,32 +123,27 @@ func TestGemmX4(t *testing.T) {
 			w, _ := x4Weights(t, r, k.plain, N, K)
 			pw := packX4Rows(t, k.plain, w, K)
 			m, _ := NewMatMul(k.plain)
-			rows := x4Rows(k.rows, k.bs)
+			rows := x4Rows(k.t, k.bs)
+			gemm := x4GemmAVX2(k.t, k.gemm, rows, k.bs)
 			for _, M := range []int{1, 2, 3, 5, 8, 17} {
 				arb := m.ActRowBytes(K)
 				act := make([]byte, M*arb)
 				m.QuantizeRows(randVec(r, M*K, 1), K, 0, M, act)
-				for ti, g := range []struct {
-					f  gemmLegacyAVX2Asm
-					ra int
-				}{{k.gemm, 2}, {k.g43, 3}} {
-					gemm := x4GemmAVX2(g.f, g.ra, rows, k.bs)
-					for _, rg := range [][2]int{{0, N}, {1, N - 1}, {4, 12}, {2, 3}, {5, 9}, {3, 28}} {
-						ldy := N + 3
-						y := make([]float32, M*ldy)
-						for i := range y {
-							y[i] = -3
-						}
-						gemm(K, pw, nb*k.bs, act, arb, M, y, ldy, rg[0], rg[1], nil)
-						for mm := 0; mm < M; mm++ {
-							for n := 0; n < ldy; n++ {
-								want := float32(-3)
-								if n >= rg[0] && n < rg[1] {
-									want = dot(K, w[n*nb*k.bs:(n+1)*nb*k.bs], act[mm*arb:(mm+1)*arb])
-								}
-								if got := y[mm*ldy+n]; math.Float32bits(got) != math.Float32bits(want) {
-									t.Fatalf("%s K=%d M=%d tile %d rows [%d,%d): y[%d][%d] = %v, want %v", k.t, K, M, ti, rg[0], rg[1], mm, n, got, want)
-								}
+				for _, rg := range [][2]int{{0, N}, {1, N - 1}, {4, 12}, {2, 3}, {5, 9}, {3, 28}} {
+					ldy := N + 3
+					y := make([]float32, M*ldy)
+					for i := range y {
+						y[i] = -3
+					}
+					gemm(K, pw, nb*k.bs, act, arb, M, y, ldy, rg[0], rg[1], nil)
+					for mm := 0; mm < M; mm++ {
+						for n := 0; n < ldy; n++ {
+							want := float32(-3)
+							if n >= rg[0] && n < rg[1] {
+								want = dot(K, w[n*nb*k.bs:(n+1)*nb*k.bs], act[mm*arb:(mm+1)*arb])
+							}
+							if got := y[mm*ldy+n]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("%s K=%d M=%d rows [%d,%d): y[%d][%d] = %v, want %v", k.t, K, M, rg[0], rg[1], mm, n, got, want)
 							}
 						}
 					}
@@ -194,7 +189,7 @@ func BenchmarkX4(b *testing.B) {
 						for b.Loop() {
 							t0 := threadCPU()
 							if v == "x4" {
-								k.rows(&pw[0], &act[0], nb, &y[0], N/4)
+								x4RowsAsm(k.t, &pw[0], &act[0], nb, &y[0], N/4)
 							} else {
 								plain(&w[0], nb*k.bs, &act[0], nb, &y[0], N)
 							}
@@ -228,7 +223,7 @@ func BenchmarkGemmX4(b *testing.B) {
 				g := uncached(legacyGemmAVX2(k.plain, legacyAVX2Tiles[k.plain][0]))
 				wb := w
 				if v == "x4" {
-					g, wb = uncached(x4GemmAVX2(k.gemm, 2, x4Rows(k.rows, k.bs), k.bs)), pw
+					g, wb = uncached(x4GemmAVX2(k.t, k.gemm, x4Rows(k.t, k.bs), k.bs)), pw
 				}
 				b.Run(fmt.Sprintf("%s/M=%d,N=%d,K=%d/%s", k.plain, M, N, K, v), func(b *testing.B) {
 					runtime.LockOSThread()

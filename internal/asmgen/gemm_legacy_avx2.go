@@ -147,7 +147,8 @@ comment).`)
 	a.Raw("GLOBL glax4shl<>(SB), RODATA|NOPTR, $32")
 	for _, k := range legacyGemmKinds {
 		for _, t := range legacyGemmTiles {
-			if strings.HasSuffix(k.name, "x4") && t[0] != 4 {
+			// the four-row layouts: the installed 4×2 tile only
+			if strings.HasSuffix(k.name, "x4") && t != [2]int{4, 2} {
 				continue
 			}
 			genLegacyGemmKernel(a, k, t[0], t[1])

@@ -4,7 +4,7 @@ import "fmt"
 
 // The AVX2 decode row kernel of Q5_0 weights in the four-row Q5_0x4
 // layout (quant/q5_0x4.go) against one Q8_0 activation row, printed into
-// backends/cpu/rows_q5_0x4_avx2_amd64.s and declared in
+// backends/cpu/rows_x4_avx2_amd64.s and declared in
 // backends/cpu/q5_0x4_amd64.go.
 //
 // Rows go in pairs (a, b) whose quant bytes sit side by side: one 32-byte
@@ -51,7 +51,7 @@ var x4Kinds = []x4Kind{
 func genX4Rows(a *Asm) {
 	a.Blank()
 	a.Comment(`AVX2 decode row kernels of Q5_0 and Q4_0 weights in their four-row
-layouts (see internal/asmgen/rows_q5_0x4.go, quant/q5_0x4.go and
+layouts (see internal/asmgen/rows_x4.go, quant/q5_0x4.go and
 quant/q4_0x4.go).`)
 	data := func(name string, qwords ...uint64) {
 		for i, q := range qwords {
