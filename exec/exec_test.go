@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/backends/cpu"
 	"github.com/minfer/minfer/compiler"
 	"github.com/minfer/minfer/exec"
 	"github.com/minfer/minfer/frontends/gguf"
@@ -250,8 +251,12 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 	}
 }
 
-func decodeAllocs(t *testing.T, c compiled) {
-	m, err := exec.New(c.g, c.mem, c.f, exec.Config{Threads: 2})
+func decodeAllocs(t *testing.T, c compiled, src ...exec.WeightSource) {
+	var ws exec.WeightSource = c.f
+	if len(src) > 0 {
+		ws = src[0]
+	}
+	m, err := exec.New(c.g, c.mem, ws, exec.Config{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,4 +327,68 @@ func TestOddContextPadded(t *testing.T) {
 	if _, err := m.Eval(prompt[:12], seq(0, 12), []int32{11}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// packedSource serves a GGUF's tensors, packed into the four-row layout
+// where the graph reads them so (what minferc's plan writer does).
+type packedSource struct {
+	f *gguf.File
+	g *ir.Graph
+}
+
+func (s packedSource) WeightBytes(name string) ([]byte, error) {
+	b, err := s.f.WeightBytes(name)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range s.g.Weights() {
+		if plain := quant.UnpackedX4(v.DType); v.Source == name && plain != 0 {
+			out := make([]byte, len(b))
+			return out, quant.PackX4(plain, out, b, int(v.Shape[1]))
+		}
+	}
+	return b, nil
+}
+
+// TestPackedDecodeAllocatesNothing: with weights packed for the AVX2
+// kernels (the row kernels, groups cut by the workers' column ranges, and
+// the packed embedding's row lookup) a decode step allocates nothing.
+func TestPackedDecodeAllocatesNothing(t *testing.T) {
+	if _, err := cpu.NewMatMul(quant.Q4_0x4); err != nil {
+		t.Skipf("no four-row kernels here: %v", err)
+	}
+	f, err := gguf.Open(fixtures.Path(t, "models", "llama-synth-q4_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g, err := gguf.BuildGraph(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := passes.Run(g, passes.Options{KVType: quant.F16, Pack: "avx2", Verify: true}); err != nil {
+		t.Fatal(err)
+	}
+	mem := map[string]*alloc.Plan{}
+	for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
+		mt := 16
+		if s.Name == "decode" {
+			mt = 1
+		}
+		p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mt, NCtx: g.Params.NCtx, KVType: quant.F16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem[s.Name] = p
+	}
+	packed := 0
+	for _, v := range g.Weights() {
+		if v.DType.PlanOnly() {
+			packed++
+		}
+	}
+	if packed == 0 {
+		t.Fatal("nothing packed")
+	}
+	decodeAllocs(t, compiled{g, mem, nil}, packedSource{f, g})
 }
