@@ -70,8 +70,11 @@ func Parse(src string) (*Template, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("chat template is empty")
 	}
+	if err := checkRecursion(src); err != nil {
+		return nil, err
+	}
 	body := renameTojson(strings.TrimSuffix(src, "\n"))
-	jt, err := jinja.Compile(body)
+	jt, err := compile(body)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
@@ -211,6 +214,7 @@ func (t *Template) render(messages jinja.Value, o Options, fixups bool) (string,
 		"datetime":        jinja.NewString(Strftime("%b %d %Y", now)),
 		tojsonFilter:      jinja.NewCallable(tojsonFilter, tojson),
 		"format":          jinja.NewCallable("format", formatFilter), // the engine has none
+		"range":           jinja.NewCallable("range", rangeFunc),     // bounded (guard.go)
 		"strftime_now": jinja.NewCallable("strftime_now", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 			if len(args) != 1 || !args[0].IsString() {
 				return jinja.Undefined(), errors.New("strftime_now: want one format string")
@@ -233,7 +237,7 @@ func (t *Template) render(messages jinja.Value, o Options, fixups bool) (string,
 			data["tools"] = tools
 		}
 	}
-	out, err := t.t.RenderValues(data)
+	out, err := renderValues(t.t, data)
 	if err != nil {
 		return "", fmt.Errorf("chat template: %w", err)
 	}
