@@ -308,7 +308,8 @@ func TestSlotsPlanMemory(t *testing.T) {
 
 // BenchmarkEvalSeqsDecode measures batched decode on a real plan compiled
 // with --slots ≥ 8 (MINFER_SLOTS_PLAN=path; skipped without it): one
-// EvalSeqs step of np sequences at context positions 64.., reported as
+// EvalSeqs step of np sequences at context positions 64.. (or from
+// MINFER_BENCH_DEPTH on: the attention's share grows with it), reported as
 // aggregate tokens per second.
 //
 //	MINFER_SLOTS_PLAN=/tmp/q2s8.plan go test ./exec -run '^$' -bench EvalSeqsDecode -cpu 2 -count 3
@@ -347,7 +348,13 @@ func BenchmarkEvalSeqsDecode(b *testing.B) {
 					}
 				}
 			}
-			for range 64 {
+			warm := 64
+			if d := os.Getenv("MINFER_BENCH_DEPTH"); d != "" {
+				if _, err := fmt.Sscan(d, &warm); err != nil || warm < 0 {
+					b.Fatalf("MINFER_BENCH_DEPTH=%q: want a position count", d)
+				}
+			}
+			for range warm {
 				step()
 			}
 			b.ResetTimer()
