@@ -50,6 +50,9 @@ exact for every input; two rows per ZMM, then per row the float steps of
 quant.DotQ5_0Q8_0 / DotQ4_0Q8_0 (8 lanes converted, FMA by d_w·d_a in
 block order, hsum_float_8).`
 
+// q80PF is the Q8_0 row kernels' prefetch (see lrKernel.pf).
+const q80PF = "PREFETCHT2"
+
 // q80AVX2 writes the AVX2 Q8_0 kernel name, four rows a step
 // (lrKernel). Per block: the rows' f16 d gathered into R14, to the stack
 // and broadcast to both 64-bit halves of X12, converted, times d_a: Y12 =
@@ -62,7 +65,7 @@ block order, hsum_float_8).`
 func q80AVX2(a *Asm, name string) {
 	acc := []string{"Y0", "Y1", "Y2", "Y3"}
 	lrKernel{
-		name: name, n: 4, bs: 34, frame: 8,
+		name: name, n: 4, bs: 34, frame: 8, pf: q80PF,
 		consts: func(a *Asm) {
 			a.I("VPCMPEQW", "Y13, Y13, Y13")
 			a.I("VPSRLW", "$15, Y13, Y13")
@@ -188,8 +191,12 @@ func lvConsts(a *Asm) {
 // Z20.., the lvPair indices).
 func lvKernel(a *Asm, name string, t lvKind, pairs int) {
 	n := 2 * pairs
+	pf := ""
+	if t.bs == 34 {
+		pf = q80PF
+	}
 	lrKernel{
-		name: name, n: n, bs: t.bs, frame: 0,
+		name: name, n: n, bs: t.bs, frame: 0, pf: pf,
 		consts: func(a *Asm) {
 			for i := 0; i < pairs; i++ {
 				a.I("VMOVDQU64", fmt.Sprintf("lvPair%d<>(SB), Z%d", i, 20+i))
