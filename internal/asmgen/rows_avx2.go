@@ -101,7 +101,9 @@ func rowsAVX2Consts(a *Asm) {
 const rowsPF = 4096
 
 // rowsPFOp is the prefetch instruction of the row kernels (PREFETCHT1,
-// PREFETCHT2 and PREFETCHNTA measured no better over a 1 GiB matrix).
+// PREFETCHT2 and PREFETCHNTA measured no better over a 1 GiB matrix; on
+// the Zen 4 host end to end PREFETCHT2 was slower for the Q5_0 and K-quant
+// kernels and faster for Q8_0's, which set lrKernel.pf).
 // rowsPFOp, rowsName, rowsSpread, rowsSpreadDist and rowsSpreadPF are
 // variables so that a local experiment can print variants of the kernels
 // side by side in one file (different names) and time them alternately.
