@@ -40,8 +40,8 @@ type lrKernel struct {
 	// pf is the prefetch instruction of the step's streams ("": rowsPFOp).
 	// The Q8_0 kernels use PREFETCHT2 (rows_q80.go): on the Zen 4 host,
 	// measured against PREFETCHT0, it streamed an all-Q8_0 model's decode
-	// 10-15% faster on one thread, where the Q5_0 and K-quant kernels
-	// went as fast or slower.
+	// about 10% faster on one thread, where the Q5_0 and K-quant kernels
+	// went as fast or slower (docs/PERFORMANCE.md, sixteenth session).
 	pf    string
 	frame int // stack bytes the body uses, at 0..frame-1
 	// consts loads the constant registers once; zero clears the

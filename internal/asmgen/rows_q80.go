@@ -117,6 +117,7 @@ type lvKind struct {
 	// load writes pair i's weights as unsigned bytes into Z7: row ra's
 	// block (at R12) in the low 256 bits, rb's in the high ones.
 	load func(a *Asm, ra, rb string)
+	pf   string // the prefetch instruction (lrKernel.pf)
 }
 
 var (
@@ -125,7 +126,7 @@ var (
 		a.I("VMOVDQU64", fmt.Sprintf("2(%s)(R12*1), Y7", ra))
 		a.I("VINSERTI64X4", fmt.Sprintf("$1, 2(%s)(R12*1), Z7, Z7", rb))
 		a.I("VPXORD", "Z12, Z7, Z7")
-	}}
+	}, q80PF}
 	lvQ5_0 = lvKind{22, 0x10101010, func(a *Asm, ra, rb string) {
 		lvNibbles(a, 6, ra, rb)
 		// K1 = the 5th bits of ra (bits 0..31) and rb (32..63); +16 under it.
@@ -135,10 +136,10 @@ var (
 		a.I("ORQ", "R15, R14")
 		a.I("KMOVQ", "R14, K1")
 		a.I("VPADDB", "Z12, Z7, K1, Z7")
-	}}
+	}, ""}
 	lvQ4_0 = lvKind{18, 0x08080808, func(a *Asm, ra, rb string) {
 		lvNibbles(a, 2, ra, rb)
-	}}
+	}, ""}
 )
 
 // lvNibbles writes Z7 = the 32 nibbles of the blocks' 16 quant bytes at
@@ -191,12 +192,8 @@ func lvConsts(a *Asm) {
 // Z20.., the lvPair indices).
 func lvKernel(a *Asm, name string, t lvKind, pairs int) {
 	n := 2 * pairs
-	pf := ""
-	if t.bs == 34 {
-		pf = q80PF
-	}
 	lrKernel{
-		name: name, n: n, bs: t.bs, frame: 0, pf: pf,
+		name: name, n: n, bs: t.bs, frame: 0, pf: t.pf,
 		consts: func(a *Asm) {
 			for i := 0; i < pairs; i++ {
 				a.I("VMOVDQU64", fmt.Sprintf("lvPair%d<>(SB), Z%d", i, 20+i))
