@@ -101,9 +101,29 @@ func renderValues(t *jinja.Template, data map[string]jinja.Value) (out string, e
 var (
 	macroDefRE = regexp.MustCompile(`\{%[-+]?\s*macro\s+([A-Za-z_][A-Za-z0-9_]*)`)
 	macroEndRE = regexp.MustCompile(`\{%[-+]?\s*endmacro\b`)
-	// callRE finds a call: an identifier (not an attribute) and "(".
-	callRE = regexp.MustCompile(`(?:^|[^.\w])([A-Za-z_]\w*)\s*\(`)
+	// callRE finds an identifier followed by "(": a call, unless a "."
+	// comes before it (a method; see calledNames).
+	callRE = regexp.MustCompile(`\b([A-Za-z_]\w*)\s*\(`)
 )
+
+// calledNames returns the names called in src: identifiers followed by
+// "(" whose previous non-space character is not "." (x.items()). A filter
+// (x|name(1)) counts: the engine looks filters up in the scope, where a
+// macro of that name comes first.
+func calledNames(src string) []string {
+	var out []string
+	for _, m := range callRE.FindAllStringSubmatchIndex(src, -1) {
+		i := m[2] - 1
+		for i >= 0 && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r') {
+			i--
+		}
+		if i >= 0 && src[i] == '.' {
+			continue
+		}
+		out = append(out, src[m[2]:m[3]])
+	}
+	return out
+}
 
 // checkRecursion refuses a template whose macros call one another in a
 // cycle (a macro's body is the text up to its endmacro; a call is its
@@ -126,8 +146,8 @@ func checkRecursion(src string) error {
 		if e := macroEndRE.FindStringIndex(body); e != nil {
 			body = body[:e[0]]
 		}
-		for _, m := range callRE.FindAllStringSubmatch(body, -1) {
-			if id := m[1]; names[id] && !slices.Contains(calls[name], id) {
+		for _, id := range calledNames(body) {
+			if names[id] && !slices.Contains(calls[name], id) {
 				calls[name] = append(calls[name], id)
 			}
 		}
