@@ -20,7 +20,8 @@ import (
 //   - range is ours (shadowing the engine's), refusing more than
 //     maxRangeItems items;
 //   - Parse refuses a template whose macros call one another in a cycle
-//     (no chat template we know of recurses).
+//     by name (no chat template we know of recurses); a macro called
+//     through a variable holding it is not followed.
 //
 // What they cannot stop without a budget inside the engine: string
 // repetition by a huge count ('a' * 10**12) and loops nested deep enough
