@@ -105,14 +105,19 @@ var (
 	// callRE finds an identifier followed by "(": a call, unless a "."
 	// comes before it (a method; see calledNames).
 	callRE = regexp.MustCompile(`\b([A-Za-z_]\w*)\s*\(`)
+	// filterRE finds a filter, with or without arguments (x|name).
+	filterRE = regexp.MustCompile(`\|\s*([A-Za-z_]\w*)`)
 )
 
 // calledNames returns the names called in src: identifiers followed by
-// "(" whose previous non-space character is not "." (x.items()). A filter
-// (x|name(1)) counts: the engine looks filters up in the scope, where a
-// macro of that name comes first.
+// "(" whose previous non-space character is not "." (x.items()), and
+// filters (x|name, x|name(1)): the engine looks a filter it does not have
+// up in the scope, where a macro of that name is.
 func calledNames(src string) []string {
 	var out []string
+	for _, m := range filterRE.FindAllStringSubmatch(src, -1) {
+		out = append(out, m[1])
+	}
 	for _, m := range callRE.FindAllStringSubmatchIndex(src, -1) {
 		i := m[2] - 1
 		for i >= 0 && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r') {

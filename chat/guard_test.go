@@ -29,6 +29,7 @@ func TestGuards(t *testing.T) {
 			"macro a calls itself (a → b → a)", "", ""},
 		{"and-recursion", "{% macro f(n) %}{{ n > 0 and f(n - 1) }}{% endmacro %}{{ f(3) }}", "macro f calls itself", "", ""},
 		{"filter-recursion", "{% macro format(x) %}{{ '%d'|format(x) }}{% endmacro %}{{ format(7) }}", "macro format calls itself", "", ""},
+		{"filter-recursion-no-args", "{% macro shout(x) %}{{ x|shout }}{% endmacro %}{{ shout('a') }}", "macro shout calls itself", "", ""},
 		{"method-not-a-call", "{% macro items(d) %}{% for k, v in d. items() %}{{ k }}{% endfor %}{% endmacro %}{{ items({'a': 1}) }}", "", "", "a"},
 		{"range", "{% for i in range(3) %}{{ i }}{% endfor %}|{{ range(5, 0, -2)|join(',') }}|{{ range(2, 4)|list|length }}|{{ range(0)|length }}", "", "", "012|5,3,1|2|0"},
 		{"macros", "{% macro item(x) %}[{{ x.item }}]{% endmacro %}{% macro all(ms) %}{% for m in ms %}{{ item(m) }}{% endfor %}{% endmacro %}{{ all([{'item': 1}, {'item': 2}]) }}", "", "", "[1][2]"},
