@@ -258,13 +258,21 @@ func Tool() string {
 // requiredFeatures lists the CPU features (x/sys/cpu names) the plan's
 // weight layouts need: none for the GGUF's own layouts, which every kernel
 // tier reads; AVX2, FMA and F16C for the four-row layouts (pack-weights
-// avx2), whose only kernels are AVX2 ones. plan.CheckCPU refuses the plan
+// avx2), whose only kernels are AVX2 ones; those and AVX-512 F, BW, DQ,
+// VL and VNNI for the sixteen-row layouts (pack-weights avx512), whose
+// only kernels are AVX-512 VNNI ones. plan.CheckCPU refuses the plan
 // elsewhere.
 func requiredFeatures(g *ir.Graph) []string {
+	var req []string
 	for _, v := range g.Weights() {
-		if v.DType.PlanOnly() {
-			return []string{"avx2", "fma", "f16c"}
+		switch quant.GroupRows(v.DType) {
+		case 4:
+			if req == nil {
+				req = []string{"avx2", "fma", "f16c"}
+			}
+		case quant.R16Rows:
+			return []string{"avx2", "avx512bw", "avx512dq", "avx512f", "avx512vl", "avx512vnni", "f16c", "fma"}
 		}
 	}
-	return nil
+	return req
 }

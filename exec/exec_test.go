@@ -342,9 +342,9 @@ func (s packedSource) WeightBytes(name string) ([]byte, error) {
 		return nil, err
 	}
 	for _, v := range s.g.Weights() {
-		if plain := quant.UnpackedX4(v.DType); v.Source == name && plain != 0 {
+		if v.Source == name && quant.Unpacked(v.DType) != 0 {
 			out := make([]byte, len(b))
-			return out, quant.PackX4(plain, out, b, int(v.Shape[1]))
+			return out, quant.Pack(v.DType, out, b, int(v.Shape[1]))
 		}
 	}
 	return b, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/minfer/minfer/alloc"
+	"github.com/minfer/minfer/backends/cpu"
 	"github.com/minfer/minfer/compiler"
 	"github.com/minfer/minfer/exec"
 	"github.com/minfer/minfer/frontends/gguf"
@@ -20,8 +21,9 @@ import (
 )
 
 // compileSlots builds a fixture model's plan as minferc compile --slots
-// does (compiler.Slots), with a prefill batch of maxBatch rows.
-func compileSlots(t testing.TB, name string, kv quant.Type, maxBatch, slots int) compiled {
+// does (compiler.Slots), with a prefill batch of maxBatch rows (and its
+// weights packed for a tier, given one).
+func compileSlots(t testing.TB, name string, kv quant.Type, maxBatch, slots int, pack ...string) compiled {
 	t.Helper()
 	f, err := gguf.Open(fixtures.Path(t, "models", name+".gguf"))
 	if err != nil {
@@ -32,7 +34,11 @@ func compileSlots(t testing.TB, name string, kv quant.Type, maxBatch, slots int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := passes.Run(g, passes.Options{KVType: kv, Verify: true}); err != nil {
+	o := passes.Options{KVType: kv, Verify: true}
+	if len(pack) > 0 {
+		o.Pack = pack[0]
+	}
+	if err := passes.Run(g, o); err != nil {
 		t.Fatal(err)
 	}
 	mem, err := compiler.Slots(g, kv, maxBatch, slots)
@@ -64,7 +70,8 @@ func tr(seq, n, k int) part { return part{seq: seq, n: n, trunc: k} }
 // (cut into passes), logits not asked for, and slots truncated and reused,
 // give every sequence's logits bit-identical to evaluating it alone — each
 // in a fresh one-slot model fed the same tokens per call — with 1 and 2
-// threads, with every KV cache type.
+// threads, with every KV cache type, and with weights in the sixteen-row
+// layouts (pack-weights avx512) where their kernels run.
 func TestEvalSeqsMatchesAlone(t *testing.T) {
 	// Four slots; prompts of 3, 7, 12 and 20 tokens (the last longer than
 	// the 16-row batch); decode steps; a follow-up chunk while others
@@ -85,21 +92,32 @@ func TestEvalSeqsMatchesAlone(t *testing.T) {
 	cases := []struct {
 		model string
 		kv    quant.Type
+		pack  string
 	}{
-		{"qwen2-synth-q4_k_m", quant.F32},
-		{"qwen3-synth-q8_0", quant.F32},
-		{"llama-synth-q4_k", quant.F32},
-		{"llama-synth-f16", quant.F32},
-		{"qwen2-synth-q8_0", quant.F16},
-		{"qwen2-synth-q8_0", quant.Q8_0},
+		{"qwen2-synth-q4_k_m", quant.F32, ""},
+		{"qwen3-synth-q8_0", quant.F32, ""},
+		{"llama-synth-q4_k", quant.F32, ""},
+		{"llama-synth-f16", quant.F32, ""},
+		{"qwen2-synth-q8_0", quant.F16, ""},
+		{"qwen2-synth-q8_0", quant.Q8_0, ""},
+		{"qwen3-synth-q8_0", quant.F16, "avx512"},
+		{"llama-synth-q5_0", quant.F32, "avx512"},
 	}
 	for _, tc := range cases {
-		multi := compileSlots(t, tc.model, tc.kv, 16, 4)
-		alone := compileSlots(t, tc.model, tc.kv, 16, 1)
+		if _, err := cpu.NewMatMul(quant.Q8_0r16); tc.pack == "avx512" && err != nil {
+			t.Run(tc.model+"/"+tc.pack, func(t *testing.T) { t.Skipf("no sixteen-row kernels here: %v", err) })
+			continue
+		}
+		multi := compileSlots(t, tc.model, tc.kv, 16, 4, tc.pack)
+		alone := compileSlots(t, tc.model, tc.kv, 16, 1, tc.pack)
+		var msrc, asrc exec.WeightSource = multi.f, alone.f
+		if tc.pack != "" {
+			msrc, asrc = packedSource{multi.f, multi.g}, packedSource{alone.f, alone.g}
+		}
 		nv := multi.g.Params.NVocab
 		for _, threads := range []int{1, 2} {
-			t.Run(fmt.Sprintf("%s/kv-%s/t%d", tc.model, tc.kv, threads), func(t *testing.T) {
-				m, err := exec.New(multi.g, multi.mem, multi.f, exec.Config{Threads: threads})
+			t.Run(fmt.Sprintf("%s/kv-%s/t%d%s", tc.model, tc.kv, threads, map[bool]string{true: "/" + tc.pack}[tc.pack != ""]), func(t *testing.T) {
+				m, err := exec.New(multi.g, multi.mem, msrc, exec.Config{Threads: threads})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -114,7 +132,7 @@ func TestEvalSeqsMatchesAlone(t *testing.T) {
 					if s := singles[id]; s != nil {
 						return s
 					}
-					s, err := exec.New(alone.g, alone.mem, alone.f, exec.Config{Threads: threads})
+					s, err := exec.New(alone.g, alone.mem, asrc, exec.Config{Threads: threads})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -13,25 +13,35 @@ import (
 
 // TestPackWeights: with Pack "avx2" every Q5_0 (Q4_0) weight that only
 // mat-muls (as their weight) and row lookups (as their table: the token
-// embedding) read, with a multiple of 4 rows, becomes Q5_0x4 (Q4_0x4) and
-// its readers' kernels say so; the other types stay; without Pack nothing
-// changes; an unknown tier is an error.
+// embedding) read, with a multiple of 4 rows, becomes Q5_0x4 (Q4_0x4), and
+// with Pack "avx512" every such Q5_0 (Q8_0) weight with a multiple of 16
+// rows becomes Q5_0r16 (Q8_0r16), and its readers' kernels say so; the
+// other types stay; without Pack nothing changes; an unknown tier is an
+// error.
 func TestPackWeights(t *testing.T) {
 	for _, tc := range []struct {
 		model     string
+		tier      string
 		plain, x4 quant.Type
-	}{{"llama-synth-q5_0", quant.Q5_0, quant.Q5_0x4}, {"llama-synth-q4_0", quant.Q4_0, quant.Q4_0x4}} {
-		testPackWeights(t, tc.model, tc.plain, tc.x4)
+	}{
+		{"llama-synth-q5_0", "avx2", quant.Q5_0, quant.Q5_0x4},
+		{"llama-synth-q4_0", "avx2", quant.Q4_0, quant.Q4_0x4},
+		{"llama-synth-q5_0", "avx512", quant.Q5_0, quant.Q5_0r16},
+		{"llama-synth-q8_0", "avx512", quant.Q8_0, quant.Q8_0r16},
+		{"qwen2-synth-q8_0", "avx512", quant.Q8_0, quant.Q8_0r16},
+	} {
+		testPackWeights(t, tc.model, tc.tier, tc.plain, tc.x4)
 	}
 }
 
-func testPackWeights(t *testing.T, model string, plain, x4 quant.Type) {
+func testPackWeights(t *testing.T, model, tier string, plain, x4 quant.Type) {
+	rows := quant.GroupRows(x4)
 	f, err := gguf.Open(fixtures.Path(t, "models", model+".gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, pack := range []string{"", "avx2"} {
+	for _, pack := range []string{"", tier} {
 		g, err := gguf.BuildGraph(f)
 		if err != nil {
 			t.Fatal(err)
@@ -51,10 +61,10 @@ func testPackWeights(t *testing.T, model string, plain, x4 quant.Type) {
 					readable = false
 				}
 			}
-			want := v.DType == x4 || v.DType == plain && !(pack == "avx2" && readable && len(v.Shape) == 2 && v.Shape[0]%4 == 0)
+			want := v.DType == x4 || v.DType == plain && !(pack == tier && readable && len(v.Shape) == 2 && int(v.Shape[0])%rows == 0)
 			if v.DType == x4 {
 				packed++
-				want = pack == "avx2" && readable
+				want = pack == tier && readable
 				for _, n := range cons[v] {
 					if n.Op == ir.OpGetRows {
 						lookups++
@@ -71,8 +81,8 @@ func testPackWeights(t *testing.T, model string, plain, x4 quant.Type) {
 		switch {
 		case pack == "" && packed != 0:
 			t.Errorf("%s no pack: %d weights packed", model, packed)
-		case pack == "avx2" && (packed == 0 || lookups == 0):
-			t.Errorf("%s pack avx2: %d weights packed, %d of them looked up by rows (want both > 0: the embedding table packs too)", model, packed, lookups)
+		case pack == tier && (packed == 0 || lookups == 0):
+			t.Errorf("%s pack %s: %d weights packed, %d of them looked up by rows (want both > 0: the embedding table packs too)", model, tier, packed, lookups)
 		}
 	}
 	g, err := gguf.BuildGraph(f)

@@ -23,8 +23,10 @@ type Options struct {
 	// f32, f16 and q8_0 caches) instead of the non-flash ones.
 	FlashAttn bool
 	// Pack names the SIMD tier whose weight layouts pack-weights writes:
-	// "avx2" (Q5_0 mat-mul weights to Q5_0x4) or "" (none: the GGUF's
-	// layouts, which every tier reads).
+	// "avx2" (Q5_0 and Q4_0 mat-mul weights to Q5_0x4, Q4_0x4), "avx512"
+	// (Q8_0 and Q5_0 to Q8_0r16, Q5_0r16: another float order, see
+	// quant/r16.go) or "" (none: the GGUF's layouts, which every tier
+	// reads).
 	Pack string
 	// Verify runs ir.Verify after every pass (tests turn it on; the
 	// compiler verifies once at the end).
@@ -506,19 +508,25 @@ func selectKernels(g *ir.Graph, o *Options) error {
 // packWeights rewrites the type of Q5_0 and Q4_0 weights to Q5_0x4 and
 // Q4_0x4 (quant/q5_0x4.go, q4_0x4.go: the same bytes per row, four rows'
 // blocks together, which the AVX2 decode kernels read with about a quarter
-// fewer instructions) when o.Pack is "avx2": a tensor is packed when every
-// value reading it has the same such type and a multiple of 4 rows and
-// every reader is a mat-mul taking it as the weight or a row lookup taking
-// it as the table (a tied token embedding).
-// The plan writer then writes it packed; the tiers without AVX2 refuse such
-// a plan (cpu.NewMatMul names the recompile command).
+// fewer instructions) when o.Pack is "avx2", and Q8_0 and Q5_0 weights to
+// Q8_0r16 and Q5_0r16 (quant/r16.go: the same bytes per row, sixteen
+// rows together, for the AVX-512 VNNI kernels that put a row in each
+// lane; a different float order) when it is "avx512": a tensor is packed
+// when every value reading it has the same such type and a multiple of
+// the group's rows and every reader is a mat-mul taking it as the weight
+// or a row lookup taking it as the table (a tied token embedding).
+// The plan writer then writes it packed; the tiers without the layout's
+// kernels refuse such a plan (cpu.NewMatMul names the recompile command).
 func packWeights(g *ir.Graph, o *Options) error {
+	packed := quant.PackedX4
 	switch o.Pack {
 	case "":
 		return nil
 	case "avx2":
+	case "avx512":
+		packed = quant.PackedR16
 	default:
-		return fmt.Errorf("pack-weights: unknown tier %q (avx2, or none)", o.Pack)
+		return fmt.Errorf("pack-weights: unknown tier %q (avx2, avx512, or none)", o.Pack)
 	}
 	cons := g.Consumers()
 	bySource := map[string][]*ir.Value{}
@@ -531,10 +539,10 @@ func packWeights(g *ir.Graph, o *Options) error {
 	}
 	for _, src := range order {
 		vs := bySource[src]
-		to := quant.PackedX4(vs[0].DType)
+		to := packed(vs[0].DType)
 		ok := to != 0
 		for _, v := range vs {
-			if v.DType != vs[0].DType || len(v.Shape) != 2 || v.Shape[0]%4 != 0 || len(cons[v]) == 0 {
+			if v.DType != vs[0].DType || len(v.Shape) != 2 || v.Shape[0]%ir.Dim(max(1, quant.GroupRows(to))) != 0 || len(cons[v]) == 0 {
 				ok = false
 			}
 			for _, n := range cons[v] {

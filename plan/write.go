@@ -199,11 +199,11 @@ func Write(path string, p *Plan, src WeightSource, progress func(done, total int
 		var sum uint32
 		var done int64
 		for i, b := range blobs {
-			if plain := quant.UnpackedX4(specs[i].typ); plain != 0 {
+			if quant.Unpacked(specs[i].typ) != 0 {
 				// the source holds plain rows (the pack-weights pass changed
-				// only the type): written packed, four rows at a time
+				// only the type): written packed, a group of rows at a time
 				packed := make([]byte, len(b))
-				if err := quant.PackX4(plain, packed, b, int(specs[i].k)); err != nil {
+				if err := quant.Pack(specs[i].typ, packed, b, int(specs[i].k)); err != nil {
 					return fmt.Errorf("plan: weight %q: %w", specs[i].name, err)
 				}
 				b = packed

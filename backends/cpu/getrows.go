@@ -23,8 +23,8 @@ type GetRowsFunc func(y []float32, table []byte, cols int, ids []int32, r0, r1 i
 // GetRowsQuant returns the row gather for a table (token embeddings) of
 // type t, or an error naming the type when it cannot be dequantized.
 func GetRowsQuant(t quant.Type) (GetRowsFunc, error) {
-	if plain := quant.UnpackedX4(t); plain != 0 {
-		return getRowsX4(t, plain), nil
+	if plain := quant.Unpacked(t); plain != 0 {
+		return getRowsPacked(t, plain), nil
 	}
 	deq := quant.DequantFor(t)
 	if deq == nil {
@@ -40,15 +40,16 @@ func GetRowsQuant(t quant.Type) (GetRowsFunc, error) {
 	}, nil
 }
 
-// x4RowBufs holds one row of plain blocks for getRowsX4 (no allocation in
-// a decode step's lookup).
+// x4RowBufs holds one row of plain blocks for getRowsPacked (no
+// allocation in a decode step's lookup).
 var x4RowBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// getRowsX4 is the row gather of a table in a four-row layout (x4, of
-// type plain's blocks): each row unpacked from its group
-// (quant.UnpackRowX4), then dequantized as plain — the same floats as the
-// table's unpacked rows.
-func getRowsX4(x4, plain quant.Type) GetRowsFunc {
+// getRowsPacked is the row gather of a table in a plan-only layout (x4,
+// four or sixteen rows of type plain's blocks together): each row unpacked
+// from its group (quant.UnpackRow), then dequantized as plain — the same
+// floats as the table's unpacked rows.
+func getRowsPacked(x4, plain quant.Type) GetRowsFunc {
+	gr := quant.GroupRows(x4)
 	deq := quant.DequantFor(plain)
 	ts := plain.TypeSize()
 	return func(y []float32, table []byte, cols int, ids []int32, r0, r1 int) {
@@ -61,8 +62,8 @@ func getRowsX4(x4, plain quant.Type) GetRowsFunc {
 		row := (*bp)[:rs]
 		for r := r0; r < r1; r++ {
 			id := int(ids[r])
-			g := id / 4
-			if err := quant.UnpackRowX4(x4, row, table[g*4*rs:(g+1)*4*rs], nb, id%4); err != nil {
+			g := id / gr
+			if err := quant.UnpackRow(x4, row, table[g*gr*rs:(g+1)*gr*rs], nb, id%gr); err != nil {
 				panic("cpu get_rows: " + err.Error())
 			}
 			deq(row, y[r*cols:(r+1)*cols])

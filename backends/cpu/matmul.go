@@ -39,9 +39,13 @@ func NewMatMul(weight quant.Type) (*MatMul, error) {
 	if weight.PlanOnly() {
 		// minfer's own layouts have SIMD kernels only (no pure-Go dot).
 		if rowKernels[weight] == nil {
-			return nil, fmt.Errorf("cpu mat-mul: %s weights are %s packed by minferc's pack-weights pass for the AVX2 tier, "+
-				"and this CPU or build has no AVX2 (+FMA, F16C) kernels for them: recompile the plan with "+
-				"`minferc compile --pack-weights none MODEL.gguf -o PLAN`", weight, quant.UnpackedX4(weight))
+			tier := "AVX2 (+FMA, F16C)"
+			if quant.GroupRows(weight) == quant.R16Rows {
+				tier = "AVX-512 VNNI"
+			}
+			return nil, fmt.Errorf("cpu mat-mul: %s weights are %s packed by minferc's pack-weights pass for the %s tier, "+
+				"and this CPU or build has no %s kernels for them: recompile the plan with "+
+				"`minferc compile --pack-weights none MODEL.gguf -o PLAN`", weight, quant.Unpacked(weight), tier, tier)
 		}
 	} else if k.quantize == nil || k.dot == nil {
 		return nil, fmt.Errorf("cpu mat-mul: unsupported weight type %s (no %s×%s dot kernel)", weight, weight, vdt)

@@ -2,13 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/minfer/minfer/backends/cpu"
 	"github.com/minfer/minfer/internal/fixtures"
 	"github.com/minfer/minfer/plan"
 	"github.com/minfer/minfer/quant"
@@ -101,5 +104,77 @@ func TestPackedPlan(t *testing.T) {
 	cc := CompileCmd{Model: fixtures.Path(t, "models", "llama-synth-q5_0.gguf"), Out: filepath.Join(dir, "ref.plan"), MaxBatch: 512, KVType: "f32", Weights: "ref", PackWeights: "avx2", Quiet: true}
 	if err := cc.Run(); err == nil || !strings.Contains(err.Error(), "embedded") {
 		t.Fatalf("--pack-weights avx2 --weights ref: %v, want a refusal", err)
+	}
+}
+
+// TestR16Plan: a plan compiled with --pack-weights avx512 holds Q5_0 and
+// Q8_0 mat-mul weights in the sixteen-row layouts and requires AVX-512
+// VNNI; on a CPU with it the plan runs, the same logits at 1 and 2
+// threads; a child on the AVX2 tier (MINFER_NO_AVX512=1) refuses it naming
+// the recompile command, as a CPU without the features does at open; and
+// weights referenced in the GGUF cannot be packed.
+func TestR16Plan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the sixteen-row layouts have AVX-512 VNNI kernels only: an amd64 test")
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"llama-synth-q5_0", "qwen3-synth-q8_0"} {
+		model := fixtures.Path(t, "models", name+".gguf")
+		p := filepath.Join(dir, name+".plan")
+		cc := CompileCmd{Model: model, Out: p, MaxBatch: 512, KVType: "f16", Weights: "embed", PackWeights: "avx512", Quiet: true}
+		if err := cc.Run(); err != nil {
+			t.Fatal(err)
+		}
+		l, err := plan.Open(p)
+		if err != nil {
+			// A CPU without the tier refuses the plan at open.
+			if !strings.Contains(err.Error(), "--pack-weights none") {
+				t.Fatalf("%s: open: %v, want a refusal naming --pack-weights none", name, err)
+			}
+			t.Skipf("this CPU lacks the AVX-512 VNNI tier: %v", err)
+		}
+		packed := 0
+		for _, e := range l.Index {
+			if e.Type == quant.Q5_0r16.String() || e.Type == quant.Q8_0r16.String() {
+				packed++
+			}
+		}
+		req := l.CPU.Required
+		l.Close()
+		if packed == 0 || !slices.Contains(req, "avx512vnni") {
+			t.Fatalf("%s: %d tensors packed, required features %v", name, packed, req)
+		}
+		if _, err := cpu.NewMatMul(quant.Q8_0r16); err != nil {
+			t.Skipf("no sixteen-row kernels in this process: %v", err)
+		}
+		var logits [][]byte
+		for _, threads := range []int{1, 2} {
+			out := filepath.Join(dir, fmt.Sprintf("%s.t%d.f32", name, threads))
+			ec := ExecCmd{Plan: p, GenFlags: GenFlags{Tokens: fixtureTokens, LogitsOut: out, Threads: threads}}
+			if err := ec.Run(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits = append(logits, b)
+		}
+		if !bytes.Equal(logits[0], logits[1]) {
+			t.Fatalf("%s: -t 1 and -t 2 logits differ", name)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTierChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), tierChildEnv+"="+p+"|"+filepath.Join(dir, "child.f32")+"|0", "MINFER_NO_AVX512=1")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !bytes.Contains(out, []byte("--pack-weights none")) || !bytes.Contains(out, []byte("AVX-512 VNNI")) {
+			t.Fatalf("%s on the AVX2 tier: want a refusal naming AVX-512 VNNI and --pack-weights none, got err %v:\n%s", name, err, out)
+		}
+	}
+	cc := CompileCmd{Model: fixtures.Path(t, "models", "llama-synth-q5_0.gguf"), Out: filepath.Join(dir, "ref.plan"), MaxBatch: 512, KVType: "f32", Weights: "ref", PackWeights: "avx512", Quiet: true}
+	if err := cc.Run(); err == nil || !strings.Contains(err.Error(), "embedded") {
+		t.Fatalf("--pack-weights avx512 --weights ref: %v, want a refusal", err)
 	}
 }

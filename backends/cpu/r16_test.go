@@ -1,0 +1,189 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/minfer/minfer/quant"
+)
+
+// TestR16Kernels checks the sixteen-row layouts' kernels, through
+// MatMul.Run (M = 1 the row kernel, 2..8 the small-M kernel, more in
+// chunks), bit for bit against quant.DotR16: random, raw-byte and extreme
+// weights, K from one block up, row ranges that cut tiles at either end.
+func TestR16Kernels(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("the AVX-512 VNNI tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it")
+	}
+	r := rand.New(rand.NewPCG(16, 17))
+	const N = 64
+	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0} {
+		pt := quant.PackedR16(plain)
+		k, err := NewMatMul(pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, K := range []int{32, 96, 896, 4864} {
+			for kind := 0; kind < 3; kind++ {
+				src, wrb := rowTestWeights(t, r, plain, N, K, kind)
+				w := make([]byte, len(src))
+				if err := quant.Pack(pt, w, src, K); err != nil {
+					t.Fatal(err)
+				}
+				nb := K / quant.QK
+				arb := k.ActRowBytes(K)
+				for _, M := range []int{1, 2, 3, 4, 5, 6, 7, 8, 11} {
+					x := make([]float32, M*K)
+					for i := range x {
+						x[i] = float32(r.NormFloat64())
+					}
+					if M > 2 {
+						clear(x[K : 2*K]) // a zero row
+					}
+					act := make([]byte, M*arb)
+					k.QuantizeRows(x, K, 0, M, act)
+					want := make([]float32, M*N)
+					for m := 0; m < M; m++ {
+						for g := 0; g < N/16; g++ {
+							quant.DotR16(pt, w[g*16*wrb:], act[m*arb:], nb, want[m*N+16*g:])
+						}
+					}
+					for _, rg := range [][2]int{{0, N}, {5, 59}, {16, 48}, {3, 13}, {20, 21}} {
+						n0, n1 := rg[0], rg[1]
+						y := make([]float32, M*N)
+						for i := range y {
+							y[i] = float32(math.NaN())
+						}
+						k.Run(K, w, act, M, y, N, n0, n1)
+						for m := 0; m < M; m++ {
+							for n := 0; n < N; n++ {
+								got, exp := y[m*N+n], want[m*N+n]
+								in := n >= n0 && n < n1
+								if in && math.Float32bits(got) != math.Float32bits(exp) {
+									t.Fatalf("%s K=%d kind %d M=%d rows %d..%d: y[%d][%d] = %v, want %v", pt, K, kind, M, n0, n1, m, n, got, exp)
+								}
+								if !in && !math.IsNaN(float64(got)) {
+									t.Fatalf("%s K=%d M=%d rows %d..%d: y[%d][%d] written outside the range", pt, K, M, n0, n1, m, n)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkR16 times the sixteen-row kernels against the GGUF-layout
+// kernels of the same type (the path MatMul.Run takes for each), per
+// weight row, for the small-M counts of a batched decode step.
+func BenchmarkR16(b *testing.B) {
+	const N = 896
+	r := rand.New(rand.NewPCG(18, 19))
+	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0} {
+		for _, K := range []int{896, 4864} {
+			src, _ := rowTestWeights(b, r, plain, N, K, 0)
+			packed := make([]byte, len(src))
+			pt := quant.PackedR16(plain)
+			if err := quant.Pack(pt, packed, src, K); err != nil {
+				b.Fatal(err)
+			}
+			for _, wt := range []quant.Type{plain, pt} {
+				k, err := NewMatMul(wt)
+				if err != nil {
+					b.Skip(err)
+				}
+				w := src
+				if wt == pt {
+					w = packed
+				}
+				arb := k.ActRowBytes(K)
+				for _, M := range []int{1, 2, 4, 8} {
+					x := make([]float32, M*K)
+					for i := range x {
+						x[i] = float32(r.NormFloat64())
+					}
+					act := make([]byte, M*arb)
+					k.QuantizeRows(x, K, 0, M, act)
+					y := make([]float32, M*N)
+					b.Run(fmt.Sprintf("%s/K=%d/M=%d", wt, K, M), func(b *testing.B) {
+						for b.Loop() {
+							k.Run(K, w, act, M, y, N, 0, N)
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N, "ns/row")
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkR16Decode is BenchmarkDecode's dram case for the sixteen-row
+// layouts beside their GGUF-layout kernels: one activation row against a
+// 1 GiB matrix out of cache (MatMul.Run, as a decode step), weight GB/s of
+// the thread's CPU time, next to a plain streaming read of the same bytes
+// (readGB/s) and their ratio.
+func BenchmarkR16Decode(b *testing.B) {
+	r := rand.New(rand.NewPCG(20, 21))
+	parent := b
+	var dram []byte
+	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0} {
+		for _, K := range []int{896, 4864} {
+			for _, wt := range []quant.Type{plain, quant.PackedR16(plain)} {
+				b.Run(fmt.Sprintf("%s/K%d", wt, K), func(b *testing.B) {
+					mm, err := NewMatMul(wt)
+					if err != nil {
+						b.Skip(err)
+					}
+					if dram == nil {
+						dram = benchBytes(parent, dramBytes)
+					}
+					wrb := mm.WeightRowBytes(K)
+					tile := quantWeights(b, r, plain, 64, K)
+					if wt != plain {
+						p := make([]byte, len(tile))
+						if err := quant.Pack(wt, p, tile, K); err != nil {
+							b.Fatal(err)
+						}
+						tile = p
+					}
+					N := len(dram) / len(tile) * 64
+					w := dram[:N*wrb]
+					for off := 0; off < len(w); off += len(tile) {
+						copy(w[off:], tile)
+					}
+					act := make([]byte, mm.ActRowBytes(K))
+					mm.QuantizeRows(randVec(r, K, 1), K, 0, 1, act)
+					y := make([]float32, N)
+					nr := len(w) &^ 255
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					var kernNs, readNs int64
+					var s uint64
+					for b.Loop() {
+						t0 := threadCPU()
+						mm.Run(K, w, act, 1, y, N, 0, N)
+						t1 := threadCPU()
+						s += streamSumAVX512(&w[0], nr)
+						t2 := threadCPU()
+						kernNs += t1 - t0
+						readNs += t2 - t1
+					}
+					if s == 1 {
+						b.Log(s)
+					}
+					gbs := float64(len(w)) * float64(b.N) / float64(kernNs)
+					rgbs := float64(nr) * float64(b.N) / float64(readNs)
+					b.ReportMetric(gbs, "GB/s")
+					b.ReportMetric(rgbs, "readGB/s")
+					b.ReportMetric(gbs/rgbs, "ratio")
+				})
+			}
+		}
+	}
+}

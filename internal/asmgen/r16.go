@@ -1,0 +1,196 @@
+package main
+
+import "fmt"
+
+// Row-parallel mat-mul kernels on ZMM for AVX-512 VNNI (r16_amd64.s) on
+// the sixteen-row layouts Q8_0r16 and Q5_0r16 (quant/r16.go): sixteen
+// weight rows in the sixteen 32-bit lanes of a register, against 1..8
+// Q8_0 activation rows.
+//
+// Per block of a tile, the weights are made unsigned bytes u = x+128 in
+// eight registers W0..W7 (group k: each row's elements 4k..4k+3): Q8_0r16
+// stores them so (eight loads); Q5_0r16 stores the nibbles and the fifth
+// bits (per pair of groups c, c+4: one load, one shift, two VPTERNLOGD
+// (nib & 0x0F) | 0x70, two masked adds of 0x10 under the stored masks).
+// Per activation row t, the int32 accumulator starts at the record's
+// -128·Σy (the activation quants' sum, which turns Σ u·y into Σ x·y) and
+// eight VPDPBUSD, each against four of the row's quants broadcast
+// (m32bcst, straight from the Q8_0 block), leave every weight row's exact
+// block sum in its lane; then one VCVTDQ2PS, the 16 products d_w·d_a (the
+// block's 16 scales, converted once, times the record's d_a broadcast) and
+// one FMA into the row's float accumulator — the order of quant.DotR16.
+// So per (16 weight rows, activation row, block) 12 instructions, and per
+// block of the tile the weight unpack once for all activation rows.
+//
+//	func r16<T>m<M>(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
+//
+// w: the first tile (tiles tiles one after the other, each 16·nb·(34 or
+// 22) bytes); a: activation row 0 (Q8_0, nb blocks; row t at t·arb
+// bytes); rec: per block b and activation row t at 8·(b·M+t) the int32
+// -128·Σ of the block's 32 quants and d_a as float32; y: output of tile 0,
+// activation row 0 (16 floats; activation row t's at t·ldy floats, tile
+// i's 16 floats further each).
+//
+// Registers: Z0..Z7 the weights, Z8..Z15 the float accumulators of the
+// activation rows, Z16..Z23 their int32 block sums, Z24 the block's 16
+// d_w, Z25, Z26 products, Z28..Z30 bytes 0x0F, 0x70, 0x10 (Q5_0r16); K1,
+// K2 the fifth bits. AX the block's quants, DX its scales, DI its records,
+// BX blocks left, SI activation row 0's block (rows 3, 5 and 7 from R9 =
+// SI+3·arb), R10 arb, R11 6·arb, R8 nb, CX tiles left, R12 the tile's
+// output, R13 ldy in bytes, R14 a, R15 rec.
+
+// r16PFDist is how far ahead of a block's quants the kernels prefetch, into
+// L2 (PREFETCHT2, every line of the block and its scales): measured
+// (BenchmarkR16Decode, one activation row over a 1 GiB matrix), PREFETCHT0
+// at any distance runs out of the L1's miss buffers (the prefetches
+// themselves stall) and reads 10-15 GB/s at K=896; PREFETCHT2 at 8-32 KiB
+// reads 18-21 GB/s, the GGUF-layout kernels' rate.
+const r16PFDist = 16384
+
+func init() {
+	register("r16_amd64.s", "amd64 && !purego", genR16)
+}
+
+func genR16(a *Asm) {
+	a.Blank()
+	a.Comment(`Row-parallel mat-mul kernels on ZMM (AVX-512 VNNI) for the sixteen-row
+layouts Q8_0r16 and Q5_0r16 against 1..8 Q8_0 activation rows; see
+internal/asmgen/r16.go (the generator), quant/r16.go (the layouts and the
+oracle) and backends/cpu/r16_amd64.go (the Go side).`)
+	for _, t := range []string{"Q8_0", "Q5_0"} {
+		for m := 1; m <= 8; m++ {
+			genR16Kernel(a, t, m)
+		}
+	}
+}
+
+// r16Act is the address of activation row t's bytes at displacement d of
+// the current block.
+func r16Act(t, d int) string {
+	switch t {
+	case 0:
+		return fmt.Sprintf("%d(SI)", d)
+	case 1:
+		return fmt.Sprintf("%d(SI)(R10*1)", d)
+	case 2:
+		return fmt.Sprintf("%d(SI)(R10*2)", d)
+	case 3:
+		return fmt.Sprintf("%d(R9)", d)
+	case 4:
+		return fmt.Sprintf("%d(SI)(R10*4)", d)
+	case 5:
+		return fmt.Sprintf("%d(R9)(R10*2)", d)
+	case 6:
+		return fmt.Sprintf("%d(SI)(R11*1)", d)
+	default:
+		return fmt.Sprintf("%d(R9)(R10*4)", d)
+	}
+}
+
+func genR16Kernel(a *Asm, typ string, M int) {
+	name := fmt.Sprintf("r16%sm%d", typ, M)
+	lbl := fmt.Sprintf("r16%s_%d", map[string]string{"Q8_0": "q80", "Q5_0": "q50"}[typ], M)
+	qb := 512
+	if typ == "Q5_0" {
+		qb = 320
+	}
+	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
+	a.Text(name, 0, 64)
+	a.I("MOVQ", "w+0(FP), AX")
+	a.I("MOVQ", "nb+8(FP), R8")
+	a.I("MOVQ", "a+16(FP), R14")
+	a.I("MOVQ", "arb+24(FP), R10")
+	a.I("MOVQ", "rec+32(FP), R15")
+	a.I("MOVQ", "y+40(FP), R12")
+	a.I("MOVQ", "ldy+48(FP), R13")
+	a.I("SHLQ", "$2, R13")
+	a.I("MOVQ", "tiles+56(FP), CX")
+	a.I("TESTQ", "CX, CX")
+	a.I("JZ", lbl+"_done")
+	a.I("TESTQ", "R8, R8")
+	a.I("JZ", lbl+"_done")
+	if M > 6 {
+		a.I("LEAQ", "(R10)(R10*2), R11")
+		a.I("SHLQ", "$1, R11")
+	}
+	if typ == "Q5_0" {
+		for i, c := range []string{"0x0F0F0F0F", "0x70707070", "0x10101010"} {
+			a.I("MOVL", "$"+c+", BX")
+			a.I("VPBROADCASTD", "BX, "+z(28+i))
+		}
+	}
+	a.Label(lbl + "_tile")
+	for t := 0; t < M; t++ {
+		a.I("VPXORD", z(8+t)+", "+z(8+t)+", "+z(8+t))
+	}
+	a.I("MOVQ", "AX, DX")
+	a.I("MOVQ", "R8, BX")
+	a.I("SHLQ", "$5, BX")
+	a.I("ADDQ", "BX, AX")
+	a.I("MOVQ", "R14, SI")
+	if M > 3 {
+		a.I("LEAQ", "(SI)(R10*2), R9")
+		a.I("ADDQ", "R10, R9")
+	}
+	a.I("MOVQ", "R15, DI")
+	a.I("MOVQ", "R8, BX")
+	a.Label(lbl + "_blk")
+	for o := 0; o < qb; o += 64 {
+		a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", r16PFDist+o))
+	}
+	a.I("PREFETCHT2", fmt.Sprintf("%d(DX)", r16PFDist/16))
+	a.I("VCVTPH2PS", "(DX), Z24")
+	if typ == "Q8_0" {
+		for k := 0; k < 8; k++ {
+			a.I("VMOVDQU64", fmt.Sprintf("%d(AX), %s", 64*k, z(k)))
+		}
+	} else {
+		for c := 0; c < 4; c++ {
+			lo, hi := z(c), z(c+4)
+			a.I("VMOVDQU64", fmt.Sprintf("%d(AX), %s", 64+64*c, lo))
+			a.I("VPSRLW", "$4, "+lo+", "+hi)
+			a.I("VPTERNLOGD", "$0xEA, Z29, Z28, "+lo)
+			a.I("VPTERNLOGD", "$0xEA, Z29, Z28, "+hi)
+			a.I("KMOVQ", fmt.Sprintf("%d(AX), K1", 8*c))
+			a.I("KMOVQ", fmt.Sprintf("%d(AX), K2", 8*(c+4)))
+			a.I("VPADDB", "Z30, "+lo+", K1, "+lo)
+			a.I("VPADDB", "Z30, "+hi+", K2, "+hi)
+		}
+	}
+	for t := 0; t < M; t++ {
+		a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), %s", 8*t, z(16+t)))
+	}
+	for k := 0; k < 8; k++ {
+		for t := 0; t < M; t++ {
+			a.I("VPDPBUSD.BCST", r16Act(t, 2+4*k)+", "+z(k)+", "+z(16+t))
+		}
+	}
+	for t := 0; t < M; t++ {
+		p := z(25 + t%2)
+		a.I("VCVTDQ2PS", z(16+t)+", "+z(16+t))
+		a.I("VMULPS.BCST", fmt.Sprintf("%d(DI), Z24, %s", 4+8*t, p))
+		a.I("VFMADD231PS", p+", "+z(16+t)+", "+z(8+t))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", qb))
+	a.I("ADDQ", "$32, DX")
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", 8*M))
+	a.I("ADDQ", "$34, SI")
+	if M > 3 {
+		a.I("ADDQ", "$34, R9")
+	}
+	a.I("DECQ", "BX")
+	a.I("JNZ", lbl+"_blk")
+	a.I("MOVQ", "R12, BX")
+	for t := 0; t < M; t++ {
+		a.I("VMOVUPS", z(8+t)+", (BX)")
+		if t < M-1 {
+			a.I("ADDQ", "R13, BX")
+		}
+	}
+	a.I("ADDQ", "$64, R12")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"_tile")
+	a.Label(lbl + "_done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
