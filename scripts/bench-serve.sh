@@ -17,6 +17,8 @@
 #   -n N                  tokens per request (default 128)
 #   -c LIST               client counts (default 1,4,8)
 #   -r N                  requests per client per level (default 2)
+#   --pack-weights T      minfer serve --pack-weights T for a GGUF (none, avx2, avx512: weight
+#                         layouts packed at load; a plan has the layouts it was compiled with)
 #   --tier avx2|native    minfer's SIMD tier (avx2: AVX2+FMA+F16C only, MINFER_NO_AVX512=1 MINFER_NO_AVXVNNI=1)
 #   --all-tokens          do not send the logit_bias that keeps random-weight output valid UTF-8
 #                         (by default every request to both servers bans, with -100, the tokens
@@ -36,6 +38,7 @@ n=128
 levels=1,4,8
 reqs=2
 tier=native
+pack=none
 textonly=1
 model=""
 while [ $# -gt 0 ]; do
@@ -48,9 +51,10 @@ while [ $# -gt 0 ]; do
     -c) levels=$2; shift 2 ;;
     -r) reqs=$2; shift 2 ;;
     --tier) tier=$2; shift 2 ;;
+    --pack-weights) pack=$2; shift 2 ;;
     --all-tokens) textonly=0; shift ;;
     --ban-invalid-utf8) textonly=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) model=$1; shift ;;
   esac
@@ -82,9 +86,9 @@ bench() { # label url
 }
 
 port=$((20000 + RANDOM % 20000))
-echo "minfer serve $model -t $threads (tier $tier), $n tokens per request"
+echo "minfer serve $model -t $threads (tier $tier, pack-weights $pack), $n tokens per request"
 ctxflag=()
-case "$model" in *.gguf) ctxflag=(-c "$ctx" --parallel "$slots") ;; esac
+case "$model" in *.gguf) ctxflag=(-c "$ctx" --parallel "$slots" --pack-weights "$pack") ;; esac
 env "${envs[@]}" "$minfer" serve "$model" --addr "127.0.0.1:$port" -t "$threads" "${ctxflag[@]}" --log-format json 2>"$out/minfer-serve.log" &
 pid=$!
 wait_health "http://127.0.0.1:$port" "$out/minfer-serve.log"

@@ -54,7 +54,7 @@ type chatModel struct {
 }
 
 // loadChatModel opens a plan, or compiles a GGUF in memory.
-func loadChatModel(path string, noVerify bool, nctx int, kv string, fa bool, threads, slots int, withCache bool) (*chatModel, error) {
+func loadChatModel(path string, noVerify bool, nctx int, kv string, fa bool, threads, slots int, withCache bool, pack string) (*chatModel, error) {
 	kind, err := fileKind(path)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func loadChatModel(path string, noVerify bool, nctx int, kv string, fa bool, thr
 		if err != nil {
 			return nil, err
 		}
-		s, closeFn, err := ggufSession(f, false, nctx, kv, fa, threads, slots)
+		s, closeFn, err := ggufSession(f, false, nctx, kv, fa, threads, slots, pack)
 		if err != nil {
 			f.Close()
 			return nil, err
@@ -150,6 +150,7 @@ type ChatCmd struct {
 	NCtx        int           `help:"KV cache positions for a GGUF (0: the model's, at most 4096)." name:"n-ctx"`
 	KVType      string        `help:"KV cache type for a GGUF: f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
 	FlashAttn   string        `help:"Flash attention for a GGUF (also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
+	PackWeights string        `help:"Weight layouts for a SIMD tier for a GGUF, packed at load into memory: none, avx2 or avx512 (see minferc compile --pack-weights)." default:"none" name:"pack-weights" enum:"none,avx2,avx512"`
 	TokenDelay  time.Duration `help:"Pause after each streamed piece (demos and the Ctrl-C test)." name:"token-delay" hidden:""`
 	TemplateFlags
 	SamplingFlags
@@ -200,7 +201,7 @@ func (c *ChatCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, fa, g.threads(), 1, c.PromptCache != "")
+	cm, err := loadChatModel(c.Model, c.NoVerify, c.NCtx, c.KVType, fa, g.threads(), 1, c.PromptCache != "", c.PackWeights)
 	if err != nil {
 		return err
 	}

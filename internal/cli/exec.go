@@ -281,11 +281,12 @@ func (c *ExecCmd) Run() error {
 
 // RunCmd is `minfer run`: a GGUF model without a plan file.
 type RunCmd struct {
-	Model     string `arg:"" help:"GGUF model." type:"existingfile"`
-	Reference bool   `help:"Use the scalar reference executor (the oracle) instead of the compiled one."`
-	NCtx      int    `short:"c" help:"KV cache positions (0: the model's, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
-	KVType    string `help:"KV cache type (compiled path): f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
-	FlashAttn string `help:"Flash attention (compiled path, also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
+	Model       string `arg:"" help:"GGUF model." type:"existingfile"`
+	Reference   bool   `help:"Use the scalar reference executor (the oracle) instead of the compiled one."`
+	NCtx        int    `short:"c" help:"KV cache positions (0: the model's, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
+	KVType      string `help:"KV cache type (compiled path): f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
+	FlashAttn   string `help:"Flash attention (compiled path, also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
+	PackWeights string `help:"Weight layouts for a SIMD tier (compiled path), packed at load into memory: none, avx2 or avx512 (see minferc compile --pack-weights)." default:"none" name:"pack-weights" enum:"none,avx2,avx512"`
 	CacheTypeFlags
 	GenFlags
 }
@@ -318,7 +319,7 @@ func (c *RunCmd) Run() error {
 	if !c.Reference {
 		warnContext(os.Stderr, f, c.NCtx)
 	}
-	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, fa, c.threads(), 1)
+	s, closeFn, err := ggufSession(f, c.Reference, c.NCtx, kv, fa, c.threads(), 1, c.PackWeights)
 	if err != nil {
 		return err
 	}
@@ -327,9 +328,10 @@ func (c *RunCmd) Run() error {
 	return s.run(&c.GenFlags, os.Stdout)
 }
 
-// ggufSession compiles f in memory (slots KV regions; 0 means 1) or, with
-// ref, wraps it in the reference interpreter.
-func ggufSession(f *gguf.File, ref bool, nctx int, kv string, fa bool, threads, slots int) (*session, func(), error) {
+// ggufSession compiles f in memory (slots KV regions; 0 means 1; weights
+// packed for the tier pack names, "" or "none" for none) or, with ref,
+// wraps it in the reference interpreter.
+func ggufSession(f *gguf.File, ref bool, nctx int, kv string, fa bool, threads, slots int, pack string) (*session, func(), error) {
 	s := &session{samp: sample.DefaultParams()}
 	setTok := func(g *ir.Graph) error {
 		v, err := compiler.Vocab(f, g)
@@ -358,7 +360,10 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, fa bool, threads, 
 		s.model, s.graph, s.nctx, s.nvocab = m, g, g.Params.NCtx, g.Params.NVocab
 		return s, func() {}, nil
 	}
-	g, kvt, err := compiler.Graph(f, compiler.Options{NCtx: nctx, KVType: kv, FlashAttn: fa})
+	if pack == "none" {
+		pack = ""
+	}
+	g, kvt, err := compiler.Graph(f, compiler.Options{NCtx: nctx, KVType: kv, FlashAttn: fa, PackWeights: pack})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -369,7 +374,11 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, fa bool, threads, 
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := exec.New(g, mem, f, exec.Config{Threads: threads, WeightFiles: f.Path})
+	var ws exec.WeightSource = f
+	if pack != "" {
+		ws = compiler.PackedSource{Src: f, G: g}
+	}
+	m, err := exec.New(g, mem, ws, exec.Config{Threads: threads, WeightFiles: f.Path})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -110,7 +110,8 @@ func TestPackedPlan(t *testing.T) {
 // TestR16Plan: a plan compiled with --pack-weights avx512 holds Q5_0 and
 // Q8_0 mat-mul weights in the sixteen-row layouts and requires AVX-512
 // VNNI; on a CPU with it the plan runs, the same logits at 1 and 2
-// threads; a child on the AVX2 tier (MINFER_NO_AVX512=1) refuses it naming
+// threads, and so does the GGUF compiled in memory with the weights packed
+// at load (run --pack-weights avx512); a child on the AVX2 tier (MINFER_NO_AVX512=1) refuses it naming
 // the recompile command, as a CPU without the features does at open; and
 // weights referenced in the GGUF cannot be packed.
 func TestR16Plan(t *testing.T) {
@@ -165,6 +166,17 @@ func TestR16Plan(t *testing.T) {
 		}
 		if !bytes.Equal(logits[0], logits[1]) {
 			t.Fatalf("%s: -t 1 and -t 2 logits differ", name)
+		}
+		// The GGUF compiled in memory with the weights packed at load
+		// (minfer run/chat/serve --pack-weights avx512) computes the
+		// plan's bits.
+		runOut := filepath.Join(dir, name+".run.f32")
+		rc := RunCmd{Model: model, KVType: "f16", FlashAttn: "auto", PackWeights: "avx512", GenFlags: GenFlags{Tokens: fixtureTokens, LogitsOut: runOut, Threads: 2}}
+		if err := rc.Run(); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(runOut); err != nil || !bytes.Equal(b, logits[0]) {
+			t.Fatalf("%s: minfer run --pack-weights avx512 logits differ from the plan's (%v)", name, err)
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestTierChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), tierChildEnv+"="+p+"|"+filepath.Join(dir, "child.f32")+"|0", "MINFER_NO_AVX512=1")
