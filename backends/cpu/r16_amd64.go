@@ -69,6 +69,21 @@ func r16Q5_0m7(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int
 //go:noescape
 func r16Q5_0m8(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
 
+type r16StreamKernel func(w *byte, nb int, a *byte, rec *byte, y *float32, stride int, ystride int, steps int)
+
+//go:noescape
+func r16Q8_0m1s4(w *byte, nb int, a *byte, rec *byte, y *float32, stride int, ystride int, steps int)
+
+//go:noescape
+func r16Q5_0m1s4(w *byte, nb int, a *byte, rec *byte, y *float32, stride int, ystride int, steps int)
+
+// r16StreamKernels are the one-row kernels that read four runs of tiles
+// at once (internal/asmgen/r16.go, genR16Streams): the decode step's.
+var r16StreamKernels = map[quant.Type]r16StreamKernel{
+	quant.Q8_0r16: r16Q8_0m1s4,
+	quant.Q5_0r16: r16Q5_0m1s4,
+}
+
 // r16Kernels are the kernels of each sixteen-row layout by activation row
 // count (index M-1).
 var r16Kernels = map[quant.Type][8]r16Kernel{
@@ -105,10 +120,11 @@ func r16Records(rec []uint32, act []byte, arb, M, nb int) {
 }
 
 // r16Run runs kernel f (M activation rows) over the weight rows n0..n1:
-// the tiles inside the range in one call, a tile the range cuts computed
+// the tiles inside the range in one call (M = 1: sk, when given, over four
+// runs of them at once, the rest on f), a tile the range cuts computed
 // whole into a scratch and only its rows in range stored (a row's bits do
 // not depend on its tile's other rows).
-func r16Run(f r16Kernel, w []byte, wrb, nb int, act []byte, arb int, rec []uint32, M int, y []float32, ldy, n0, n1 int) {
+func r16Run(f r16Kernel, sk r16StreamKernel, w []byte, wrb, nb int, act []byte, arb int, rec []uint32, M int, y []float32, ldy, n0, n1 int) {
 	tb := quant.R16Rows * wrb
 	var tmp [8 * quant.R16Rows]float32
 	part := func(g, c0, c1 int) {
@@ -126,9 +142,20 @@ func r16Run(f r16Kernel, w []byte, wrb, nb int, act []byte, arb int, rec []uint3
 		g1--
 		part(g1, g1*quant.R16Rows, n1)
 	}
-	if g1 > g0 {
-		f(&w[g0*tb], nb, &act[0], arb, (*byte)(unsafe.Pointer(&rec[0])), &y[g0*quant.R16Rows], ldy, g1-g0)
+	if g1 <= g0 {
+		return
 	}
+	if sk != nil {
+		const J = 4
+		if q := (g1 - g0) / J; q > 0 {
+			sk(&w[g0*tb], nb, &act[0], (*byte)(unsafe.Pointer(&rec[0])), &y[g0*quant.R16Rows], q*tb, q*quant.R16Rows*4, q)
+			g0 += J * q
+		}
+		if g1 <= g0 {
+			return
+		}
+	}
+	f(&w[g0*tb], nb, &act[0], arb, (*byte)(unsafe.Pointer(&rec[0])), &y[g0*quant.R16Rows], ldy, g1-g0)
 }
 
 // r16Check panics unless the shapes are what the kernels read: whole
@@ -147,7 +174,7 @@ func r16Check(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int, y 
 
 // r16Rows is the RowsFunc of sixteen-row layout t.
 func r16Rows(t quant.Type) RowsFunc {
-	f := r16Kernels[t][0]
+	f, sk := r16Kernels[t][0], r16StreamKernels[t]
 	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
 		if n1 <= n0 {
 			return
@@ -161,7 +188,7 @@ func r16Rows(t quant.Type) RowsFunc {
 		b := aligned32(bp, 8*nb)
 		rec := unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), 2*nb)
 		r16Records(rec, a, 0, 1, nb)
-		r16Run(f, w, wrb, nb, a, 0, rec, 1, y, 0, n0, n1)
+		r16Run(f, sk, w, wrb, nb, a, 0, rec, 1, y, 0, n0, n1)
 		smallRecs.Put(bp)
 	}
 }
@@ -195,7 +222,7 @@ func r16Small(t quant.Type) GemmCachedFunc {
 			fill(b)
 		}
 		rec := unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), 2*nb*M)
-		r16Run(ks[M-1], w, wrb, nb, act, arb, rec, M, y, ldy, n0, n1)
+		r16Run(ks[M-1], nil, w, wrb, nb, act, arb, rec, M, y, ldy, n0, n1)
 		if bp != nil {
 			smallRecs.Put(bp)
 		}

@@ -21,7 +21,7 @@ func TestR16Kernels(t *testing.T) {
 		t.Skip("the AVX-512 VNNI tier is unavailable: the CPU lacks it or a MINFER_NO_* switch dropped it")
 	}
 	r := rand.New(rand.NewPCG(16, 17))
-	const N = 64
+	const N = 160 // ten tiles: M = 1 runs four runs of two, and the rest
 	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0} {
 		pt := quant.PackedR16(plain)
 		k, err := NewMatMul(pt)
@@ -53,7 +53,7 @@ func TestR16Kernels(t *testing.T) {
 							quant.DotR16(pt, w[g*16*wrb:], act[m*arb:], nb, want[m*N+16*g:])
 						}
 					}
-					for _, rg := range [][2]int{{0, N}, {5, 59}, {16, 48}, {3, 13}, {20, 21}} {
+					for _, rg := range [][2]int{{0, N}, {5, 155}, {16, 48}, {3, 13}, {20, 21}, {0, 112}} {
 						n0, n1 := rg[0], rg[1]
 						y := make([]float32, M*N)
 						for i := range y {
