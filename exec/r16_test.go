@@ -18,7 +18,7 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// TestR16MatchesLlamaCpp: with Q8_0 and Q5_0 weights packed for the AVX-512
+// TestR16MatchesLlamaCpp: with Q8_0, Q5_0 and Q4_0 weights packed for the AVX-512
 // VNNI tier (pack-weights avx512: the sixteen-row layouts, whose float
 // order is llama.cpp's repacked kernels', not its vec_dot's), the logits
 // of the fixture models stay within the same bands of llama.cpp's default
@@ -33,7 +33,7 @@ func TestR16MatchesLlamaCpp(t *testing.T) {
 	if _, err := cpu.NewMatMul(quant.Q8_0r16); err != nil {
 		t.Skipf("no sixteen-row kernels here: %v", err)
 	}
-	for _, name := range []string{"llama-synth-q8_0", "llama-synth-q5_0", "qwen2-synth-q8_0", "qwen3-synth-q8_0"} {
+	for _, name := range []string{"llama-synth-q8_0", "llama-synth-q5_0", "llama-synth-q4_0", "qwen2-synth-q8_0", "qwen3-synth-q8_0"} {
 		t.Run(name, func(t *testing.T) {
 			var rj struct {
 				NVocab int     `json:"n_vocab"`

@@ -24,7 +24,7 @@ type Options struct {
 	FlashAttn bool
 	// Pack names the SIMD tier whose weight layouts pack-weights writes:
 	// "avx2" (Q5_0 and Q4_0 mat-mul weights to Q5_0x4, Q4_0x4), "avx512"
-	// (Q8_0 and Q5_0 to Q8_0r16, Q5_0r16: another float order, see
+	// (Q8_0, Q5_0 and Q4_0 to Q8_0r16, Q5_0r16, Q4_0r16: another float order, see
 	// quant/r16.go) or "" (none: the GGUF's layouts, which every tier
 	// reads).
 	Pack string
@@ -508,8 +508,8 @@ func selectKernels(g *ir.Graph, o *Options) error {
 // packWeights rewrites the type of Q5_0 and Q4_0 weights to Q5_0x4 and
 // Q4_0x4 (quant/q5_0x4.go, q4_0x4.go: the same bytes per row, four rows'
 // blocks together, which the AVX2 decode kernels read with about a quarter
-// fewer instructions) when o.Pack is "avx2", and Q8_0 and Q5_0 weights to
-// Q8_0r16 and Q5_0r16 (quant/r16.go: the same bytes per row, sixteen
+// fewer instructions) when o.Pack is "avx2", and Q8_0, Q5_0 and Q4_0
+// weights to Q8_0r16, Q5_0r16 and Q4_0r16 (quant/r16.go: the same bytes per row, sixteen
 // rows together, for the AVX-512 VNNI kernels that put a row in each
 // lane; a different float order) when it is "avx512": a tensor is packed
 // when every value reading it has the same such type and a multiple of

@@ -7,7 +7,7 @@ import (
 	"github.com/minfer/minfer/internal/ggmlf32"
 )
 
-// The sixteen-row layouts Q8_0r16 and Q5_0r16: minfer's own types (plan
+// The sixteen-row layouts Q8_0r16, Q5_0r16 and Q4_0r16: minfer's own types (plan
 // only, like Q5_0x4) for the AVX-512 VNNI tier's row-parallel kernels, and
 // with their own float order.
 //
@@ -41,12 +41,16 @@ import (
 //     bit 4r+i is the fifth bit of row r's element 4k+i, then at 64+64c
 //     (c = 0..3) row r's quant bytes 4c..4c+3 at 64+64c+4r (the low
 //     nibbles elements 4c.., group c; the high ones elements 16+4c..,
-//     group c+4).
+//     group c+4);
+//   - or per block (Q4_0r16: 256 bytes) at 64c (c = 0..3) row r's quant
+//     bytes 4c..4c+3 at 64c+4r, as Q5_0r16's without the fifth bits.
 const (
 	// Q8_0r16 is Q8_0 in the sixteen-row layout.
 	Q8_0r16 Type = 1<<17 | Q8_0
 	// Q5_0r16 is Q5_0 in the sixteen-row layout.
 	Q5_0r16 Type = 1<<17 | Q5_0
+	// Q4_0r16 is Q4_0 in the sixteen-row layout.
+	Q4_0r16 Type = 1<<17 | Q4_0
 )
 
 // R16Rows is the number of rows of a tile of the sixteen-row layouts.
@@ -55,20 +59,25 @@ const R16Rows = 16
 // r16Block is the bytes of a tile's block b after the scales: the quants of
 // the 16 rows.
 func r16Block(plain Type) int {
-	if plain == Q8_0 {
+	switch plain {
+	case Q8_0:
 		return 512
+	case Q4_0:
+		return 256
 	}
 	return 320
 }
 
 // PackedR16 is the sixteen-row type of t (Q8_0r16 of Q8_0, Q5_0r16 of
-// Q5_0), 0 for any other type.
+// Q5_0, Q4_0r16 of Q4_0), 0 for any other type.
 func PackedR16(t Type) Type {
 	switch t {
 	case Q8_0:
 		return Q8_0r16
 	case Q5_0:
 		return Q5_0r16
+	case Q4_0:
+		return Q4_0r16
 	}
 	return 0
 }
@@ -85,6 +94,8 @@ func Unpacked(t Type) Type {
 		return Q8_0
 	case Q5_0r16:
 		return Q5_0
+	case Q4_0r16:
+		return Q4_0
 	}
 	return 0
 }
@@ -95,7 +106,7 @@ func GroupRows(t Type) int {
 	switch t {
 	case Q5_0x4, Q4_0x4:
 		return 4
-	case Q8_0r16, Q5_0r16:
+	case Q8_0r16, Q5_0r16, Q4_0r16:
 		return R16Rows
 	}
 	return 0
@@ -108,7 +119,7 @@ func Pack(t Type, dst, src []byte, k int) error {
 	switch t {
 	case Q5_0x4, Q4_0x4:
 		return PackX4(Unpacked(t), dst, src, k)
-	case Q8_0r16, Q5_0r16:
+	case Q8_0r16, Q5_0r16, Q4_0r16:
 	default:
 		return fmt.Errorf("quant: Pack: %s is not a packed layout", t)
 	}
@@ -144,6 +155,12 @@ func packR16(plain Type, dst, src []byte, nb int) {
 				}
 				continue
 			}
+			if plain == Q4_0 {
+				for c := 0; c < 4; c++ {
+					copy(o[64*c+4*r:64*c+4*r+4], x[2+4*c:2+4*c+4])
+				}
+				continue
+			}
 			qh := binary.LittleEndian.Uint32(x[2:])
 			for k := 0; k < 8; k++ {
 				m := binary.LittleEndian.Uint64(o[8*k:])
@@ -164,7 +181,7 @@ func UnpackRow(t Type, dst, group []byte, nb, r int) error {
 	switch t {
 	case Q5_0x4, Q4_0x4:
 		return UnpackRowX4(t, dst, group, nb, r)
-	case Q8_0r16, Q5_0r16:
+	case Q8_0r16, Q5_0r16, Q4_0r16:
 	default:
 		return fmt.Errorf("quant: UnpackRow: %s is not a packed layout", t)
 	}
@@ -184,6 +201,12 @@ func UnpackRow(t Type, dst, group []byte, nb, r int) error {
 				for i := 0; i < 4; i++ {
 					d[2+4*k+i] = o[64*k+4*r+i] ^ 0x80
 				}
+			}
+			continue
+		}
+		if plain == Q4_0 {
+			for c := 0; c < 4; c++ {
+				copy(d[2+4*c:2+4*c+4], o[64*c+4*r:64*c+4*r+4])
 			}
 			continue
 		}
@@ -217,9 +240,16 @@ func DotR16(t Type, tile, a []byte, nb int, y []float32) {
 			for k := 0; k < 8; k++ {
 				for i := 0; i < 4; i++ {
 					var x int32
-					if plain == Q8_0 {
+					switch plain {
+					case Q8_0:
 						x = int32(o[64*k+4*r+i]) - 128
-					} else {
+					case Q4_0:
+						nib := int32(o[64*(k%4)+4*r+i])
+						if k >= 4 {
+							nib >>= 4
+						}
+						x = nib&0xF - 8
+					default:
 						bit := int32(binary.LittleEndian.Uint64(o[8*k:])>>(4*r+i)) & 1
 						nib := int32(o[64+64*(k%4)+4*r+i])
 						if k >= 4 {

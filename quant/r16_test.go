@@ -18,10 +18,8 @@ func r16TestRows(r *rand.Rand, plain Type, n, k int) []byte {
 			x[j] = float32(r.NormFloat64())
 		}
 		row := out[i*k/QK*bs : (i+1)*k/QK*bs]
-		if plain == Q8_0 {
-			QuantizeQ8_0(x, row)
-		} else {
-			QuantizeQ5_0(x, row)
+		if err := Quantize(plain, x, row); err != nil {
+			panic(err)
 		}
 	}
 	return out
@@ -31,7 +29,7 @@ func r16TestRows(r *rand.Rand, plain Type, n, k int) []byte {
 // its GGUF bytes, and that Pack refuses what is not whole tiles.
 func TestR16PackUnpack(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 16))
-	for _, plain := range []Type{Q8_0, Q5_0} {
+	for _, plain := range []Type{Q8_0, Q5_0, Q4_0} {
 		pt := PackedR16(plain)
 		if Unpacked(pt) != plain || GroupRows(pt) != 16 || !pt.PlanOnly() || pt.VecDotType() != Q8_0 {
 			t.Fatalf("%s: type traits wrong", pt)
@@ -68,7 +66,7 @@ func TestR16PackUnpack(t *testing.T) {
 // block sums, so the two differ only by float rounding.
 func TestDotR16(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 16))
-	for _, plain := range []Type{Q8_0, Q5_0} {
+	for _, plain := range []Type{Q8_0, Q5_0, Q4_0} {
 		pt := PackedR16(plain)
 		dot := DotFor(plain)
 		for _, k := range []int{32, 256, 4864} {

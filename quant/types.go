@@ -108,6 +108,7 @@ var table = map[Type]traits{
 
 	Q8_0r16: {"q8_0r16", QK, 34, false, true},
 	Q5_0r16: {"q5_0r16", QK, 22, false, true},
+	Q4_0r16: {"q4_0r16", QK, 18, false, true},
 }
 
 // Q5_0x4 is minfer's own type id (outside ggml's numbering) for Q5_0
@@ -202,7 +203,7 @@ func equalFold(a, b string) bool {
 // before a dot product with weights of type t (ggml's vec_dot_type).
 func (t Type) VecDotType() Type {
 	switch t {
-	case Q4_0, Q5_0, Q8_0, Q5_0x4, Q4_0x4, Q8_0r16, Q5_0r16:
+	case Q4_0, Q5_0, Q8_0, Q5_0x4, Q4_0x4, Q8_0r16, Q5_0r16, Q4_0r16:
 		return Q8_0
 	case Q4_1, Q5_1:
 		return Q8_1

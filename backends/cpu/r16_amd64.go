@@ -11,7 +11,8 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// The AVX-512 VNNI kernels of the sixteen-row layouts Q8_0r16 and Q5_0r16
+// The AVX-512 VNNI kernels of the sixteen-row layouts Q8_0r16, Q5_0r16
+// and Q4_0r16
 // (quant/r16.go; internal/asmgen/r16.go), which minferc's pack-weights
 // pass writes into plans for that tier (--pack-weights avx512): one kernel
 // per weight type and activation row count 1..8, every output the bits of
@@ -69,6 +70,30 @@ func r16Q5_0m7(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int
 //go:noescape
 func r16Q5_0m8(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
 
+//go:noescape
+func r16Q4_0m1(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r16Q4_0m2(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r16Q4_0m3(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r16Q4_0m4(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r16Q4_0m5(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r16Q4_0m6(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r16Q4_0m7(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r16Q4_0m8(w *byte, nb int, a *byte, arb int, rec *byte, y *float32, ldy int, tiles int)
+
 type r16StreamKernel func(w *byte, nb int, a *byte, rec *byte, y *float32, stride int, ystride int, steps int)
 
 //go:noescape
@@ -77,11 +102,15 @@ func r16Q8_0m1s4(w *byte, nb int, a *byte, rec *byte, y *float32, stride int, ys
 //go:noescape
 func r16Q5_0m1s4(w *byte, nb int, a *byte, rec *byte, y *float32, stride int, ystride int, steps int)
 
+//go:noescape
+func r16Q4_0m1s4(w *byte, nb int, a *byte, rec *byte, y *float32, stride int, ystride int, steps int)
+
 // r16StreamKernels are the one-row kernels that read four runs of tiles
 // at once (internal/asmgen/r16.go, genR16Streams): the decode step's.
 var r16StreamKernels = map[quant.Type]r16StreamKernel{
 	quant.Q8_0r16: r16Q8_0m1s4,
 	quant.Q5_0r16: r16Q5_0m1s4,
+	quant.Q4_0r16: r16Q4_0m1s4,
 }
 
 // r16Kernels are the kernels of each sixteen-row layout by activation row
@@ -89,6 +118,7 @@ var r16StreamKernels = map[quant.Type]r16StreamKernel{
 var r16Kernels = map[quant.Type][8]r16Kernel{
 	quant.Q8_0r16: {r16Q8_0m1, r16Q8_0m2, r16Q8_0m3, r16Q8_0m4, r16Q8_0m5, r16Q8_0m6, r16Q8_0m7, r16Q8_0m8},
 	quant.Q5_0r16: {r16Q5_0m1, r16Q5_0m2, r16Q5_0m3, r16Q5_0m4, r16Q5_0m5, r16Q5_0m6, r16Q5_0m7, r16Q5_0m8},
+	quant.Q4_0r16: {r16Q4_0m1, r16Q4_0m2, r16Q4_0m3, r16Q4_0m4, r16Q4_0m5, r16Q4_0m6, r16Q4_0m7, r16Q4_0m8},
 }
 
 // r16RecKind is the actKey kind of the kernels' records.
@@ -235,7 +265,7 @@ func init() {
 	}
 	// The layouts' only kernels: every row count runs them, more than 8
 	// in chunks of at most 8.
-	for _, t := range []quant.Type{quant.Q8_0r16, quant.Q5_0r16} {
+	for _, t := range []quant.Type{quant.Q8_0r16, quant.Q5_0r16, quant.Q4_0r16} {
 		registerRows(t, "avx512vnni", r16Rows(t))
 		registerSmallCached(t, "avx512vnni", 2, 8, r16Small(t))
 		smallUpTo(t, math.MaxInt)

@@ -22,7 +22,7 @@ func TestR16Kernels(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(16, 17))
 	const N = 160 // ten tiles: M = 1 runs four runs of two, and the rest
-	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0} {
+	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
 		pt := quant.PackedR16(plain)
 		k, err := NewMatMul(pt)
 		if err != nil {
@@ -85,7 +85,7 @@ func TestR16Kernels(t *testing.T) {
 func BenchmarkR16(b *testing.B) {
 	const N = 896
 	r := rand.New(rand.NewPCG(18, 19))
-	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0} {
+	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
 		for _, K := range []int{896, 4864} {
 			src, _ := rowTestWeights(b, r, plain, N, K, 0)
 			packed := make([]byte, len(src))
@@ -132,7 +132,7 @@ func BenchmarkR16Decode(b *testing.B) {
 	r := rand.New(rand.NewPCG(20, 21))
 	parent := b
 	var dram []byte
-	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0} {
+	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
 		for _, K := range []int{896, 4864} {
 			for _, wt := range []quant.Type{plain, quant.PackedR16(plain)} {
 				b.Run(fmt.Sprintf("%s/K%d", wt, K), func(b *testing.B) {

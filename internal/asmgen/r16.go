@@ -1,9 +1,12 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Row-parallel mat-mul kernels on ZMM for AVX-512 VNNI (r16_amd64.s) on
-// the sixteen-row layouts Q8_0r16 and Q5_0r16 (quant/r16.go): sixteen
+// the sixteen-row layouts Q8_0r16, Q5_0r16 and Q4_0r16 (quant/r16.go): sixteen
 // weight rows in the sixteen 32-bit lanes of a register, against 1..8
 // Q8_0 activation rows.
 //
@@ -11,7 +14,8 @@ import "fmt"
 // eight registers W0..W7 (group k: each row's elements 4k..4k+3): Q8_0r16
 // stores them so (eight loads); Q5_0r16 stores the nibbles and the fifth
 // bits (per pair of groups c, c+4: one load, one shift, two VPTERNLOGD
-// (nib & 0x0F) | 0x70, two masked adds of 0x10 under the stored masks).
+// (nib & 0x0F) | 0x70, two masked adds of 0x10 under the stored masks);
+// Q4_0r16 the nibbles (one load, one shift, two ANDs, two adds of 0x78).
 // Per activation row t, the int32 accumulator starts at the record's
 // -128·Σy (the activation quants' sum, which turns Σ u·y into Σ x·y) and
 // eight VPDPBUSD, each against four of the row's quants broadcast
@@ -57,7 +61,7 @@ func genR16(a *Asm) {
 layouts Q8_0r16 and Q5_0r16 against 1..8 Q8_0 activation rows; see
 internal/asmgen/r16.go (the generator), quant/r16.go (the layouts and the
 oracle) and backends/cpu/r16_amd64.go (the Go side).`)
-	for _, t := range []string{"Q8_0", "Q5_0"} {
+	for _, t := range []string{"Q8_0", "Q5_0", "Q4_0"} {
 		for m := 1; m <= 8; m++ {
 			genR16Kernel(a, t, m)
 		}
@@ -90,11 +94,8 @@ func r16Act(t, d int) string {
 
 func genR16Kernel(a *Asm, typ string, M int) {
 	name := fmt.Sprintf("r16%sm%d", typ, M)
-	lbl := fmt.Sprintf("r16%s_%d", map[string]string{"Q8_0": "q80", "Q5_0": "q50"}[typ], M)
-	qb := 512
-	if typ == "Q5_0" {
-		qb = 320
-	}
+	lbl := fmt.Sprintf("r16%s_%d", strings.ToLower(strings.ReplaceAll(typ, "_", "")), M)
+	qb := r16Qb(typ)
 	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
 	a.Text(name, 0, 64)
 	a.I("MOVQ", "w+0(FP), AX")
@@ -114,12 +115,7 @@ func genR16Kernel(a *Asm, typ string, M int) {
 		a.I("LEAQ", "(R10)(R10*2), R11")
 		a.I("SHLQ", "$1, R11")
 	}
-	if typ == "Q5_0" {
-		for i, c := range []string{"0x0F0F0F0F", "0x70707070", "0x10101010"} {
-			a.I("MOVL", "$"+c+", BX")
-			a.I("VPBROADCASTD", "BX, "+z(28+i))
-		}
-	}
+	r16Consts(a, typ)
 	a.Label(lbl + "_tile")
 	for t := 0; t < M; t++ {
 		a.I("VPXORD", z(8+t)+", "+z(8+t)+", "+z(8+t))
@@ -141,23 +137,7 @@ func genR16Kernel(a *Asm, typ string, M int) {
 	}
 	a.I("PREFETCHT2", fmt.Sprintf("%d(DX)", r16PFDist/16))
 	a.I("VCVTPH2PS", "(DX), Z24")
-	if typ == "Q8_0" {
-		for k := 0; k < 8; k++ {
-			a.I("VMOVDQU64", fmt.Sprintf("%d(AX), %s", 64*k, z(k)))
-		}
-	} else {
-		for c := 0; c < 4; c++ {
-			lo, hi := z(c), z(c+4)
-			a.I("VMOVDQU64", fmt.Sprintf("%d(AX), %s", 64+64*c, lo))
-			a.I("VPSRLW", "$4, "+lo+", "+hi)
-			a.I("VPTERNLOGD", "$0xEA, Z29, Z28, "+lo)
-			a.I("VPTERNLOGD", "$0xEA, Z29, Z28, "+hi)
-			a.I("KMOVQ", fmt.Sprintf("%d(AX), K1", 8*c))
-			a.I("KMOVQ", fmt.Sprintf("%d(AX), K2", 8*(c+4)))
-			a.I("VPADDB", "Z30, "+lo+", K1, "+lo)
-			a.I("VPADDB", "Z30, "+hi+", K2, "+hi)
-		}
-	}
+	r16Unpack(a, typ, func(d int) string { return fmt.Sprintf("%d(AX)", d) })
 	for t := 0; t < M; t++ {
 		a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), %s", 8*t, z(16+t)))
 	}
@@ -221,11 +201,8 @@ func genR16Kernel(a *Asm, typ string, M int) {
 // nb, R14 a, R15 rec.
 func genR16Streams(a *Asm, typ string, J int) {
 	name := fmt.Sprintf("r16%sm1s%d", typ, J)
-	lbl := fmt.Sprintf("r16%s_s%d", map[string]string{"Q8_0": "q80", "Q5_0": "q50"}[typ], J)
-	qb := 512
-	if typ == "Q5_0" {
-		qb = 320
-	}
+	lbl := fmt.Sprintf("r16%s_s%d", strings.ToLower(strings.ReplaceAll(typ, "_", "")), J)
+	qb := r16Qb(typ)
 	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
 	q := func(j, d int) string { // run j's block quants at displacement d
 		switch j {
@@ -262,12 +239,7 @@ func genR16Streams(a *Asm, typ string, J int) {
 	a.I("JZ", lbl+"_done")
 	a.I("TESTQ", "R8, R8")
 	a.I("JZ", lbl+"_done")
-	if typ == "Q5_0" {
-		for i, c := range []string{"0x0F0F0F0F", "0x70707070", "0x10101010"} {
-			a.I("MOVL", "$"+c+", BX")
-			a.I("VPBROADCASTD", "BX, "+z(28+i))
-		}
-	}
+	r16Consts(a, typ)
 	a.Label(lbl + "_tile")
 	for j := 0; j < J; j++ {
 		a.I("VPXORD", z(8+j)+", "+z(8+j)+", "+z(8+j))
@@ -297,23 +269,7 @@ func genR16Streams(a *Asm, typ string, J int) {
 		a.I("VPBROADCASTD", "(DI), "+z(16+j))
 	}
 	for j := 0; j < J; j++ {
-		if typ == "Q8_0" {
-			for k := 0; k < 8; k++ {
-				a.I("VMOVDQU64", q(j, 64*k)+", "+z(k))
-			}
-		} else {
-			for c := 0; c < 4; c++ {
-				lo, hi := z(c), z(c+4)
-				a.I("VMOVDQU64", q(j, 64+64*c)+", "+lo)
-				a.I("VPSRLW", "$4, "+lo+", "+hi)
-				a.I("VPTERNLOGD", "$0xEA, Z29, Z28, "+lo)
-				a.I("VPTERNLOGD", "$0xEA, Z29, Z28, "+hi)
-				a.I("KMOVQ", q(j, 8*c)+", K1")
-				a.I("KMOVQ", q(j, 8*(c+4))+", K2")
-				a.I("VPADDB", "Z30, "+lo+", K1, "+lo)
-				a.I("VPADDB", "Z30, "+hi+", K2, "+hi)
-			}
-		}
+		r16Unpack(a, typ, func(d int) string { return q(j, d) })
 		for k := 0; k < 8; k++ {
 			a.I("VPDPBUSD.BCST", fmt.Sprintf("%d(SI), %s, %s", 2+4*k, z(k), z(16+j)))
 		}
@@ -350,4 +306,65 @@ func genR16Streams(a *Asm, typ string, J int) {
 	a.Label(lbl + "_done")
 	a.I("VZEROUPPER")
 	a.I("RET")
+}
+
+// r16Qb is the bytes of a tile's block of quants of layout typ.
+func r16Qb(typ string) int {
+	switch typ {
+	case "Q8_0":
+		return 512
+	case "Q4_0":
+		return 256
+	}
+	return 320
+}
+
+// r16Consts loads the byte constants of the unpack of typ: Z28 0x0F, Z29
+// 0x70 and Z30 0x10 (Q5_0: (nib & 0x0F) | 0x70, plus 0x10 where the fifth
+// bit is set, is q5+112 = x+128) or Z28 0x0F and Z29 0x78 (Q4_0:
+// (nib & 0x0F) + 0x78 = x+128).
+func r16Consts(a *Asm, typ string) {
+	var cs []string
+	switch typ {
+	case "Q5_0":
+		cs = []string{"0x0F0F0F0F", "0x70707070", "0x10101010"}
+	case "Q4_0":
+		cs = []string{"0x0F0F0F0F", "0x78787878"}
+	}
+	for i, c := range cs {
+		a.I("MOVL", "$"+c+", BX")
+		a.I("VPBROADCASTD", fmt.Sprintf("BX, Z%d", 28+i))
+	}
+}
+
+// r16Unpack makes the block's weights unsigned bytes x+128 in Z0..Z7 (group
+// k in Zk), reading the block's quants at q(displacement).
+func r16Unpack(a *Asm, typ string, q func(d int) string) {
+	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
+	if typ == "Q8_0" {
+		for k := 0; k < 8; k++ {
+			a.I("VMOVDQU64", q(64*k)+", "+z(k))
+		}
+		return
+	}
+	for c := 0; c < 4; c++ {
+		lo, hi := z(c), z(c+4)
+		if typ == "Q4_0" {
+			a.I("VMOVDQU64", q(64*c)+", "+lo)
+			a.I("VPSRLW", "$4, "+lo+", "+hi)
+			a.I("VPANDD", "Z28, "+lo+", "+lo)
+			a.I("VPANDD", "Z28, "+hi+", "+hi)
+			a.I("VPADDB", "Z29, "+lo+", "+lo)
+			a.I("VPADDB", "Z29, "+hi+", "+hi)
+			continue
+		}
+		a.I("VMOVDQU64", q(64+64*c)+", "+lo)
+		a.I("VPSRLW", "$4, "+lo+", "+hi)
+		a.I("VPTERNLOGD", "$0xEA, Z29, Z28, "+lo)
+		a.I("VPTERNLOGD", "$0xEA, Z29, Z28, "+hi)
+		a.I("KMOVQ", q(8*c)+", K1")
+		a.I("KMOVQ", q(8*(c+4))+", K2")
+		a.I("VPADDB", "Z30, "+lo+", K1, "+lo)
+		a.I("VPADDB", "Z30, "+hi+", K2, "+hi)
+	}
 }

@@ -107,8 +107,8 @@ func TestPackedPlan(t *testing.T) {
 	}
 }
 
-// TestR16Plan: a plan compiled with --pack-weights avx512 holds Q5_0 and
-// Q8_0 mat-mul weights in the sixteen-row layouts and requires AVX-512
+// TestR16Plan: a plan compiled with --pack-weights avx512 holds Q5_0, Q4_0
+// and Q8_0 mat-mul weights in the sixteen-row layouts and requires AVX-512
 // VNNI; on a CPU with it the plan runs, the same logits at 1 and 2
 // threads, and so does the GGUF compiled in memory with the weights packed
 // at load (run --pack-weights avx512); a child on the AVX2 tier (MINFER_NO_AVX512=1) refuses it naming
@@ -122,7 +122,7 @@ func TestR16Plan(t *testing.T) {
 		t.Skip("the sixteen-row layouts have AVX-512 VNNI kernels only: an amd64 test")
 	}
 	dir := t.TempDir()
-	for _, name := range []string{"llama-synth-q5_0", "qwen3-synth-q8_0"} {
+	for _, name := range []string{"llama-synth-q5_0", "llama-synth-q4_0", "qwen3-synth-q8_0"} {
 		model := fixtures.Path(t, "models", name+".gguf")
 		p := filepath.Join(dir, name+".plan")
 		cc := CompileCmd{Model: model, Out: p, MaxBatch: 512, KVType: "f16", Weights: "embed", PackWeights: "avx512", Quiet: true}
@@ -139,7 +139,7 @@ func TestR16Plan(t *testing.T) {
 		}
 		packed := 0
 		for _, e := range l.Index {
-			if e.Type == quant.Q5_0r16.String() || e.Type == quant.Q8_0r16.String() {
+			if e.Type == quant.Q5_0r16.String() || e.Type == quant.Q8_0r16.String() || e.Type == quant.Q4_0r16.String() {
 				packed++
 			}
 		}
