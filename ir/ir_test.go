@@ -46,6 +46,7 @@ func TestVerifyRejects(t *testing.T) {
 		{"bad eps", func(g *Graph) { g.Nodes[1].Attrs.Eps = 0 }, "eps"},
 		{"weight width", func(g *Graph) { g.Values[4].Shape = Shape{12} }, "broadcast"},
 		{"matmul block", func(g *Graph) { g.Values[3].DType = quant.Q4_K }, "block size"},
+		{"packed rows", func(g *Graph) { g.Values[3].DType = quant.Q8_0r16 }, "groups of 16"},
 		{"missing logits", func(g *Graph) { g.Logits = nil }, "logits"},
 		{"ids dtype", func(g *Graph) { g.Tokens.DType = quant.F32 }, "i32"},
 		{"cycle", func(g *Graph) { g.Nodes[1].Inputs[0] = g.Nodes[3].Outputs[0] }, "before it is produced"},

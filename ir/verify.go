@@ -283,8 +283,8 @@ func checkNode(n *Node) error {
 		if bs := w.DType.BlockSize(); bs == 0 || int(w.Shape[1])%bs != 0 {
 			return fmt.Errorf("weight %s: row length not a multiple of its block size", w)
 		}
-		if w.DType.PlanOnly() && w.Shape[0]%4 != 0 {
-			return fmt.Errorf("weight %s: %s rows come in groups of 4", w, w.DType)
+		if gr := quant.GroupRows(w.DType); w.DType.PlanOnly() && (gr == 0 || int(w.Shape[0])%gr != 0) {
+			return fmt.Errorf("weight %s: %s rows come in groups of %d", w, w.DType, gr)
 		}
 		if err = sameAs(Shape{x.Shape[0], w.Shape[0]}); err != nil {
 			return err

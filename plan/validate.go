@@ -41,8 +41,8 @@ func weightSpecs(g *ir.Graph) ([]weightSpec, error) {
 			continue
 		}
 		seen[v.Source] = len(specs)
-		if v.DType.PlanOnly() && (len(v.Shape) != 2 || v.Shape[0]%4 != 0) {
-			return nil, fmt.Errorf("weight %s: %s weights are matrices of a multiple of 4 rows", v, v.DType)
+		if gr := quant.GroupRows(v.DType); v.DType.PlanOnly() && (len(v.Shape) != 2 || gr == 0 || int(v.Shape[0])%gr != 0) {
+			return nil, fmt.Errorf("weight %s: %s weights are matrices of a multiple of %d rows", v, v.DType, gr)
 		}
 		specs = append(specs, weightSpec{v.Source, v.DType, size, int64(v.Shape[len(v.Shape)-1])})
 	}
