@@ -116,6 +116,20 @@ func PackTier() string {
 	return ""
 }
 
+// PackTierRuns reports whether this CPU and build run the kernels of the
+// weight layouts pack-weights writes for tier ("avx2": the four-row
+// layouts, AVX2+FMA+F16C; "avx512": the sixteen-row layouts, AVX-512
+// VNNI), after the MINFER_NO_* switches.
+func PackTierRuns(tier string) bool {
+	switch tier {
+	case "avx2":
+		return rowKernels[quant.Q5_0x4] != nil
+	case "avx512":
+		return rowKernels[quant.Q8_0r16] != nil
+	}
+	return false
+}
+
 // Features describes the SIMD tier in use and the kernels it installed
 // (for --stats and bug reports).
 func Features() string {

@@ -363,6 +363,9 @@ func ggufSession(f *gguf.File, ref bool, nctx int, kv string, fa bool, threads, 
 	if pack == "none" {
 		pack = ""
 	}
+	if pack != "" && !cpu.PackTierRuns(pack) {
+		return nil, nil, fmt.Errorf("--pack-weights %s: this CPU or build has no kernels for the %s layouts (%s); use --pack-weights none", pack, pack, map[string]string{"avx2": "AVX2, FMA and F16C", "avx512": "AVX-512 VNNI"}[pack])
+	}
 	g, kvt, err := compiler.Graph(f, compiler.Options{NCtx: nctx, KVType: kv, FlashAttn: fa, PackWeights: pack})
 	if err != nil {
 		return nil, nil, err

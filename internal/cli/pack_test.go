@@ -190,3 +190,23 @@ func TestR16Plan(t *testing.T) {
 		t.Fatalf("--pack-weights avx512 --weights ref: %v, want a refusal", err)
 	}
 }
+
+// TestPackWeightsRefusedWithoutTier: minfer run on a GGUF with
+// --pack-weights for a tier whose kernels this process lacks (here the
+// AVX2 tier of a child with MINFER_NO_AVX512=1 asked for avx512) fails at
+// once naming --pack-weights none.
+func TestPackWeightsRefusedWithoutTier(t *testing.T) {
+	if os.Getenv("MINFER_TEST_PACK_CHILD") == "1" {
+		rc := RunCmd{Model: fixtures.Path(t, "models", "llama-synth-q5_0.gguf"), KVType: "f16", FlashAttn: "auto", PackWeights: "avx512", GenFlags: GenFlags{Tokens: fixtureTokens, LogitsOut: filepath.Join(t.TempDir(), "x.f32"), Threads: 1}}
+		err := rc.Run()
+		if err == nil || !strings.Contains(err.Error(), "--pack-weights none") {
+			t.Fatalf("run --pack-weights avx512 without the tier: %v, want a refusal naming --pack-weights none", err)
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPackWeightsRefusedWithoutTier$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "MINFER_TEST_PACK_CHILD=1", "MINFER_NO_AVX512=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
