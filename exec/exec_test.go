@@ -352,43 +352,52 @@ func (s packedSource) WeightBytes(name string) ([]byte, error) {
 
 // TestPackedDecodeAllocatesNothing: with weights packed for the AVX2
 // kernels (the row kernels, groups cut by the workers' column ranges, and
-// the packed embedding's row lookup) a decode step allocates nothing.
+// the packed embedding's row lookup) or for the AVX-512 VNNI ones (the
+// sixteen-row layouts' records and cut tiles), a decode step allocates
+// nothing.
 func TestPackedDecodeAllocatesNothing(t *testing.T) {
-	if _, err := cpu.NewMatMul(quant.Q4_0x4); err != nil {
-		t.Skipf("no four-row kernels here: %v", err)
+	for _, tc := range []struct {
+		tier  string
+		probe quant.Type
+	}{{"avx2", quant.Q4_0x4}, {"avx512", quant.Q4_0r16}} {
+		t.Run(tc.tier, func(t *testing.T) {
+			if _, err := cpu.NewMatMul(tc.probe); err != nil {
+				t.Skipf("no %s kernels here: %v", tc.probe, err)
+			}
+			f, err := gguf.Open(fixtures.Path(t, "models", "llama-synth-q4_0.gguf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			g, err := gguf.BuildGraph(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := passes.Run(g, passes.Options{KVType: quant.F16, Pack: tc.tier, Verify: true}); err != nil {
+				t.Fatal(err)
+			}
+			mem := map[string]*alloc.Plan{}
+			for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
+				mt := 16
+				if s.Name == "decode" {
+					mt = 1
+				}
+				p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mt, NCtx: g.Params.NCtx, KVType: quant.F16})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mem[s.Name] = p
+			}
+			packed := 0
+			for _, v := range g.Weights() {
+				if v.DType.PlanOnly() {
+					packed++
+				}
+			}
+			if packed == 0 {
+				t.Fatal("nothing packed")
+			}
+			decodeAllocs(t, compiled{g, mem, nil}, packedSource{f, g})
+		})
 	}
-	f, err := gguf.Open(fixtures.Path(t, "models", "llama-synth-q4_0.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	g, err := gguf.BuildGraph(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := passes.Run(g, passes.Options{KVType: quant.F16, Pack: "avx2", Verify: true}); err != nil {
-		t.Fatal(err)
-	}
-	mem := map[string]*alloc.Plan{}
-	for _, s := range []*ir.Schedule{g.Prefill, g.Decode} {
-		mt := 16
-		if s.Name == "decode" {
-			mt = 1
-		}
-		p, err := alloc.PlanSchedule(g, s, alloc.Options{MaxTokens: mt, MaxOut: mt, NCtx: g.Params.NCtx, KVType: quant.F16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mem[s.Name] = p
-	}
-	packed := 0
-	for _, v := range g.Weights() {
-		if v.DType.PlanOnly() {
-			packed++
-		}
-	}
-	if packed == 0 {
-		t.Fatal("nothing packed")
-	}
-	decodeAllocs(t, compiled{g, mem, nil}, packedSource{f, g})
 }

@@ -277,10 +277,26 @@ func TestEvalSeqsErrors(t *testing.T) {
 }
 
 // TestEvalSeqsDecodeAllocatesNothing: a batched decode step of every slot
-// reuses every buffer.
+// reuses every buffer, with the weights in the GGUF layouts and in the
+// sixteen-row ones (their records and scratch come from a pool).
 func TestEvalSeqsDecodeAllocatesNothing(t *testing.T) {
-	c := compileSlots(t, "qwen2-synth-q8_0", quant.F32, 16, 4)
-	m, err := exec.New(c.g, c.mem, c.f, exec.Config{Threads: 2})
+	for _, pack := range []string{"", "avx512"} {
+		t.Run("pack="+pack, func(t *testing.T) {
+			if _, err := cpu.NewMatMul(quant.Q8_0r16); pack == "avx512" && err != nil {
+				t.Skipf("no sixteen-row kernels here: %v", err)
+			}
+			evalSeqsDecodeAllocs(t, pack)
+		})
+	}
+}
+
+func evalSeqsDecodeAllocs(t *testing.T, pack string) {
+	c := compileSlots(t, "qwen2-synth-q8_0", quant.F32, 16, 4, pack)
+	var ws exec.WeightSource = c.f
+	if pack != "" {
+		ws = packedSource{c.f, c.g}
+	}
+	m, err := exec.New(c.g, c.mem, ws, exec.Config{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,6 +121,10 @@ var r16Kernels = map[quant.Type][8]r16Kernel{
 	quant.Q4_0r16: {r16Q4_0m1, r16Q4_0m2, r16Q4_0m3, r16Q4_0m4, r16Q4_0m5, r16Q4_0m6, r16Q4_0m7, r16Q4_0m8},
 }
 
+// r16Scratch is the bytes of r16Run's scratch (8 rows of one tile's
+// outputs), at the start of the pooled buffer.
+const r16Scratch = 8 * quant.R16Rows * 4
+
 // r16RecKind is the actKey kind of the kernels' records.
 const r16RecKind = 512
 
@@ -153,10 +157,10 @@ func r16Records(rec []uint32, act []byte, arb, M, nb int) {
 // the tiles inside the range in one call (M = 1: sk, when given, over four
 // runs of them at once, the rest on f), a tile the range cuts computed
 // whole into a scratch and only its rows in range stored (a row's bits do
-// not depend on its tile's other rows).
-func r16Run(f r16Kernel, sk r16StreamKernel, w []byte, wrb, nb int, act []byte, arb int, rec []uint32, M int, y []float32, ldy, n0, n1 int) {
+// not depend on its tile's other rows). tmp is that scratch (the kernels
+// are called through func values, so a stack array would escape).
+func r16Run(f r16Kernel, sk r16StreamKernel, w []byte, wrb, nb int, act []byte, arb int, rec []uint32, M int, y []float32, ldy, n0, n1 int, tmp *[8 * quant.R16Rows]float32) {
 	tb := quant.R16Rows * wrb
-	var tmp [8 * quant.R16Rows]float32
 	part := func(g, c0, c1 int) {
 		f(&w[g*tb], nb, &act[0], arb, (*byte)(unsafe.Pointer(&rec[0])), &tmp[0], quant.R16Rows, 1)
 		for t := 0; t < M; t++ {
@@ -215,10 +219,10 @@ func r16Rows(t quant.Type) RowsFunc {
 			return
 		}
 		bp := smallRecs.Get().(*[]byte)
-		b := aligned32(bp, 8*nb)
-		rec := unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), 2*nb)
+		b := aligned32(bp, 8*nb+r16Scratch)
+		rec := unsafe.Slice((*uint32)(unsafe.Pointer(&b[r16Scratch])), 2*nb)
 		r16Records(rec, a, 0, 1, nb)
-		r16Run(f, sk, w, wrb, nb, a, 0, rec, 1, y, 0, n0, n1)
+		r16Run(f, sk, w, wrb, nb, a, 0, rec, 1, y, 0, n0, n1, (*[8 * quant.R16Rows]float32)(unsafe.Pointer(&b[0])))
 		smallRecs.Put(bp)
 	}
 }
@@ -242,20 +246,18 @@ func r16Small(t quant.Type) GemmCachedFunc {
 		fill := func(dst []byte) {
 			r16Records(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), 2*nb*M), act, arb, M, nb)
 		}
+		bp := smallRecs.Get().(*[]byte)
 		var b []byte
-		var bp *[]byte
 		if c != nil {
 			b = c.derived(actKey{act: &act[0], arb: arb, nb: nb, M: M, kind: r16RecKind}, n, fill)
 		} else {
-			bp = smallRecs.Get().(*[]byte)
-			b = aligned32(bp, n)
+			b = aligned32(bp, n+r16Scratch)[r16Scratch:]
 			fill(b)
 		}
+		tmp := (*[8 * quant.R16Rows]float32)(unsafe.Pointer(&aligned32(bp, r16Scratch)[0]))
 		rec := unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), 2*nb*M)
-		r16Run(ks[M-1], nil, w, wrb, nb, act, arb, rec, M, y, ldy, n0, n1)
-		if bp != nil {
-			smallRecs.Put(bp)
-		}
+		r16Run(ks[M-1], nil, w, wrb, nb, act, arb, rec, M, y, ldy, n0, n1, tmp)
+		smallRecs.Put(bp)
 	}
 }
 
