@@ -37,7 +37,7 @@ func TestR16Kernels(t *testing.T) {
 				}
 				nb := K / quant.QK
 				arb := k.ActRowBytes(K)
-				for _, M := range []int{1, 2, 3, 4, 5, 6, 7, 8, 11} {
+				for _, M := range []int{1, 2, 3, 4, 5, 6, 7, 8, 11, 20} {
 					x := make([]float32, M*K)
 					for i := range x {
 						x[i] = float32(r.NormFloat64())
