@@ -329,25 +329,10 @@ func TestOddContextPadded(t *testing.T) {
 	}
 }
 
-// packedSource serves a GGUF's tensors, packed into the four-row layout
-// where the graph reads them so (what minferc's plan writer does).
-type packedSource struct {
-	f *gguf.File
-	g *ir.Graph
-}
-
-func (s packedSource) WeightBytes(name string) ([]byte, error) {
-	b, err := s.f.WeightBytes(name)
-	if err != nil {
-		return nil, err
-	}
-	for _, v := range s.g.Weights() {
-		if v.Source == name && quant.Unpacked(v.DType) != 0 {
-			out := make([]byte, len(b))
-			return out, quant.Pack(v.DType, out, b, int(v.Shape[1]))
-		}
-	}
-	return b, nil
+// packedSource serves a GGUF's tensors in the layouts the graph reads
+// them in (pack-weights), as a plan written from it holds them.
+func packedSource(f *gguf.File, g *ir.Graph) compiler.PackedSource {
+	return compiler.PackedSource{Src: f, G: g}
 }
 
 // TestPackedDecodeAllocatesNothing: with weights packed for the AVX2
@@ -397,7 +382,7 @@ func TestPackedDecodeAllocatesNothing(t *testing.T) {
 			if packed == 0 {
 				t.Fatal("nothing packed")
 			}
-			decodeAllocs(t, compiled{g, mem, nil}, packedSource{f, g})
+			decodeAllocs(t, compiled{g, mem, nil}, packedSource(f, g))
 		})
 	}
 }

@@ -112,7 +112,7 @@ func TestEvalSeqsMatchesAlone(t *testing.T) {
 		alone := compileSlots(t, tc.model, tc.kv, 16, 1, tc.pack)
 		var msrc, asrc exec.WeightSource = multi.f, alone.f
 		if tc.pack != "" {
-			msrc, asrc = packedSource{multi.f, multi.g}, packedSource{alone.f, alone.g}
+			msrc, asrc = packedSource(multi.f, multi.g), packedSource(alone.f, alone.g)
 		}
 		nv := multi.g.Params.NVocab
 		for _, threads := range []int{1, 2} {
@@ -294,7 +294,7 @@ func evalSeqsDecodeAllocs(t *testing.T, pack string) {
 	c := compileSlots(t, "qwen2-synth-q8_0", quant.F32, 16, 4, pack)
 	var ws exec.WeightSource = c.f
 	if pack != "" {
-		ws = packedSource{c.f, c.g}
+		ws = packedSource(c.f, c.g)
 	}
 	m, err := exec.New(c.g, c.mem, ws, exec.Config{Threads: 2})
 	if err != nil {

@@ -66,7 +66,7 @@ func TestR16MatchesLlamaCpp(t *testing.T) {
 			}
 			var batch, step []float32
 			for _, threads := range []int{2, 1, 3} {
-				m, err := exec.New(g, mem, packedSource{f, g}, exec.Config{Threads: threads})
+				m, err := exec.New(g, mem, packedSource(f, g), exec.Config{Threads: threads})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -44,12 +44,12 @@ func GetRowsQuant(t quant.Type) (GetRowsFunc, error) {
 // allocation in a decode step's lookup).
 var x4RowBufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// getRowsPacked is the row gather of a table in a plan-only layout (x4,
-// four or sixteen rows of type plain's blocks together): each row unpacked
+// getRowsPacked is the row gather of a table in a plan-only layout
+// (packed: four or sixteen rows of type plain's blocks together): each row unpacked
 // from its group (quant.UnpackRow), then dequantized as plain — the same
 // floats as the table's unpacked rows.
-func getRowsPacked(x4, plain quant.Type) GetRowsFunc {
-	gr := quant.GroupRows(x4)
+func getRowsPacked(packed, plain quant.Type) GetRowsFunc {
+	gr := quant.GroupRows(packed)
 	deq := quant.DequantFor(plain)
 	ts := plain.TypeSize()
 	return func(y []float32, table []byte, cols int, ids []int32, r0, r1 int) {
@@ -63,7 +63,7 @@ func getRowsPacked(x4, plain quant.Type) GetRowsFunc {
 		for r := r0; r < r1; r++ {
 			id := int(ids[r])
 			g := id / gr
-			if err := quant.UnpackRow(x4, row, table[g*gr*rs:(g+1)*gr*rs], nb, id%gr); err != nil {
+			if err := quant.UnpackRow(packed, row, table[g*gr*rs:(g+1)*gr*rs], nb, id%gr); err != nil {
 				panic("cpu get_rows: " + err.Error())
 			}
 			deq(row, y[r*cols:(r+1)*cols])

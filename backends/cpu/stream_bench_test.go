@@ -220,28 +220,7 @@ func BenchmarkDecode(b *testing.B) {
 				act := make([]byte, mm.ActRowBytes(K))
 				mm.QuantizeRows(randVec(r, K, 1), K, 0, 1, act)
 				y := make([]float32, N)
-				nr := len(w) &^ 255
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				var kernNs, readNs int64
-				var s uint64
-				for b.Loop() {
-					t0 := threadCPU()
-					k.f(K, w, wrb, act, y, 0, N)
-					t1 := threadCPU()
-					s += read(&w[0], nr)
-					t2 := threadCPU()
-					kernNs += t1 - t0
-					readNs += t2 - t1
-				}
-				if s == 1 {
-					b.Log(s)
-				}
-				gbs := float64(len(w)) * float64(b.N) / float64(kernNs)
-				rgbs := float64(nr) * float64(b.N) / float64(readNs)
-				b.ReportMetric(gbs, "GB/s")
-				b.ReportMetric(rgbs, "readGB/s")
-				b.ReportMetric(gbs/rgbs, "ratio")
+				streamVsRead(b, w, read, func() { k.f(K, w, wrb, act, y, 0, N) })
 			})
 		}
 	}
@@ -321,4 +300,33 @@ func BenchmarkStreamRowsBest(b *testing.B) {
 			}
 		}
 	}
+}
+
+// streamVsRead times kern (a pass over the weight bytes w) and, after each
+// pass, a plain streaming read of the same bytes with read, in the
+// calling thread's CPU time, and reports the kernel's weight GB/s, the
+// read's (readGB/s) and their ratio.
+func streamVsRead(b *testing.B, w []byte, read func(p *byte, n int) uint64, kern func()) {
+	nr := len(w) &^ 255
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var kernNs, readNs int64
+	var s uint64
+	for b.Loop() {
+		t0 := threadCPU()
+		kern()
+		t1 := threadCPU()
+		s += read(&w[0], nr)
+		t2 := threadCPU()
+		kernNs += t1 - t0
+		readNs += t2 - t1
+	}
+	if s == 1 {
+		b.Log(s)
+	}
+	gbs := float64(len(w)) * float64(b.N) / float64(kernNs)
+	rgbs := float64(nr) * float64(b.N) / float64(readNs)
+	b.ReportMetric(gbs, "GB/s")
+	b.ReportMetric(rgbs, "readGB/s")
+	b.ReportMetric(gbs/rgbs, "ratio")
 }

@@ -117,13 +117,7 @@ func genR16Kernel(a *Asm, typ string, M int) {
 	}
 	r16Consts(a, typ)
 	a.Label(lbl + "_tile")
-	for t := 0; t < M; t++ {
-		a.I("VPXORD", z(8+t)+", "+z(8+t)+", "+z(8+t))
-	}
-	a.I("MOVQ", "AX, DX")
-	a.I("MOVQ", "R8, BX")
-	a.I("SHLQ", "$5, BX")
-	a.I("ADDQ", "BX, AX")
+	r16TileStart(a, M)
 	a.I("MOVQ", "R14, SI")
 	if M > 3 {
 		a.I("LEAQ", "(SI)(R10*2), R9")
@@ -147,10 +141,7 @@ func genR16Kernel(a *Asm, typ string, M int) {
 		}
 	}
 	for t := 0; t < M; t++ {
-		p := z(25 + t%2)
-		a.I("VCVTDQ2PS", z(16+t)+", "+z(16+t))
-		a.I("VMULPS.BCST", fmt.Sprintf("%d(DI), Z24, %s", 4+8*t, p))
-		a.I("VFMADD231PS", p+", "+z(16+t)+", "+z(8+t))
+		r16Accumulate(a, t, fmt.Sprintf("%d(DI)", 4+8*t), "Z24", z(25+t%2))
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d, AX", qb))
 	a.I("ADDQ", "$32, DX")
@@ -241,13 +232,7 @@ func genR16Streams(a *Asm, typ string, J int) {
 	a.I("JZ", lbl+"_done")
 	r16Consts(a, typ)
 	a.Label(lbl + "_tile")
-	for j := 0; j < J; j++ {
-		a.I("VPXORD", z(8+j)+", "+z(8+j)+", "+z(8+j))
-	}
-	a.I("MOVQ", "AX, DX")
-	a.I("MOVQ", "R8, BX")
-	a.I("SHLQ", "$5, BX")
-	a.I("ADDQ", "BX, AX")
+	r16TileStart(a, J)
 	if J > 3 {
 		a.I("LEAQ", "(AX)(R10*2), R9")
 		a.I("ADDQ", "R10, R9")
@@ -275,9 +260,7 @@ func genR16Streams(a *Asm, typ string, J int) {
 		}
 	}
 	for j := 0; j < J; j++ {
-		a.I("VCVTDQ2PS", z(16+j)+", "+z(16+j))
-		a.I("VMULPS.BCST", "4(DI), "+z(24+j)+", "+z(20+j))
-		a.I("VFMADD231PS", z(20+j)+", "+z(16+j)+", "+z(8+j))
+		r16Accumulate(a, j, "4(DI)", z(24+j), z(20+j))
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d, AX", qb))
 	a.I("ADDQ", "$32, DX")
@@ -367,4 +350,28 @@ func r16Unpack(a *Asm, typ string, q func(d int) string) {
 		a.I("VPADDB", "Z30, "+lo+", K1, "+lo)
 		a.I("VPADDB", "Z30, "+hi+", K2, "+hi)
 	}
+}
+
+// r16TileStart starts a tile of the kernels: n float accumulators (Z8..)
+// zeroed, DX at the tile's scales (AX), AX past them at its first block's
+// quants (nb·32 bytes, nb in R8).
+func r16TileStart(a *Asm, n int) {
+	for i := 0; i < n; i++ {
+		a.I("VPXORD", fmt.Sprintf("Z%d, Z%d, Z%d", 8+i, 8+i, 8+i))
+	}
+	a.I("MOVQ", "AX, DX")
+	a.I("MOVQ", "R8, BX")
+	a.I("SHLQ", "$5, BX")
+	a.I("ADDQ", "BX, AX")
+}
+
+// r16Accumulate ends a block for accumulator i: its int32 block sums
+// (Z16+i) converted, the products of the 16 d_w (dw) by d_a (the float at
+// da, broadcast) into prod, and one FMA into the float accumulator Z8+i —
+// quant.DotR16's acc = fma(d_w·d_a, Σ x·y, acc).
+func r16Accumulate(a *Asm, i int, da, dw, prod string) {
+	sum := fmt.Sprintf("Z%d", 16+i)
+	a.I("VCVTDQ2PS", sum+", "+sum)
+	a.I("VMULPS.BCST", da+", "+dw+", "+prod)
+	a.I("VFMADD231PS", prod+", "+sum+", "+fmt.Sprintf("Z%d", 8+i))
 }

@@ -28,7 +28,7 @@ type CompileCmd struct {
 	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`
 	FlashAttn   string   `help:"Flash attention (also -fa): on compiles attention to the tiled online-softmax kernels (f32, f16 and q8_0 caches), off to llama.cpp's non-flash arithmetic; auto: on for an f16 or q8_0 cache, off for f32 (the path that matches llama.cpp's f32-cache logits exactly)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	DisablePass []string `help:"Switch off a pass by name (repeatable; see minferc passes)." name:"disable-pass"`
-	PackWeights string   `help:"Weight layouts for a SIMD tier (the pack-weights pass): avx2 stores Q5_0 and Q4_0 mat-mul weights four rows together for the AVX2 kernels (such a plan needs AVX2 to run); avx512 stores Q8_0, Q5_0 and Q4_0 mat-mul weights sixteen rows together for the AVX-512 VNNI kernels, 2-3x faster in prefill and batched decode, with llama.cpp's repacked-kernel float order instead of its vec_dot order (such a plan needs AVX-512 VNNI); none keeps the GGUF's layouts, which every tier reads; auto: avx2 when this CPU runs the AVX2 tier (no AVX-512 VNNI, or MINFER_NO_AVX512=1) and the weights are embedded." default:"auto" name:"pack-weights" enum:"auto,avx2,avx512,none"`
+	PackWeights string   `help:"Weight layouts for a SIMD tier (the pack-weights pass): avx2 stores Q5_0 and Q4_0 mat-mul weights four rows together for the AVX2 kernels (such a plan needs AVX2 to run); avx512 stores Q8_0, Q5_0 and Q4_0 mat-mul weights sixteen rows together for the AVX-512 VNNI kernels (their mat-muls about 2x faster with 8 or more rows: prefill and batched decode), with llama.cpp's repacked-kernel float order instead of its vec_dot order (such a plan needs AVX-512 VNNI); none keeps the GGUF's layouts, which every tier reads; auto: avx2 when this CPU runs the AVX2 tier (no AVX-512 VNNI, or MINFER_NO_AVX512=1) and the weights are embedded." default:"auto" name:"pack-weights" enum:"auto,avx2,avx512,none"`
 	Quiet       bool     `short:"q" help:"No progress output."`
 	CacheTypeFlags
 }
@@ -103,7 +103,7 @@ func (c *CompileCmd) Run() error {
 			}
 		}
 		if n > 0 {
-			logf("hint: this CPU has AVX-512 VNNI and the model has %d Q8_0/Q5_0/Q4_0 weight tensors: --pack-weights avx512 makes their prefill and batched decode 2-3x faster (llama.cpp's repacked-kernel float order; the plan then needs AVX-512 VNNI)", n)
+			logf("hint: this CPU has AVX-512 VNNI and the model has %d Q8_0/Q5_0/Q4_0 weight tensors: --pack-weights avx512 makes their mat-muls about 2x faster in prefill and batched decode (llama.cpp's repacked-kernel float order; the plan then needs AVX-512 VNNI)", n)
 		}
 	}
 	var prog func(done, total int64)

@@ -36,7 +36,7 @@ type ServeCmd struct {
 	Parallel      int           `help:"Slots (sequences decoded together) for a GGUF; a plan has the slots it was compiled with (minferc compile --slots N)." default:"4" name:"parallel" aliases:"np"`
 	KVType        string        `help:"KV cache type for a GGUF: f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
 	FlashAttn     string        `help:"Flash attention for a GGUF (also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
-	PackWeights   string        `help:"Weight layouts for a SIMD tier for a GGUF, packed at load into memory: none, avx2, or avx512 (Q8_0, Q5_0 and Q4_0 sixteen rows together for the AVX-512 VNNI kernels: 2-3x faster prefill and batched decode, another float order; see minferc compile --pack-weights)." default:"none" name:"pack-weights" enum:"none,avx2,avx512"`
+	PackWeights   string        `help:"Weight layouts for a SIMD tier for a GGUF, packed at load into memory: none, avx2, or avx512 (Q8_0, Q5_0 and Q4_0 sixteen rows together for the AVX-512 VNNI kernels: their mat-muls about 2x faster in prefill and batched decode, another float order; see minferc compile --pack-weights)." default:"none" name:"pack-weights" enum:"none,avx2,avx512"`
 	MaxBody       int64         `help:"Largest request body in bytes (more: 413)." default:"8388608" name:"max-body"`
 	WriteTimeout  time.Duration `help:"A client that takes longer than this to accept one write is cut off and its slot freed." default:"30s" name:"write-timeout"`
 	ShutdownGrace time.Duration `help:"On SIGTERM or SIGINT, how long in-flight requests may take to finish before they are cancelled." default:"10s" name:"shutdown-grace"`
