@@ -257,8 +257,8 @@ func Tool() string {
 
 // requiredFeatures lists the CPU features (x/sys/cpu names) the plan's
 // weight layouts need: none for the GGUF's own layouts, which every kernel
-// tier reads; AVX2, FMA and F16C for the four-row layouts (pack-weights
-// avx2), whose only kernels are AVX2 ones; those and AVX-512 F, BW, DQ,
+// tier reads; AVX2, FMA and F16C for the four-row and eight-row layouts
+// (pack-weights avx2, kquant), whose only kernels are AVX2 ones; those and AVX-512 F, BW, DQ,
 // VL and VNNI for the sixteen-row layouts (pack-weights avx512), whose
 // only kernels are AVX-512 VNNI ones. plan.CheckCPU refuses the plan
 // elsewhere.
@@ -266,7 +266,7 @@ func requiredFeatures(g *ir.Graph) []string {
 	var req []string
 	for _, v := range g.Weights() {
 		switch quant.GroupRows(v.DType) {
-		case 4:
+		case 4, quant.R8Rows:
 			if req == nil {
 				req = []string{"avx2", "fma", "f16c"}
 			}

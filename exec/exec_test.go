@@ -338,18 +338,18 @@ func packedSource(f *gguf.File, g *ir.Graph) compiler.PackedSource {
 // TestPackedDecodeAllocatesNothing: with weights packed for the AVX2
 // kernels (the row kernels, groups cut by the workers' column ranges, and
 // the packed embedding's row lookup) or for the AVX-512 VNNI ones (the
-// sixteen-row layouts' records and cut tiles), a decode step allocates
-// nothing.
+// sixteen-row layouts' records and cut tiles) or for the eight-row
+// K-quant kernels, a decode step allocates nothing.
 func TestPackedDecodeAllocatesNothing(t *testing.T) {
 	for _, tc := range []struct {
-		tier  string
-		probe quant.Type
-	}{{"avx2", quant.Q4_0x4}, {"avx512", quant.Q4_0r16}} {
+		tier, model string
+		probe       quant.Type
+	}{{"avx2", "llama-synth-q4_0", quant.Q4_0x4}, {"avx512", "llama-synth-q4_0", quant.Q4_0r16}, {"kquant", "qwen3-synth-q4_k_m", quant.Q4_Kr8}} {
 		t.Run(tc.tier, func(t *testing.T) {
 			if _, err := cpu.NewMatMul(tc.probe); err != nil {
 				t.Skipf("no %s kernels here: %v", tc.probe, err)
 			}
-			f, err := gguf.Open(fixtures.Path(t, "models", "llama-synth-q4_0.gguf"))
+			f, err := gguf.Open(fixtures.Path(t, "models", tc.model+".gguf"))
 			if err != nil {
 				t.Fatal(err)
 			}

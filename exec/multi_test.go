@@ -102,10 +102,12 @@ func TestEvalSeqsMatchesAlone(t *testing.T) {
 		{"qwen2-synth-q8_0", quant.Q8_0, ""},
 		{"qwen3-synth-q8_0", quant.F16, "avx512"},
 		{"llama-synth-q5_0", quant.F32, "avx512"},
+		{"qwen3-synth-q4_k_m", quant.F16, "kquant"},
+		{"llama-synth-q4_k", quant.F32, "kquant"},
 	}
 	for _, tc := range cases {
-		if _, err := cpu.NewMatMul(quant.Q8_0r16); tc.pack == "avx512" && err != nil {
-			t.Run(tc.model+"/"+tc.pack, func(t *testing.T) { t.Skipf("no sixteen-row kernels here: %v", err) })
+		if _, err := cpu.NewMatMul(packProbe[tc.pack]); tc.pack != "" && err != nil {
+			t.Run(tc.model+"/"+tc.pack, func(t *testing.T) { t.Skipf("no %s kernels here: %v", tc.pack, err) })
 			continue
 		}
 		multi := compileSlots(t, tc.model, tc.kv, 16, 4, tc.pack)
@@ -278,20 +280,24 @@ func TestEvalSeqsErrors(t *testing.T) {
 
 // TestEvalSeqsDecodeAllocatesNothing: a batched decode step of every slot
 // reuses every buffer, with the weights in the GGUF layouts and in the
-// sixteen-row ones (their records and scratch come from a pool).
+// sixteen-row and eight-row ones (their records and scratch come from a pool).
 func TestEvalSeqsDecodeAllocatesNothing(t *testing.T) {
-	for _, pack := range []string{"", "avx512"} {
-		t.Run("pack="+pack, func(t *testing.T) {
-			if _, err := cpu.NewMatMul(quant.Q8_0r16); pack == "avx512" && err != nil {
-				t.Skipf("no sixteen-row kernels here: %v", err)
+	for _, tc := range []struct{ pack, model string }{{"", "qwen2-synth-q8_0"}, {"avx512", "qwen2-synth-q8_0"}, {"kquant", "qwen2-synth-q4_k_m"}} {
+		t.Run("pack="+tc.pack, func(t *testing.T) {
+			if _, err := cpu.NewMatMul(packProbe[tc.pack]); tc.pack != "" && err != nil {
+				t.Skipf("no %s kernels here: %v", tc.pack, err)
 			}
-			evalSeqsDecodeAllocs(t, pack)
+			evalSeqsDecodeAllocs(t, tc.model, tc.pack)
 		})
 	}
 }
 
-func evalSeqsDecodeAllocs(t *testing.T, pack string) {
-	c := compileSlots(t, "qwen2-synth-q8_0", quant.F32, 16, 4, pack)
+// packProbe is a layout each pack-weights tier writes, to skip a case
+// whose kernels this CPU lacks.
+var packProbe = map[string]quant.Type{"avx2": quant.Q4_0x4, "avx512": quant.Q8_0r16, "kquant": quant.Q4_Kr8}
+
+func evalSeqsDecodeAllocs(t *testing.T, model, pack string) {
+	c := compileSlots(t, model, quant.F32, 16, 4, pack)
 	var ws exec.WeightSource = c.f
 	if pack != "" {
 		ws = packedSource(c.f, c.g)

@@ -33,7 +33,26 @@ func TestR16MatchesLlamaCpp(t *testing.T) {
 	if _, err := cpu.NewMatMul(quant.Q8_0r16); err != nil {
 		t.Skipf("no sixteen-row kernels here: %v", err)
 	}
-	for _, name := range []string{"llama-synth-q8_0", "llama-synth-q5_0", "llama-synth-q4_0", "qwen2-synth-q8_0", "qwen3-synth-q8_0"} {
+	packedMatchesLlamaCpp(t, "avx512", quant.R16Rows, "llama-synth-q8_0", "llama-synth-q5_0", "llama-synth-q4_0", "qwen2-synth-q8_0", "qwen3-synth-q8_0")
+}
+
+// TestR8MatchesLlamaCpp is TestR16MatchesLlamaCpp for Q4_K and Q6_K weights
+// packed in the eight-row layouts (pack-weights kquant: llama.cpp's
+// repacked Q4_K order, which llama.cpp itself runs for Q4_K on AVX2 CPUs):
+// the fixture models with those types stay within the bands of
+// llama.cpp's default logits, bit-identical at 1, 2 and 3 threads and
+// between the batch and step evaluations.
+func TestR8MatchesLlamaCpp(t *testing.T) {
+	if _, err := cpu.NewMatMul(quant.Q4_Kr8); err != nil {
+		t.Skipf("no eight-row kernels here: %v", err)
+	}
+	packedMatchesLlamaCpp(t, "kquant", quant.R8Rows, "llama-synth-q4_k", "llama-synth-q6_k", "qwen2-synth-q4_k_m", "qwen3-synth-q4_k_m")
+}
+
+// packedMatchesLlamaCpp runs the check of TestR16MatchesLlamaCpp on the
+// named fixture models packed for tier (layouts of group rows).
+func packedMatchesLlamaCpp(t *testing.T, tier string, group int, names ...string) {
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			var rj struct {
 				NVocab int     `json:"n_vocab"`
@@ -54,10 +73,10 @@ func TestR16MatchesLlamaCpp(t *testing.T) {
 			pb, ps := evalFixture(t, m, rj.Tokens)
 			m.Close()
 
-			f, g, mem := compilePacked(t, name, "avx512", len(rj.Tokens))
+			f, g, mem := compilePacked(t, name, tier, len(rj.Tokens))
 			packed := 0
 			for _, v := range g.Weights() {
-				if quant.GroupRows(v.DType) == quant.R16Rows {
+				if quant.GroupRows(v.DType) == group {
 					packed++
 				}
 			}

@@ -6,6 +6,7 @@
 package passes
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -25,8 +26,9 @@ type Options struct {
 	// Pack names the SIMD tier whose weight layouts pack-weights writes:
 	// "avx2" (Q5_0 and Q4_0 mat-mul weights to Q5_0x4, Q4_0x4), "avx512"
 	// (Q8_0, Q5_0 and Q4_0 to Q8_0r16, Q5_0r16, Q4_0r16: another float order, see
-	// quant/r16.go) or "" (none: the GGUF's layouts, which every tier
-	// reads).
+	// quant/r16.go), both with Q4_K to Q4_Kr8 (another float order, see
+	// quant/kr8.go), "kquant" (only Q4_K to Q4_Kr8) or "" (none: the GGUF's
+	// layouts, which every tier reads).
 	Pack string
 	// Verify runs ir.Verify after every pass (tests turn it on; the
 	// compiler verifies once at the end).
@@ -505,28 +507,42 @@ func selectKernels(g *ir.Graph, o *Options) error {
 	return nil
 }
 
-// packWeights rewrites the type of Q5_0 and Q4_0 weights to Q5_0x4 and
-// Q4_0x4 (quant/q5_0x4.go, q4_0x4.go: the same bytes per row, four rows'
-// blocks together, which the AVX2 decode kernels read with about a quarter
-// fewer instructions) when o.Pack is "avx2", and Q8_0, Q5_0 and Q4_0
-// weights to Q8_0r16, Q5_0r16 and Q4_0r16 (quant/r16.go: the same bytes per row, sixteen
-// rows together, for the AVX-512 VNNI kernels that put a row in each
-// lane; a different float order) when it is "avx512": a tensor is packed
-// when every value reading it has the same such type and a multiple of
-// the group's rows and every reader is a mat-mul taking it as the weight
-// or a row lookup taking it as the table (a tied token embedding).
-// The plan writer then writes it packed; the tiers without the layout's
-// kernels refuse such a plan (cpu.NewMatMul names the recompile command).
+// packWeights rewrites the type of mat-mul weights to minfer's own
+// layouts for a SIMD tier (o.Pack):
+//
+//   - "avx2": Q5_0 and Q4_0 to Q5_0x4 and Q4_0x4 (quant/q5_0x4.go,
+//     q4_0x4.go: the same bytes per row, four rows' blocks together, which
+//     the AVX2 decode kernels read with about a quarter fewer
+//     instructions; ggml's vec_dot float order), and Q4_K to Q4_Kr8;
+//   - "avx512": Q8_0, Q5_0 and Q4_0 to Q8_0r16, Q5_0r16 and Q4_0r16
+//     (quant/r16.go: the same bytes per row, sixteen rows together, for
+//     the AVX-512 VNNI kernels that put a row in each lane), and Q4_K to
+//     Q4_Kr8;
+//   - "kquant": only Q4_K to Q4_Kr8 (quant/kr8.go: the same bytes per row,
+//     eight rows together, for the AVX2 kernels that put a row in each
+//     lane, which the AVX-512 tier runs too).
+//
+// The r16 and r8 layouts have llama.cpp's repacked-kernel float order, not
+// its vec_dot order (Q4_Kr8: the order llama.cpp itself runs for Q4_K on
+// AVX2 CPUs). A tensor is packed when every value reading it has the same
+// such type and a multiple of the group's rows and every reader is a
+// mat-mul taking it as the weight or a row lookup taking it as the table
+// (a tied token embedding). The plan writer then writes it packed; the
+// tiers without the layout's kernels refuse such a plan (cpu.NewMatMul
+// names the recompile command).
 func packWeights(g *ir.Graph, o *Options) error {
-	packed := quant.PackedX4
+	var packed func(quant.Type) quant.Type
 	switch o.Pack {
 	case "":
 		return nil
 	case "avx2":
+		packed = func(t quant.Type) quant.Type { return cmp.Or(quant.PackedX4(t), quant.PackedR8(t)) }
 	case "avx512":
-		packed = quant.PackedR16
+		packed = func(t quant.Type) quant.Type { return cmp.Or(quant.PackedR16(t), quant.PackedR8(t)) }
+	case "kquant":
+		packed = quant.PackedR8
 	default:
-		return fmt.Errorf("pack-weights: unknown tier %q (avx2, avx512, or none)", o.Pack)
+		return fmt.Errorf("pack-weights: unknown tier %q (avx2, avx512, kquant, or none)", o.Pack)
 	}
 	cons := g.Consumers()
 	bySource := map[string][]*ir.Value{}

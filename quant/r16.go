@@ -96,18 +96,24 @@ func Unpacked(t Type) Type {
 		return Q5_0
 	case Q4_0r16:
 		return Q4_0
+	case Q4_Kr8:
+		return Q4_K
+	case Q6_Kr8:
+		return Q6_K
 	}
 	return 0
 }
 
-// GroupRows is the number of rows a plan-only layout packs together (4 or
-// 16), 0 for any other type.
+// GroupRows is the number of rows a plan-only layout packs together (4, 8
+// or 16), 0 for any other type.
 func GroupRows(t Type) int {
 	switch t {
 	case Q5_0x4, Q4_0x4:
 		return 4
 	case Q8_0r16, Q5_0r16, Q4_0r16:
 		return R16Rows
+	case Q4_Kr8, Q6_Kr8:
+		return R8Rows
 	}
 	return 0
 }
@@ -119,6 +125,8 @@ func Pack(t Type, dst, src []byte, k int) error {
 	switch t {
 	case Q5_0x4, Q4_0x4:
 		return PackX4(Unpacked(t), dst, src, k)
+	case Q4_Kr8, Q6_Kr8:
+		return packR8(t, dst, src, k)
 	case Q8_0r16, Q5_0r16, Q4_0r16:
 	default:
 		return fmt.Errorf("quant: Pack: %s is not a packed layout", t)
@@ -181,6 +189,8 @@ func UnpackRow(t Type, dst, group []byte, nb, r int) error {
 	switch t {
 	case Q5_0x4, Q4_0x4:
 		return UnpackRowX4(t, dst, group, nb, r)
+	case Q4_Kr8, Q6_Kr8:
+		return unpackRowR8(t, dst, group, nb, r)
 	case Q8_0r16, Q5_0r16, Q4_0r16:
 	default:
 		return fmt.Errorf("quant: UnpackRow: %s is not a packed layout", t)

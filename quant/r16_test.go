@@ -7,17 +7,17 @@ import (
 	"testing"
 )
 
-// r16TestRows returns n random rows of k elements of plain (Q8_0 or Q5_0),
+// r16TestRows returns n random rows of k elements of plain (Q8_0, Q4_K, ...),
 // quantized from random floats.
 func r16TestRows(r *rand.Rand, plain Type, n, k int) []byte {
 	x := make([]float32, k)
-	bs := plain.TypeSize()
-	out := make([]byte, n*k/QK*bs)
+	rs := k / plain.BlockSize() * plain.TypeSize()
+	out := make([]byte, n*rs)
 	for i := 0; i < n; i++ {
 		for j := range x {
 			x[j] = float32(r.NormFloat64())
 		}
-		row := out[i*k/QK*bs : (i+1)*k/QK*bs]
+		row := out[i*rs : (i+1)*rs]
 		if err := Quantize(plain, x, row); err != nil {
 			panic(err)
 		}

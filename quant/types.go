@@ -109,6 +109,9 @@ var table = map[Type]traits{
 	Q8_0r16: {"q8_0r16", QK, 34, false, true},
 	Q5_0r16: {"q5_0r16", QK, 22, false, true},
 	Q4_0r16: {"q4_0r16", QK, 18, false, true},
+
+	Q4_Kr8: {"q4_Kr8", QKK, 144, false, true},
+	Q6_Kr8: {"q6_Kr8", QKK, 210, false, true},
 }
 
 // Q5_0x4 is minfer's own type id (outside ggml's numbering) for Q5_0
@@ -207,7 +210,7 @@ func (t Type) VecDotType() Type {
 		return Q8_0
 	case Q4_1, Q5_1:
 		return Q8_1
-	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K:
+	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_Kr8, Q6_Kr8:
 		return Q8_K
 	case F16:
 		return F16

@@ -106,26 +106,34 @@ func registerAct(t quant.Type, tier string, f func(src []float32, dst []byte)) {
 // PackTier is the tier whose weight layouts minferc's pack-weights pass
 // should write for this CPU (minferc compile --pack-weights auto): "avx2"
 // when the AVX2 kernels run Q5_0 here (AVX2+FMA+F16C without AVX-512
-// VNNI, or with it switched off by MINFER_NO_AVX512=1), "" otherwise —
-// the AVX-512 tier's Q5_0 kernels read the GGUF layout and beat the AVX2
-// GEMM in prefill.
+// VNNI, or with it switched off by MINFER_NO_AVX512=1); "kquant" (Q4_K
+// only) on the AVX-512 VNNI tier, whose Q5_0 kernels read the GGUF layout
+// and beat the AVX2 GEMM in prefill, while the eight-row Q4_K kernels beat
+// its VNNI Q4_K ones (docs/PERFORMANCE.md); "" without AVX2.
 func PackTier() string {
-	if hasAVX2 && !hasVNNI {
+	switch {
+	case hasAVX2 && !hasVNNI:
 		return "avx2"
+	case hasAVX2:
+		return "kquant"
 	}
 	return ""
 }
 
 // PackTierRuns reports whether this CPU and build run the kernels of the
 // weight layouts pack-weights writes for tier ("avx2": the four-row
-// layouts, AVX2+FMA+F16C; "avx512": the sixteen-row layouts, AVX-512
-// VNNI), after the MINFER_NO_* switches.
+// layouts and Q4_Kr8, AVX2+FMA+F16C; "avx512": the sixteen-row layouts,
+// AVX-512 VNNI, and Q4_Kr8; "kquant": Q4_Kr8), after the MINFER_NO_*
+// switches.
 func PackTierRuns(tier string) bool {
+	kq := rowKernels[quant.Q4_Kr8] != nil
 	switch tier {
 	case "avx2":
-		return rowKernels[quant.Q5_0x4] != nil
+		return kq && rowKernels[quant.Q5_0x4] != nil
 	case "avx512":
-		return rowKernels[quant.Q8_0r16] != nil
+		return kq && rowKernels[quant.Q8_0r16] != nil
+	case "kquant":
+		return kq
 	}
 	return false
 }

@@ -45,7 +45,7 @@ func GetRowsQuant(t quant.Type) (GetRowsFunc, error) {
 var x4RowBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // getRowsPacked is the row gather of a table in a plan-only layout
-// (packed: four or sixteen rows of type plain's blocks together): each row unpacked
+// (packed: four, eight or sixteen rows of type plain's blocks together): each row unpacked
 // from its group (quant.UnpackRow), then dequantized as plain — the same
 // floats as the table's unpacked rows.
 func getRowsPacked(packed, plain quant.Type) GetRowsFunc {
@@ -53,7 +53,7 @@ func getRowsPacked(packed, plain quant.Type) GetRowsFunc {
 	deq := quant.DequantFor(plain)
 	ts := plain.TypeSize()
 	return func(y []float32, table []byte, cols int, ids []int32, r0, r1 int) {
-		nb := cols / quant.QK
+		nb := cols / plain.BlockSize()
 		rs := nb * ts
 		bp := x4RowBufs.Get().(*[]byte)
 		if cap(*bp) < rs {

@@ -1,0 +1,235 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/minfer/minfer/quant"
+)
+
+// The AVX2 kernels of the eight-row K-quant layouts Q4_Kr8 and Q6_Kr8 (quant/kr8.go;
+// internal/asmgen/kr8.go), which minferc's pack-weights pass writes into
+// plans: one kernel per activation row count 1..4 (more rows run in
+// chunks of at most 4, a span of weight tiles at a time), every output the
+// bits of quant.DotR8 of its tile. AVX2+FMA+F16C only, so the AVX-512 tier
+// runs them too and every tier gets the same bits; the layout has no other
+// kernels, so a plan holding it needs those features (plan.CheckCPU;
+// NewMatMul names the recompile command where they are missing).
+
+type kr8Kernel func(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q4Km1(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q4Km2(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q4Km3(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q4Km4(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q6Km1(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q6Km2(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q6Km3(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q6Km4(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+// kr8Kernels are the kernels of each eight-row layout by activation row
+// count (index M-1).
+var kr8Kernels = map[quant.Type][4]kr8Kernel{
+	quant.Q4_Kr8: {kr8Q4Km1, kr8Q4Km2, kr8Q4Km3, kr8Q4Km4},
+	quant.Q6_Kr8: {kr8Q6Km1, kr8Q6Km2, kr8Q6Km3, kr8Q6Km4},
+}
+
+// kr8MaxM is the most activation rows one kernel call takes.
+const kr8MaxM = 4
+
+// kr8Scratch is the bytes at the start of the pooled buffer: the kernels'
+// scratch (64+96·4) and the outputs of one cut tile (4 rows of 8 floats).
+const kr8Scratch = 64 + 96*kr8MaxM + 4*quant.R8Rows*4
+
+// kr8RecKind is the actKey kind of the kernels' records.
+const kr8RecKind = 808
+
+// kr8SpanBytes is how many bytes of weight tiles the kernels run over for
+// every chunk of activation rows before the next span: the span stays in
+// L2 while the chunks re-read it.
+const kr8SpanBytes = 256 << 10
+
+// kr8Records writes the records of M Q8_K activation rows (arb bytes
+// apart) of nb super-blocks: per super-block b and row t, at 8·(b·M+t),
+// the eight int16 sub-block sums of quant.R8Sums.
+func kr8Records(rec []int16, act []byte, arb, M, nb int) {
+	_ = rec[8*nb*M-1]
+	for t := 0; t < M; t++ {
+		row := act[t*arb : t*arb+nb*292]
+		for b := 0; b < nb; b++ {
+			bs := row[292*b+260 : 292*b+292]
+			o := rec[8*(b*M+t) : 8*(b*M+t)+8]
+			for j := range 8 {
+				o[j] = int16(binary.LittleEndian.Uint16(bs[4*j:])) + int16(binary.LittleEndian.Uint16(bs[4*j+2:]))
+			}
+		}
+	}
+}
+
+// kr8Run runs the kernel for M (1..4) activation rows over the weight rows
+// n0..n1: the tiles inside the range in one call, a tile the range cuts
+// computed whole into tmp and only its rows in range stored (a row's bits
+// do not depend on its tile's other rows).
+func kr8Run(ks *[4]kr8Kernel, M int, w []byte, wrb, nb int, act []byte, arb int, rec []int16, scr []byte, y []float32, ldy, n0, n1 int, tmp *[4 * quant.R8Rows]float32) {
+	const R = quant.R8Rows
+	f := ks[M-1]
+	tb := R * wrb
+	rp, sp := (*byte)(unsafe.Pointer(&rec[0])), &scr[0]
+	part := func(g, c0, c1 int) {
+		f(&w[g*tb], nb, &act[0], arb, rp, sp, &tmp[0], R, 1)
+		for t := 0; t < M; t++ {
+			copy(y[t*ldy+c0:t*ldy+c1], tmp[t*R+c0-g*R:])
+		}
+	}
+	g0, g1 := n0/R, (n1+R-1)/R
+	if n0%R != 0 {
+		part(g0, n0, min(n1, (g0+1)*R))
+		g0++
+	}
+	if g1 > g0 && n1%R != 0 {
+		g1--
+		part(g1, g1*R, n1)
+	}
+	if g1 > g0 {
+		f(&w[g0*tb], nb, &act[0], arb, rp, sp, &y[g0*R], ldy, g1-g0)
+	}
+}
+
+// kr8Check panics unless the shapes are what the kernels read: whole
+// tiles of wrb-byte rows under n1, M rows of nb Q8_K blocks.
+func kr8Check(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) int {
+	nb := K / quant.QKK
+	if K%quant.QKK != 0 || wrb != nb*t.TypeSize() || n0 < 0 || M < 1 || (M > 1 && arb < nb*292) || (M > 1 && ldy < n1) {
+		panic(fmt.Sprintf("cpu: %s mat-mul: bad shape K=%d wrb=%d M=%d arb=%d ldy=%d rows %d..%d", t, K, wrb, M, arb, ldy, n0, n1))
+	}
+	g1 := (n1 + quant.R8Rows - 1) / quant.R8Rows
+	_ = w[g1*quant.R8Rows*wrb-1]
+	_ = act[(M-1)*arb+nb*292-1]
+	_ = y[(M-1)*ldy+n1-1]
+	return nb
+}
+
+// kr8Rows is the RowsFunc of eight-row layout t (one activation row:
+// decode). Q6_Kr8's kernels read no records (the Q8_K block's own sums).
+func kr8Rows(t quant.Type) RowsFunc {
+	ks := kr8Kernels[t]
+	recs := t == quant.Q4_Kr8
+	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
+		if n1 <= n0 {
+			return
+		}
+		nb := kr8Check(t, K, w, wrb, a, 0, 1, y, 0, n0, n1)
+		if nb == 0 {
+			clear(y[n0:n1])
+			return
+		}
+		bp := smallRecs.Get().(*[]byte)
+		b := aligned32(bp, kr8Scratch+16*nb)
+		rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[kr8Scratch])), 8*nb)
+		if recs {
+			kr8Records(rec, a, 0, 1, nb)
+		}
+		kr8Run(&ks, 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[64+96*kr8MaxM])))
+		smallRecs.Put(bp)
+	}
+}
+
+// kr8Small is the kernel of eight-row layout t for M ≥ 2 activation rows,
+// the records taken from c when it holds them: chunks of at most 4 rows
+// (as even as possible), all of them over one span of weight tiles before
+// the next.
+func kr8Small(t quant.Type) GemmCachedFunc {
+	ks := kr8Kernels[t]
+	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
+		kr8SmallRun(t, &ks, K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
+	}
+}
+
+func kr8SmallRun(t quant.Type, ks *[4]kr8Kernel, K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
+	if n1 <= n0 || M <= 0 {
+		return
+	}
+	nb := kr8Check(t, K, w, wrb, act, arb, M, y, ldy, n0, n1)
+	if nb == 0 {
+		for m := 0; m < M; m++ {
+			clear(y[m*ldy+n0 : m*ldy+n1])
+		}
+		return
+	}
+	nc := (M + kr8MaxM - 1) / kr8MaxM
+	bp := smallRecs.Get().(*[]byte)
+	// records per chunk, each chunk's rows together (the kernel's order)
+	n := 16 * nb * M
+	fill := func(dst []byte) {
+		m0 := 0
+		for i := 1; i <= nc; i++ {
+			m1 := M * i / nc
+			kr8Records(unsafe.Slice((*int16)(unsafe.Pointer(&dst[16*nb*m0])), 8*nb*(m1-m0)), act[m0*arb:], arb, m1-m0, nb)
+			m0 = m1
+		}
+	}
+	var b []byte
+	switch {
+	case t != quant.Q4_Kr8:
+		// Q6_Kr8 reads no records; the kernels still take a pointer
+		n = 16
+		b = aligned32(bp, n+kr8Scratch)[kr8Scratch:]
+	case c != nil:
+		b = c.derived(actKey{act: &act[0], arb: arb, nb: nb, M: M, kind: kr8RecKind}, n, fill)
+	default:
+		b = aligned32(bp, n+kr8Scratch)[kr8Scratch:]
+		fill(b)
+	}
+	scr := aligned32(bp, kr8Scratch)
+	tmp := (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&scr[64+96*kr8MaxM]))
+	rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[0])), n/2)
+	span := max(quant.R8Rows, kr8SpanBytes/wrb/quant.R8Rows*quant.R8Rows)
+	for s0 := n0; s0 < n1; {
+		s1 := min(n1, (s0/quant.R8Rows+1)*quant.R8Rows+span-quant.R8Rows)
+		if nc == 1 {
+			s1 = n1
+		}
+		m0 := 0
+		for i := 1; i <= nc; i++ {
+			m1 := M * i / nc
+			r := rec
+			if t == quant.Q4_Kr8 {
+				r = rec[8*nb*m0:]
+			}
+			kr8Run(ks, m1-m0, w, wrb, nb, act[m0*arb:], arb, r, scr, y[m0*ldy:], ldy, s0, s1, tmp)
+			m0 = m1
+		}
+		s0 = s1
+	}
+	smallRecs.Put(bp)
+}
+
+func init() {
+	if !hasAVX2 {
+		return
+	}
+	for _, t := range []quant.Type{quant.Q4_Kr8, quant.Q6_Kr8} {
+		registerRows(t, "avx2", kr8Rows(t))
+		registerSmallCached(t, "avx2", 2, math.MaxInt, kr8Small(t))
+		smallUpTo(t, math.MaxInt)
+	}
+}

@@ -1,0 +1,174 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/minfer/minfer/quant"
+)
+
+// TestKR8Kernels checks the eight-row layouts' kernels, through
+// MatMul.Run (M = 1 the row kernel, 2..4 one kernel call, more in chunks
+// over spans of tiles), bit for bit against quant.DotR8: random, raw-byte
+// and extreme weights, K from one super-block up, row ranges that cut
+// tiles at either end.
+func TestKR8Kernels(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("the AVX2 tier is unavailable: the CPU lacks AVX2+FMA+F16C or MINFER_NO_AVX2 dropped it")
+	}
+	r := rand.New(rand.NewPCG(8, 9))
+	const N = 80
+	for _, plain := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		pt := quant.PackedR8(plain)
+		k, err := NewMatMul(pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, K := range []int{256, 768, 3072} {
+			for kind := 0; kind < 3; kind++ {
+				src, wrb := rowTestWeights(t, r, plain, N, K, kind)
+				w := make([]byte, len(src))
+				if err := quant.Pack(pt, w, src, K); err != nil {
+					t.Fatal(err)
+				}
+				nb := K / quant.QKK
+				arb := k.ActRowBytes(K)
+				for _, M := range []int{1, 2, 3, 4, 5, 7, 9, 13} {
+					x := make([]float32, M*K)
+					for i := range x {
+						x[i] = float32(r.NormFloat64())
+					}
+					if M > 2 {
+						clear(x[K : 2*K]) // a zero row
+					}
+					if M > 3 {
+						for i := 2 * K; i < 3*K; i++ {
+							x[i] = float32(100 * (2*float64(i%2) - 1)) // ±127 quants
+						}
+					}
+					act := make([]byte, M*arb)
+					k.QuantizeRows(x, K, 0, M, act)
+					want := make([]float32, M*N)
+					for m := 0; m < M; m++ {
+						for g := 0; g < N/8; g++ {
+							quant.DotR8(pt, w[g*8*wrb:], act[m*arb:], nb, want[m*N+8*g:])
+						}
+					}
+					for _, rg := range [][2]int{{0, N}, {5, 75}, {8, 24}, {3, 6}, {20, 21}, {0, 56}} {
+						n0, n1 := rg[0], rg[1]
+						y := make([]float32, M*N)
+						for i := range y {
+							y[i] = float32(math.NaN())
+						}
+						k.Run(K, w, act, M, y, N, n0, n1)
+						for m := 0; m < M; m++ {
+							for n := 0; n < N; n++ {
+								got, exp := y[m*N+n], want[m*N+n]
+								in := n >= n0 && n < n1
+								if in && math.Float32bits(got) != math.Float32bits(exp) {
+									t.Fatalf("%s K=%d kind %d M=%d rows %d..%d: y[%d][%d] = %v, want %v", pt, K, kind, M, n0, n1, m, n, got, exp)
+								}
+								if !in && !math.IsNaN(float64(got)) {
+									t.Fatalf("%s K=%d M=%d rows %d..%d: y[%d][%d] written outside the range", pt, K, M, n0, n1, m, n)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkKR8 times the eight-row kernels against the GGUF-layout
+// kernels (the path MatMul.Run takes for each), per weight row, in L2.
+func BenchmarkKR8(b *testing.B) {
+	const N = 1024
+	r := rand.New(rand.NewPCG(18, 19))
+	for _, plain := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		for _, K := range []int{1024, 3072} {
+			pt := quant.PackedR8(plain)
+			src, _ := rowTestWeights(b, r, plain, N, K, 0)
+			packed := make([]byte, len(src))
+			if err := quant.Pack(pt, packed, src, K); err != nil {
+				b.Fatal(err)
+			}
+			for _, wt := range []quant.Type{plain, pt} {
+				k, err := NewMatMul(wt)
+				if err != nil {
+					b.Skip(err)
+				}
+				w := src
+				if wt == pt {
+					w = packed
+				}
+				arb := k.ActRowBytes(K)
+				for _, M := range []int{1, 2, 4, 8, 64} {
+					x := make([]float32, M*K)
+					for i := range x {
+						x[i] = float32(r.NormFloat64())
+					}
+					act := make([]byte, M*arb)
+					k.QuantizeRows(x, K, 0, M, act)
+					y := make([]float32, M*N)
+					b.Run(fmt.Sprintf("%s/K=%d/M=%d", wt, K, M), func(b *testing.B) {
+						for b.Loop() {
+							k.Run(K, w, act, M, y, N, 0, N)
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N/float64(M), "ns/row/tok")
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkKR8Decode is BenchmarkR16Decode for the eight-row layouts
+// beside the GGUF layout's kernels: one activation row against a 1 GiB
+// matrix out of cache, weight GB/s next to a plain read of the same bytes.
+func BenchmarkKR8Decode(b *testing.B) {
+	r := rand.New(rand.NewPCG(20, 21))
+	parent := b
+	var dram []byte
+	for _, plain := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		for _, K := range []int{1024, 3072} {
+			for _, wt := range []quant.Type{plain, quant.PackedR8(plain)} {
+				b.Run(fmt.Sprintf("%s/K%d", wt, K), func(b *testing.B) {
+					mm, err := NewMatMul(wt)
+					if err != nil {
+						b.Skip(err)
+					}
+					if dram == nil {
+						dram = benchBytes(parent, dramBytes)
+					}
+					wrb := mm.WeightRowBytes(K)
+					tile := quantWeights(b, r, plain, 64, K)
+					if wt != plain {
+						p := make([]byte, len(tile))
+						if err := quant.Pack(wt, p, tile, K); err != nil {
+							b.Fatal(err)
+						}
+						tile = p
+					}
+					N := len(dram) / len(tile) * 64
+					w := dram[:N*wrb]
+					for off := 0; off < len(w); off += len(tile) {
+						copy(w[off:], tile)
+					}
+					act := make([]byte, mm.ActRowBytes(K))
+					mm.QuantizeRows(randVec(r, K, 1), K, 0, 1, act)
+					y := make([]float32, N)
+					read := streamSumAVX2
+					if hasAVX512 {
+						read = streamSumAVX512
+					}
+					streamVsRead(b, w, read, func() { mm.Run(K, w, act, 1, y, N, 0, N) })
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,549 @@
+package main
+
+import "fmt"
+
+// Row-parallel AVX2 mat-mul kernels (kr8_amd64.s) on the eight-row K-quant
+// layout Q4_Kr8 (quant/kr8.go): eight weight rows in the eight 32-bit
+// lanes of a YMM register, against 1..4 Q8_K activation rows. AVX2, FMA
+// and F16C only, so every x86-64 tier from AVX2 up runs them and gets the
+// same bits.
+//
+// Per super-block of a tile: the 8×8 6-bit scales and mins are rebuilt
+// as bytes from L and H (17 shifts, masks and ORs for the eight rows) into
+// S0, S1 (scales of sub-blocks 0..3, 4..7) and M0, M1; per activation row
+// the mins' sum is four VPSHUFB (each (row, pair of sub-blocks) as two
+// words), four VPMADDWD against the pair of activation sub-block sums
+// broadcast from the record, three VPADDD. Then per chunk c (two
+// sub-blocks) and group g (four quants of each of the eight rows): one
+// 32-byte load, a shift and two masks split it into the low nibbles
+// (sub-block 2c) and the high ones (2c+1), and per activation row two
+// VPBROADCASTD of four activation bytes, two VPMADDUBSW and two VPADDW
+// sum the chunk's products in 16 bits (exact: at most 16·15·128 per word).
+// At the end of the chunk a VPSHUFB spreads each sub-block's eight scales
+// into word pairs and one VPMADDWD per sub-block makes every row's exact
+// scaled sub-block sum. Per super-block and activation row, one VCVTDQ2PS
+// and one FMA each for the sums and the mins, by d_w·d_a and dmin_w·d_a
+// (VCVTPH2PS of the eight rows' f16, times d_a broadcast): the order of
+// quant.DotR8. About 35 instructions per (row, super-block) for one
+// activation row, where the GGUF layout's kernels spend 60–80.
+//
+//	func kr8Q4Km<M>(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+//
+// w: the first tile (tiles tiles one after the other, each nb·1152 bytes);
+// a: activation row 0 (Q8_K, nb blocks of 292 bytes; row t at t·arb bytes);
+// rec: per super-block b and activation row t at 16·(b·M+t) the eight int16
+// activation sub-block sums (quant.R8Sums); scr: 64+96·M bytes of scratch,
+// 32-byte aligned (M > 1); y: the output of tile 0, activation row 0 (8
+// floats; activation row t's at t·ldy floats, tile i's 8 floats further).
+
+// kr8PFDist is how far ahead of a super-block the one-row kernel
+// prefetches into L2 (PREFETCHT2, every line).
+const kr8PFDist = 16384
+
+func init() {
+	register("kr8_amd64.s", "amd64 && !purego", genKR8)
+}
+
+func genKR8(a *Asm) {
+	a.Blank()
+	a.Comment(`Row-parallel AVX2 mat-mul kernels for the eight-row K-quant layout
+Q4_Kr8 against 1..4 Q8_K activation rows; see internal/asmgen/kr8.go (the
+generator), quant/kr8.go (the layout and the oracle) and
+backends/cpu/kr8_amd64.go (the Go side).`)
+	a.Blank()
+	a.Comment("kr8Dup<jj>: per 128-bit lane, dword r' = bytes (4jj+r', 0, 4jj+r', 0): row r's scale\nof sub-block jj of a half as two words. kr8Pair<e>: (4·2e+r', 0, 4·(2e+1)+r', 0).")
+	for jj := 0; jj < 4; jj++ {
+		kr8Mask(a, fmt.Sprintf("kr8Dup%d", jj), func(r int) [4]int { return [4]int{4*jj + r, 0x80, 4*jj + r, 0x80} })
+	}
+	for e := 0; e < 2; e++ {
+		kr8Mask(a, fmt.Sprintf("kr8Pair%d", e), func(r int) [4]int { return [4]int{8*e + r, 0x80, 8*e + 4 + r, 0x80} })
+	}
+	a.Comment("kr8DupHi<jj>, kr8PairHi<e>: the same bytes to the high byte of each word (Q6_K's\nsigned scales, sign-extended by a VPSRAW of 8).")
+	for jj := 0; jj < 4; jj++ {
+		kr8Mask(a, fmt.Sprintf("kr8DupHi%d", jj), func(r int) [4]int { return [4]int{0x80, 4*jj + r, 0x80, 4*jj + r} })
+	}
+	for e := 0; e < 2; e++ {
+		kr8Mask(a, fmt.Sprintf("kr8PairHi%d", e), func(r int) [4]int { return [4]int{0x80, 8*e + r, 0x80, 8*e + 4 + r} })
+	}
+	a.Raw("DATA kr8Nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f")
+	a.Raw("GLOBL kr8Nib<>(SB), RODATA|NOPTR, $8")
+	for o := 0; o < 32; o += 8 {
+		a.Raw("DATA kr8Hi<>+%d(SB)/8, $0x3030303030303030", o)
+	}
+	a.Raw("GLOBL kr8Hi<>(SB), RODATA|NOPTR, $32")
+	genKR8One(a)
+	for m := 2; m <= 4; m++ {
+		genKR8Multi(a, m)
+	}
+	for m := 1; m <= 4; m++ {
+		genKR8Q6(a, m)
+	}
+}
+
+// kr8Mask writes a 32-byte VPSHUFB control, the same in both lanes, dword
+// r' (0..3) of each the bytes f(r').
+func kr8Mask(a *Asm, name string, f func(r int) [4]int) {
+	for lane := 0; lane < 2; lane++ {
+		for h := 0; h < 2; h++ {
+			var v uint64
+			for k := 0; k < 2; k++ {
+				b := f(2*h + k)
+				for i := 0; i < 4; i++ {
+					v |= uint64(b[i]) << (8 * (4*k + i))
+				}
+			}
+			a.Raw("DATA %s<>+%d(SB)/8, $0x%016x", name, 16*lane+8*h, v)
+		}
+	}
+	a.Raw("GLOBL %s<>(SB), RODATA|NOPTR, $32", name)
+}
+
+// kr8Scales rebuilds the super-block's scales and mins at (AX) as bytes:
+// S0, S1, M0, M1 (any registers but Y0..Y2), with Y15 the 0x0F bytes and
+// kr8Hi<> the 0x30 ones.
+func kr8Scales(a *Asm, S0, S1, M0, M1 string) {
+	a.I("VMOVDQU", "32(AX), Y0")
+	a.I("VMOVDQU", "64(AX), Y1")
+	a.I("VMOVDQU", "96(AX), Y2")
+	a.I("VPSLLW", "$4, Y2, "+S1)
+	a.I("VPAND", "kr8Hi<>(SB), "+S1+", "+S1)
+	a.I("VPAND", "Y15, Y0, "+S0)
+	a.I("VPOR", S1+", "+S0+", "+S0)
+	a.I("VPSLLW", "$2, Y2, "+S1)
+	a.I("VPAND", "kr8Hi<>(SB), "+S1+", "+S1)
+	a.I("VPSRLW", "$4, Y0, Y0")
+	a.I("VPAND", "Y15, Y0, Y0")
+	a.I("VPOR", S1+", Y0, "+M0)
+	a.I("VPAND", "kr8Hi<>(SB), Y2, Y0")
+	a.I("VPAND", "Y15, Y1, "+S1)
+	a.I("VPOR", "Y0, "+S1+", "+S1)
+	a.I("VPSRLW", "$2, Y2, Y2")
+	a.I("VPAND", "kr8Hi<>(SB), Y2, Y2")
+	a.I("VPSRLW", "$4, Y1, Y1")
+	a.I("VPAND", "Y15, Y1, Y1")
+	a.I("VPOR", "Y2, Y1, "+M1)
+}
+
+// genKR8One writes the one-activation-row kernel (decode), everything in
+// registers: Y15 0x0F bytes, Y8..Y11 S0, S1, M0, M1, Y6 the sums, Y7 the
+// mins, Y13 / Y14 the float accumulators, Y4 / Y5 the chunk's two 16-bit
+// sub-block sums, Y0..Y3 and Y12 temporaries. AX the super-block, SI its
+// activation block, DI its record, BX super-blocks left, CX tiles left,
+// R8 nb, R12 the output, R14 a, R15 rec.
+func genKR8One(a *Asm) {
+	name, lbl := "kr8Q4Km1", "kr8q4k_1"
+	a.Text(name, 0, 72)
+	a.I("MOVQ", "w+0(FP), AX")
+	a.I("MOVQ", "nb+8(FP), R8")
+	a.I("MOVQ", "a+16(FP), R14")
+	a.I("MOVQ", "rec+32(FP), R15")
+	a.I("MOVQ", "y+48(FP), R12")
+	a.I("MOVQ", "tiles+64(FP), CX")
+	a.I("TESTQ", "CX, CX")
+	a.I("JZ", lbl+"_done")
+	a.I("TESTQ", "R8, R8")
+	a.I("JZ", lbl+"_done")
+	a.I("VPBROADCASTQ", "kr8Nib<>(SB), Y15")
+	a.Label(lbl + "_tile")
+	a.I("VXORPS", "Y13, Y13, Y13")
+	a.I("VXORPS", "Y14, Y14, Y14")
+	a.I("MOVQ", "R14, SI")
+	a.I("MOVQ", "R15, DI")
+	a.I("MOVQ", "R8, BX")
+	a.Label(lbl + "_sb")
+	for o := 0; o < 1152*min(1, kr8PFDist); o += 64 {
+		a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
+	}
+	kr8Scales(a, "Y8", "Y9", "Y10", "Y11")
+	// the mins
+	for p := 0; p < 4; p++ {
+		M := []string{"Y10", "Y11"}[p/2]
+		dst := "Y7"
+		if p > 0 {
+			dst = "Y0"
+		}
+		a.I("VPSHUFB", fmt.Sprintf("kr8Pair%d<>(SB)", p%2), M, dst)
+		a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), Y1", 4*p))
+		a.I("VPMADDWD", "Y1, "+dst+", "+dst)
+		if p > 0 {
+			a.I("VPADDD", "Y0, Y7, Y7")
+		}
+	}
+	for c := 0; c < 4; c++ {
+		for g := 0; g < 8; g++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", 128+256*c+32*g))
+			a.I("VPSRLW", "$4, Y0, Y1")
+			a.I("VPAND", "Y15, Y0, Y0")
+			a.I("VPAND", "Y15, Y1, Y1")
+			a.I("VPBROADCASTD", fmt.Sprintf("%d(SI), Y2", 4+64*c+4*g))
+			a.I("VPBROADCASTD", fmt.Sprintf("%d(SI), Y3", 4+64*c+32+4*g))
+			if g == 0 {
+				a.I("VPMADDUBSW", "Y2, Y0, Y4")
+				a.I("VPMADDUBSW", "Y3, Y1, Y5")
+				continue
+			}
+			a.I("VPMADDUBSW", "Y2, Y0, Y0")
+			a.I("VPMADDUBSW", "Y3, Y1, Y1")
+			a.I("VPADDW", "Y0, Y4, Y4")
+			a.I("VPADDW", "Y1, Y5, Y5")
+		}
+		S := []string{"Y8", "Y9"}[c/2]
+		a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c)%4), S, "Y0")
+		a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c+1)%4), S, "Y1")
+		a.I("VPMADDWD", "Y0, Y4, Y4")
+		a.I("VPMADDWD", "Y1, Y5, Y5")
+		if c == 0 {
+			a.I("VPADDD", "Y5, Y4, Y6")
+		} else {
+			a.I("VPADDD", "Y5, Y4, Y4")
+			a.I("VPADDD", "Y4, Y6, Y6")
+		}
+	}
+	a.I("VBROADCASTSS", "(SI), Y2")
+	a.I("VCVTPH2PS", "(AX), Y0")
+	a.I("VCVTPH2PS", "16(AX), Y1")
+	a.I("VMULPS", "Y2, Y0, Y0")
+	a.I("VMULPS", "Y2, Y1, Y1")
+	a.I("VCVTDQ2PS", "Y6, Y6")
+	a.I("VCVTDQ2PS", "Y7, Y7")
+	a.I("VFMADD231PS", "Y6, Y0, Y13")
+	a.I("VFMADD231PS", "Y7, Y1, Y14")
+	a.I("ADDQ", "$1152, AX")
+	a.I("ADDQ", "$292, SI")
+	a.I("ADDQ", "$16, DI")
+	a.I("DECQ", "BX")
+	a.I("JNZ", lbl+"_sb")
+	a.I("VSUBPS", "Y14, Y13, Y13")
+	a.I("VMOVUPS", "Y13, (R12)")
+	a.I("ADDQ", "$32, R12")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"_tile")
+	a.Label(lbl + "_done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// kr8Act is the address of activation row t's bytes at displacement d of
+// the current block (row 0 at SI, row t at SI + t·R10; row 3 at R9).
+func kr8Act(t, d int) string {
+	switch t {
+	case 0:
+		return fmt.Sprintf("%d(SI)", d)
+	case 1:
+		return fmt.Sprintf("%d(SI)(R10*1)", d)
+	case 2:
+		return fmt.Sprintf("%d(SI)(R10*2)", d)
+	}
+	return fmt.Sprintf("%d(R9)", d)
+}
+
+// genKR8Multi writes the kernel for M = 2..4 activation rows: the weights
+// of a group split once for all rows. Registers: Y15 0x0F bytes, Y0 / Y1
+// the group's low / high nibbles, Y2 a broadcast, Y3 a product, Y4+2t /
+// Y5+2t row t's 16-bit sums of the chunk, Y12..Y14 temporaries. Scratch
+// (DX): S0, S1 at 0, 32; per activation row t the int32 sums at 64+96t,
+// the float accumulators of the sums at 96+96t and of the mins at
+// 128+96t. AX the super-block, SI activation row
+// 0's block (R9 row 3's), R10 arb, DI the records, BX super-blocks left,
+// CX tiles left, R8 nb, R11 ldy in bytes, R12 the output, R14 a, R15 rec.
+func genKR8Multi(a *Asm, M int) {
+	name, lbl := fmt.Sprintf("kr8Q4Km%d", M), fmt.Sprintf("kr8q4k_%d", M)
+	P0 := func(t int) string { return fmt.Sprintf("Y%d", 4+2*t) }
+	P1 := func(t int) string { return fmt.Sprintf("Y%d", 5+2*t) }
+	isum := func(t int) string { return fmt.Sprintf("%d(DX)", 64+96*t) }
+	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 96+96*t) }
+	fmin := func(t int) string { return fmt.Sprintf("%d(DX)", 128+96*t) }
+	a.Text(name, 0, 72)
+	a.I("MOVQ", "w+0(FP), AX")
+	a.I("MOVQ", "nb+8(FP), R8")
+	a.I("MOVQ", "a+16(FP), R14")
+	a.I("MOVQ", "arb+24(FP), R10")
+	a.I("MOVQ", "rec+32(FP), R15")
+	a.I("MOVQ", "scr+40(FP), DX")
+	a.I("MOVQ", "y+48(FP), R12")
+	a.I("MOVQ", "ldy+56(FP), R11")
+	a.I("SHLQ", "$2, R11")
+	a.I("MOVQ", "tiles+64(FP), CX")
+	a.I("TESTQ", "CX, CX")
+	a.I("JZ", lbl+"_done")
+	a.I("TESTQ", "R8, R8")
+	a.I("JZ", lbl+"_done")
+	a.I("VPBROADCASTQ", "kr8Nib<>(SB), Y15")
+	a.Label(lbl + "_tile")
+	a.I("VXORPS", "Y0, Y0, Y0")
+	for t := 0; t < M; t++ {
+		a.I("VMOVDQA", "Y0, "+facc(t))
+		a.I("VMOVDQA", "Y0, "+fmin(t))
+	}
+	a.I("MOVQ", "R14, SI")
+	if M > 3 {
+		a.I("LEAQ", "(SI)(R10*2), R9")
+		a.I("ADDQ", "R10, R9")
+	}
+	a.I("MOVQ", "R15, DI")
+	a.I("MOVQ", "R8, BX")
+	a.Label(lbl + "_sb")
+	kr8Scales(a, "Y12", "Y13", "Y4", "Y5")
+	a.I("VMOVDQA", "Y12, (DX)")
+	a.I("VMOVDQA", "Y13, 32(DX)")
+	// the mins, by activation row, into the float accumulators
+	a.I("VCVTPH2PS", "16(AX), Y13")
+	for t := 0; t < M; t++ {
+		for p := 0; p < 4; p++ {
+			Mr := []string{"Y4", "Y5"}[p/2]
+			dst := "Y6"
+			if p > 0 {
+				dst = "Y0"
+			}
+			a.I("VPSHUFB", fmt.Sprintf("kr8Pair%d<>(SB)", p%2), Mr, dst)
+			a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), Y1", 16*t+4*p))
+			a.I("VPMADDWD", "Y1, "+dst+", "+dst)
+			if p > 0 {
+				a.I("VPADDD", "Y0, Y6, Y6")
+			}
+		}
+		a.I("VBROADCASTSS", kr8Act(t, 0)+", Y2")
+		a.I("VMULPS", "Y2, Y13, Y2")
+		a.I("VCVTDQ2PS", "Y6, Y6")
+		a.I("VMOVUPS", fmin(t)+", Y3")
+		a.I("VFMADD231PS", "Y6, Y2, Y3")
+		a.I("VMOVUPS", "Y3, "+fmin(t))
+	}
+	for c := 0; c < 4; c++ {
+		for g := 0; g < 8; g++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", 128+256*c+32*g))
+			a.I("VPSRLW", "$4, Y0, Y1")
+			a.I("VPAND", "Y15, Y0, Y0")
+			a.I("VPAND", "Y15, Y1, Y1")
+			for t := 0; t < M; t++ {
+				for h, W := range []string{"Y0", "Y1"} {
+					P := []func(int) string{P0, P1}[h]
+					a.I("VPBROADCASTD", kr8Act(t, 4+64*c+32*h+4*g)+", Y2")
+					if g == 0 {
+						a.I("VPMADDUBSW", "Y2, "+W+", "+P(t))
+						continue
+					}
+					a.I("VPMADDUBSW", "Y2, "+W+", Y3")
+					a.I("VPADDW", "Y3, "+P(t)+", "+P(t))
+				}
+			}
+		}
+		a.I("VMOVDQA", fmt.Sprintf("%d(DX), Y12", 32*(c/2)))
+		a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c)%4), "Y12", "Y13")
+		a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c+1)%4), "Y12", "Y14")
+		for t := 0; t < M; t++ {
+			a.I("VPMADDWD", "Y13, "+P0(t)+", "+P0(t))
+			a.I("VPMADDWD", "Y14, "+P1(t)+", "+P1(t))
+			a.I("VPADDD", P1(t)+", "+P0(t)+", "+P0(t))
+			if c > 0 {
+				a.I("VPADDD", isum(t)+", "+P0(t)+", "+P0(t))
+			}
+			if c < 3 {
+				a.I("VMOVDQA", P0(t)+", "+isum(t))
+			}
+		}
+	}
+	a.I("VCVTPH2PS", "(AX), Y13")
+	for t := 0; t < M; t++ {
+		a.I("VBROADCASTSS", kr8Act(t, 0)+", Y2")
+		a.I("VMULPS", "Y2, Y13, Y2")
+		a.I("VCVTDQ2PS", P0(t)+", "+P0(t))
+		a.I("VMOVUPS", facc(t)+", Y3")
+		a.I("VFMADD231PS", P0(t)+", Y2, Y3")
+		a.I("VMOVUPS", "Y3, "+facc(t))
+	}
+	a.I("ADDQ", "$1152, AX")
+	a.I("ADDQ", "$292, SI")
+	if M > 3 {
+		a.I("ADDQ", "$292, R9")
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", 16*M))
+	a.I("DECQ", "BX")
+	a.I("JNZ", lbl+"_sb")
+	a.I("MOVQ", "R12, BX")
+	for t := 0; t < M; t++ {
+		a.I("VMOVUPS", facc(t)+", Y0")
+		a.I("VSUBPS", fmin(t)+", Y0, Y0")
+		a.I("VMOVUPS", "Y0, (BX)")
+		if t < M-1 {
+			a.I("ADDQ", "R11, BX")
+		}
+	}
+	a.I("ADDQ", "$32, R12")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"_tile")
+	a.Label(lbl + "_done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// genKR8Q6 writes the Q6_Kr8 kernel for M = 1..4 activation rows (no
+// records: the activation sums the −32 offset needs are the Q8_K block's
+// own bsums). Per super-block and activation row the int32 sums start at
+// −32·Σ_j sc_j·bsums_j (eight VPSHUFB + VPSRAW pairs of sign-extended
+// scale words, eight VPMADDWD against the bsums pairs broadcast); then per
+// quarter (half n, groups 4gq..4gq+3: sub-blocks 8n+gq+{0, 2, 4, 6}) the
+// four sub-blocks' eight scales are spread into sign-extended word pairs
+// (VPSHUFB to the high bytes, VPSRAW), and per group three loads (ql,
+// ql+32, qh) make four registers of 6-bit quants (17 shifts, masks and
+// ORs for the eight rows), and per activation row each is one VPMADDUBSW
+// against four activation bytes broadcast (pairs of at most 2·63·127, no
+// saturation), one VPMADDWD by its scales and one VPADDD. Then one
+// VCVTDQ2PS and one FMA by d_w·d_a per super-block: quant.DotR8's order.
+//
+// Registers: Y15 0x0F bytes, Y0..Y5 the group's quants and temporaries,
+// Y6..Y9 the quarter's scale words, Y10+t activation row t's int32 sums
+// (M = 1: Y11..Y14 the four sub-blocks' 16-bit sums of a pair of groups);
+// the float accumulators at scr+32t. AX the super-block,
+// SI activation row 0's block (R9 row 3's), R10 arb, BX super-blocks
+// left, CX tiles left, DX scr, R8 nb, R11 ldy in bytes, R12 the output,
+// R14 a.
+func genKR8Q6(a *Asm, M int) {
+	name, lbl := fmt.Sprintf("kr8Q6Km%d", M), fmt.Sprintf("kr8q6k_%d", M)
+	acc := func(t int) string { return fmt.Sprintf("Y%d", 10+t) }
+	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 32*t) }
+	a.Text(name, 0, 72)
+	a.I("MOVQ", "w+0(FP), AX")
+	a.I("MOVQ", "nb+8(FP), R8")
+	a.I("MOVQ", "a+16(FP), R14")
+	a.I("MOVQ", "arb+24(FP), R10")
+	a.I("MOVQ", "scr+40(FP), DX")
+	a.I("MOVQ", "y+48(FP), R12")
+	a.I("MOVQ", "ldy+56(FP), R11")
+	a.I("SHLQ", "$2, R11")
+	a.I("MOVQ", "tiles+64(FP), CX")
+	a.I("TESTQ", "CX, CX")
+	a.I("JZ", lbl+"_done")
+	a.I("TESTQ", "R8, R8")
+	a.I("JZ", lbl+"_done")
+	a.I("VPBROADCASTQ", "kr8Nib<>(SB), Y15")
+	a.Label(lbl + "_tile")
+	a.I("VXORPS", "Y0, Y0, Y0")
+	for t := 0; t < M; t++ {
+		a.I("VMOVDQA", "Y0, "+facc(t))
+	}
+	a.I("MOVQ", "R14, SI")
+	if M > 3 {
+		a.I("LEAQ", "(SI)(R10*2), R9")
+		a.I("ADDQ", "R10, R9")
+	}
+	a.I("MOVQ", "R8, BX")
+	a.Label(lbl + "_sb")
+	if M == 1 {
+		for o := 0; o < 1680; o += 64 {
+			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
+		}
+	}
+	// the sums start at −32·Σ_j sc_j·bsums_j
+	for q := 0; q < 4; q++ {
+		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y%d", 16+32*q, q))
+	}
+	for t := 0; t < M; t++ {
+		for p := 0; p < 8; p++ {
+			a.I("VPSHUFB", fmt.Sprintf("kr8PairHi%d<>(SB)", p%2), fmt.Sprintf("Y%d", p/2), "Y4")
+			a.I("VPSRAW", "$8, Y4, Y4")
+			a.I("VPBROADCASTD", kr8Act(t, 260+4*p)+", Y5")
+			if p == 0 {
+				a.I("VPMADDWD", "Y5, Y4, "+acc(t))
+				continue
+			}
+			a.I("VPMADDWD", "Y5, Y4, Y4")
+			a.I("VPADDD", "Y4, "+acc(t)+", "+acc(t))
+		}
+		a.I("VPSLLD", "$5, "+acc(t)+", "+acc(t))
+		a.I("VPXOR", "Y4, Y4, Y4")
+		a.I("VPSUBD", acc(t)+", Y4, "+acc(t))
+	}
+	for n := 0; n < 2; n++ {
+		for gq := 0; gq < 2; gq++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", 16+32*(2*n)))
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y1", 16+32*(2*n+1)))
+			for k := 0; k < 4; k++ {
+				jj := (2*k + gq) % 4
+				d := fmt.Sprintf("Y%d", 6+k)
+				a.I("VPSHUFB", fmt.Sprintf("kr8DupHi%d<>(SB)", jj), fmt.Sprintf("Y%d", k/2), d)
+				a.I("VPSRAW", "$8, "+d+", "+d)
+			}
+			for g := 4 * gq; g < 4*gq+4; g++ {
+				o := 144 + 768*n + 96*g
+				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", o))
+				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y1", o+32))
+				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y2", o+64))
+				a.I("VPAND", "Y15, Y0, Y3")
+				a.I("VPAND", "Y15, Y1, Y4")
+				a.I("VPSRLW", "$4, Y0, Y0")
+				a.I("VPAND", "Y15, Y0, Y0")
+				a.I("VPSRLW", "$4, Y1, Y1")
+				a.I("VPAND", "Y15, Y1, Y1")
+				a.I("VPSLLW", "$4, Y2, Y5")
+				a.I("VPAND", "kr8Hi<>(SB), Y5, Y5")
+				a.I("VPOR", "Y5, Y3, Y3")
+				a.I("VPSLLW", "$2, Y2, Y5")
+				a.I("VPAND", "kr8Hi<>(SB), Y5, Y5")
+				a.I("VPOR", "Y5, Y4, Y4")
+				a.I("VPAND", "kr8Hi<>(SB), Y2, Y5")
+				a.I("VPOR", "Y5, Y0, Y0")
+				a.I("VPSRLW", "$2, Y2, Y2")
+				a.I("VPAND", "kr8Hi<>(SB), Y2, Y2")
+				a.I("VPOR", "Y2, Y1, Y1")
+				e := []string{"Y3", "Y4", "Y0", "Y1"}
+				if M == 1 {
+					// one row: two groups summed in 16 bits (pairs of at
+					// most 2·63·127, two of them below 2¹⁵) before the
+					// scale, a quarter fewer multiplies
+					for k := 0; k < 4; k++ {
+						P := fmt.Sprintf("Y%d", 11+k)
+						a.I("VPBROADCASTD", kr8Act(0, 4+128*n+32*k+4*g)+", Y2")
+						if g%2 == 0 {
+							a.I("VPMADDUBSW", "Y2, "+e[k]+", "+P)
+							continue
+						}
+						a.I("VPMADDUBSW", "Y2, "+e[k]+", "+e[k])
+						a.I("VPADDW", e[k]+", "+P+", "+P)
+						a.I("VPMADDWD", fmt.Sprintf("Y%d, %s, %s", 6+k, P, P))
+						a.I("VPADDD", P+", "+acc(0)+", "+acc(0))
+					}
+					continue
+				}
+				for t := 0; t < M; t++ {
+					for k := 0; k < 4; k++ {
+						a.I("VPBROADCASTD", kr8Act(t, 4+128*n+32*k+4*g)+", Y2")
+						a.I("VPMADDUBSW", "Y2, "+e[k]+", Y5")
+						a.I("VPMADDWD", fmt.Sprintf("Y%d, Y5, Y5", 6+k))
+						a.I("VPADDD", "Y5, "+acc(t)+", "+acc(t))
+					}
+				}
+			}
+		}
+	}
+	a.I("VCVTPH2PS", "(AX), Y0")
+	for t := 0; t < M; t++ {
+		a.I("VBROADCASTSS", kr8Act(t, 0)+", Y1")
+		a.I("VMULPS", "Y1, Y0, Y1")
+		a.I("VCVTDQ2PS", acc(t)+", Y2")
+		a.I("VMOVUPS", facc(t)+", Y3")
+		a.I("VFMADD231PS", "Y2, Y1, Y3")
+		a.I("VMOVUPS", "Y3, "+facc(t))
+	}
+	a.I("ADDQ", "$1680, AX")
+	a.I("ADDQ", "$292, SI")
+	if M > 3 {
+		a.I("ADDQ", "$292, R9")
+	}
+	a.I("DECQ", "BX")
+	a.I("JNZ", lbl+"_sb")
+	a.I("MOVQ", "R12, BX")
+	for t := 0; t < M; t++ {
+		a.I("VMOVUPS", facc(t)+", Y0")
+		a.I("VMOVUPS", "Y0, (BX)")
+		if t < M-1 {
+			a.I("ADDQ", "R11, BX")
+		}
+	}
+	a.I("ADDQ", "$32, R12")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"_tile")
+	a.Label(lbl + "_done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
