@@ -36,7 +36,7 @@ func TestR16MatchesLlamaCpp(t *testing.T) {
 	packedMatchesLlamaCpp(t, "avx512", quant.R16Rows, "llama-synth-q8_0", "llama-synth-q5_0", "llama-synth-q4_0", "qwen2-synth-q8_0", "qwen3-synth-q8_0")
 }
 
-// TestR8MatchesLlamaCpp is TestR16MatchesLlamaCpp for Q4_K and Q6_K weights
+// TestR8MatchesLlamaCpp is TestR16MatchesLlamaCpp for Q4_K, Q5_K and Q6_K weights
 // packed in the eight-row layouts (pack-weights kquant: llama.cpp's
 // repacked Q4_K order, which llama.cpp itself runs for Q4_K on AVX2 CPUs):
 // the fixture models with those types stay within the bands of
@@ -46,7 +46,7 @@ func TestR8MatchesLlamaCpp(t *testing.T) {
 	if _, err := cpu.NewMatMul(quant.Q4_Kr8); err != nil {
 		t.Skipf("no eight-row kernels here: %v", err)
 	}
-	packedMatchesLlamaCpp(t, "kquant", quant.R8Rows, "llama-synth-q4_k", "llama-synth-q6_k", "qwen2-synth-q4_k_m", "qwen3-synth-q4_k_m")
+	packedMatchesLlamaCpp(t, "kquant", quant.R8Rows, "llama-synth-q4_k", "llama-synth-q5_k", "llama-synth-q6_k", "qwen2-synth-q4_k_m", "qwen3-synth-q4_k_m")
 }
 
 // packedMatchesLlamaCpp runs the check of TestR16MatchesLlamaCpp on the

@@ -26,8 +26,8 @@ type Options struct {
 	// Pack names the SIMD tier whose weight layouts pack-weights writes:
 	// "avx2" (Q5_0 and Q4_0 mat-mul weights to Q5_0x4, Q4_0x4), "avx512"
 	// (Q8_0, Q5_0 and Q4_0 to Q8_0r16, Q5_0r16, Q4_0r16: another float order, see
-	// quant/r16.go), both with Q4_K to Q4_Kr8 (another float order, see
-	// quant/kr8.go), "kquant" (only Q4_K to Q4_Kr8) or "" (none: the GGUF's
+	// quant/r16.go), both with Q4_K, Q5_K, Q6_K to Q4_Kr8, Q5_Kr8, Q6_Kr8
+	// (another float order, see quant/kr8.go), "kquant" (only those) or "" (none: the GGUF's
 	// layouts, which every tier reads).
 	Pack string
 	// Verify runs ir.Verify after every pass (tests turn it on; the
@@ -513,14 +513,16 @@ func selectKernels(g *ir.Graph, o *Options) error {
 //   - "avx2": Q5_0 and Q4_0 to Q5_0x4 and Q4_0x4 (quant/q5_0x4.go,
 //     q4_0x4.go: the same bytes per row, four rows' blocks together, which
 //     the AVX2 decode kernels read with about a quarter fewer
-//     instructions; ggml's vec_dot float order), and Q4_K to Q4_Kr8;
+//     instructions; ggml's vec_dot float order), and Q4_K, Q5_K, Q6_K to
+//     Q4_Kr8, Q5_Kr8, Q6_Kr8;
 //   - "avx512": Q8_0, Q5_0 and Q4_0 to Q8_0r16, Q5_0r16 and Q4_0r16
 //     (quant/r16.go: the same bytes per row, sixteen rows together, for
-//     the AVX-512 VNNI kernels that put a row in each lane), and Q4_K to
-//     Q4_Kr8;
-//   - "kquant": only Q4_K to Q4_Kr8 (quant/kr8.go: the same bytes per row,
-//     eight rows together, for the AVX2 kernels that put a row in each
-//     lane, which the AVX-512 tier runs too).
+//     the AVX-512 VNNI kernels that put a row in each lane), and the
+//     K-quants as "avx2" does;
+//   - "kquant": only Q4_K, Q5_K, Q6_K to Q4_Kr8, Q5_Kr8, Q6_Kr8
+//     (quant/kr8.go: the same bytes per row, eight rows together, for the
+//     AVX2 kernels that put a row in each lane, which the AVX-512 tier
+//     runs too).
 //
 // The r16 and r8 layouts have llama.cpp's repacked-kernel float order, not
 // its vec_dot order (Q4_Kr8: the order llama.cpp itself runs for Q4_K on

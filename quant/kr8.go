@@ -51,6 +51,11 @@ import (
 // So the kernel rebuilds every (row, sub-block) scale and min as a byte
 // with a handful of shifts and masks, in register lanes a VPSHUFB spreads.
 //
+// Q5_Kr8 is Q4_Kr8 with the fifth bits (1408 bytes per super-block): the
+// same d, dmin, L and H; at 128 per group g (0..7) 32 bytes, row r's GGUF qh
+// bytes 4g..4g+3 at 4r (bit j of one: the fifth bit of that element of
+// sub-block j); at 384 the quants as Q4_Kr8's at 128. Same order.
+//
 // Q6_Kr8 keeps Q6_K's order the same way, without mins: per super-block
 // and row isum = Σ_j sc_j·Σ_i (q_i−32)·a_i (sixteen sub-blocks of 16, exact
 // int32; the kernels fold the −32 into −32·Σ_j sc_j·bsums_j) and acc =
@@ -69,6 +74,8 @@ const (
 	Q4_Kr8 Type = 1<<18 | Q4_K
 	// Q6_Kr8 is Q6_K in the eight-row layout.
 	Q6_Kr8 Type = 1<<18 | Q6_K
+	// Q5_Kr8 is Q5_K in the eight-row layout.
+	Q5_Kr8 Type = 1<<18 | Q5_K
 )
 
 // R8Rows is the number of rows of a tile of the eight-row layouts.
@@ -86,10 +93,22 @@ func PackedR8(t Type) Type {
 	switch t {
 	case Q4_K:
 		return Q4_Kr8
+	case Q5_K:
+		return Q5_Kr8
 	case Q6_K:
 		return Q6_Kr8
 	}
 	return 0
+}
+
+// r8Geom returns, for Q4_Kr8 or Q5_Kr8, the GGUF block size, the offset
+// of the quants in a GGUF block and in a tile's super-block, and the
+// super-block's bytes.
+func r8Geom(t Type) (bs, xq, sq, sbs int) {
+	if t == Q5_Kr8 {
+		return blockQ5K, 48, 384, R8Rows * blockQ5K
+	}
+	return blockQ4K, 16, 128, r8SB
 }
 
 // r8Pos is the byte of (sub-block j, row r)'s low scale/min bits in L.
@@ -109,11 +128,12 @@ func packR8(t Type, dst, src []byte, k int) error {
 			packR8Q6(d, s, nb)
 			continue
 		}
+		bs, xq, sq, sbs := r8Geom(t)
 		for b := 0; b < nb; b++ {
-			sb := d[b*r8SB : (b+1)*r8SB]
+			sb := d[b*sbs : (b+1)*sbs]
 			clear(sb[96:128])
 			for r := 0; r < R8Rows; r++ {
-				x := s[(r*nb+b)*blockQ4K : (r*nb+b+1)*blockQ4K]
+				x := s[(r*nb+b)*bs : (r*nb+b+1)*bs]
 				copy(sb[2*r:], x[0:2])
 				copy(sb[16+2*r:], x[2:4])
 				for j := 0; j < 8; j++ {
@@ -125,7 +145,12 @@ func packR8(t Type, dst, src []byte, k int) error {
 				}
 				for c := 0; c < 4; c++ {
 					for g := 0; g < 8; g++ {
-						copy(sb[128+256*c+32*g+4*r:128+256*c+32*g+4*r+4], x[16+32*c+4*g:])
+						copy(sb[sq+256*c+32*g+4*r:sq+256*c+32*g+4*r+4], x[xq+32*c+4*g:])
+					}
+				}
+				if t == Q5_Kr8 {
+					for g := 0; g < 8; g++ {
+						copy(sb[128+32*g+4*r:128+32*g+4*r+4], x[16+4*g:])
 					}
 				}
 			}
@@ -155,9 +180,10 @@ func unpackRowR8(t Type, dst, group []byte, nb, r int) error {
 		}
 		return nil
 	}
+	bs, xq, sq, sbs := r8Geom(t)
 	for b := 0; b < nb; b++ {
-		sb := group[b*r8SB : (b+1)*r8SB]
-		x := dst[b*blockQ4K : (b+1)*blockQ4K]
+		sb := group[b*sbs : (b+1)*sbs]
+		x := dst[b*bs : (b+1)*bs]
 		copy(x[0:2], sb[2*r:])
 		copy(x[2:4], sb[16+2*r:])
 		var ls, lm [8]uint8
@@ -168,7 +194,12 @@ func unpackRowR8(t Type, dst, group []byte, nb, r int) error {
 		putScaleMinK4(x[4:16], &ls, &lm)
 		for c := 0; c < 4; c++ {
 			for g := 0; g < 8; g++ {
-				copy(x[16+32*c+4*g:16+32*c+4*g+4], sb[128+256*c+32*g+4*r:])
+				copy(x[xq+32*c+4*g:xq+32*c+4*g+4], sb[sq+256*c+32*g+4*r:])
+			}
+		}
+		if t == Q5_Kr8 {
+			for g := 0; g < 8; g++ {
+				copy(x[16+4*g:16+4*g+4], sb[128+32*g+4*r:])
 			}
 		}
 	}
@@ -227,9 +258,10 @@ func DotR8(t Type, tile, a []byte, nb int, y []float32) {
 		dotR8Q6(tile, a, nb, y)
 		return
 	}
+	_, _, sq, sbs := r8Geom(t)
 	var acc, accm [R8Rows]float32
 	for b := 0; b < nb; b++ {
-		sb := tile[b*r8SB : (b+1)*r8SB]
+		sb := tile[b*sbs : (b+1)*sbs]
 		ya := a[b*blockQ8K : (b+1)*blockQ8K]
 		da := math.Float32frombits(u32At(ya))
 		qa := ya[4:260]
@@ -242,11 +274,15 @@ func DotR8(t Type, tile, a []byte, nb int, y []float32) {
 				var s int32
 				for g := 0; g < 8; g++ {
 					for i := 0; i < 4; i++ {
-						q := int32(sb[128+256*c+32*g+4*r+i])
+						q := int32(sb[sq+256*c+32*g+4*r+i])
 						if hi == 1 {
 							q >>= 4
 						}
-						s += q & 15 * int32(int8(qa[32*j+4*g+i]))
+						q &= 15
+						if t == Q5_Kr8 {
+							q |= int32(sb[128+32*g+4*r+i]>>j&1) << 4
+						}
+						s += q * int32(int8(qa[32*j+4*g+i]))
 					}
 				}
 				isum += int32(sc) * s

@@ -121,10 +121,10 @@ func PackTier() string {
 }
 
 // PackTierRuns reports whether this CPU and build run the kernels of the
-// weight layouts pack-weights writes for tier ("avx2": the four-row
-// layouts and Q4_Kr8, AVX2+FMA+F16C; "avx512": the sixteen-row layouts,
-// AVX-512 VNNI, and Q4_Kr8; "kquant": Q4_Kr8), after the MINFER_NO_*
-// switches.
+// weight layouts pack-weights writes for tier ("avx2": the four-row and
+// eight-row layouts, AVX2+FMA+F16C; "avx512": the sixteen-row layouts,
+// AVX-512 VNNI, and the eight-row ones; "kquant": the eight-row ones),
+// after the MINFER_NO_* switches.
 func PackTierRuns(tier string) bool {
 	kq := rowKernels[quant.Q4_Kr8] != nil
 	switch tier {

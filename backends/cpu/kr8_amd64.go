@@ -11,7 +11,7 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// The AVX2 kernels of the eight-row K-quant layouts Q4_Kr8 and Q6_Kr8 (quant/kr8.go;
+// The AVX2 kernels of the eight-row K-quant layouts Q4_Kr8, Q5_Kr8 and Q6_Kr8 (quant/kr8.go;
 // internal/asmgen/kr8.go), which minferc's pack-weights pass writes into
 // plans: one kernel per activation row count 1..4 (more rows run in
 // chunks of at most 4, a span of weight tiles at a time), every output the
@@ -46,10 +46,23 @@ func kr8Q6Km3(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float3
 //go:noescape
 func kr8Q6Km4(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
+//go:noescape
+func kr8Q5Km1(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q5Km2(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q5Km3(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q5Km4(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
 // kr8Kernels are the kernels of each eight-row layout by activation row
 // count (index M-1).
 var kr8Kernels = map[quant.Type][4]kr8Kernel{
 	quant.Q4_Kr8: {kr8Q4Km1, kr8Q4Km2, kr8Q4Km3, kr8Q4Km4},
+	quant.Q5_Kr8: {kr8Q5Km1, kr8Q5Km2, kr8Q5Km3, kr8Q5Km4},
 	quant.Q6_Kr8: {kr8Q6Km1, kr8Q6Km2, kr8Q6Km3, kr8Q6Km4},
 }
 
@@ -132,7 +145,7 @@ func kr8Check(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int, y 
 // decode). Q6_Kr8's kernels read no records (the Q8_K block's own sums).
 func kr8Rows(t quant.Type) RowsFunc {
 	ks := kr8Kernels[t]
-	recs := t == quant.Q4_Kr8
+	recs := t != quant.Q6_Kr8
 	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
 		if n1 <= n0 {
 			return
@@ -189,7 +202,7 @@ func kr8SmallRun(t quant.Type, ks *[4]kr8Kernel, K int, w []byte, wrb int, act [
 	}
 	var b []byte
 	switch {
-	case t != quant.Q4_Kr8:
+	case t == quant.Q6_Kr8:
 		// Q6_Kr8 reads no records; the kernels still take a pointer
 		n = 16
 		b = aligned32(bp, n+kr8Scratch)[kr8Scratch:]
@@ -212,7 +225,7 @@ func kr8SmallRun(t quant.Type, ks *[4]kr8Kernel, K int, w []byte, wrb int, act [
 		for i := 1; i <= nc; i++ {
 			m1 := M * i / nc
 			r := rec
-			if t == quant.Q4_Kr8 {
+			if t != quant.Q6_Kr8 {
 				r = rec[8*nb*m0:]
 			}
 			kr8Run(ks, m1-m0, w, wrb, nb, act[m0*arb:], arb, r, scr, y[m0*ldy:], ldy, s0, s1, tmp)
@@ -227,7 +240,7 @@ func init() {
 	if !hasAVX2 {
 		return
 	}
-	for _, t := range []quant.Type{quant.Q4_Kr8, quant.Q6_Kr8} {
+	for _, t := range []quant.Type{quant.Q4_Kr8, quant.Q5_Kr8, quant.Q6_Kr8} {
 		registerRows(t, "avx2", kr8Rows(t))
 		registerSmallCached(t, "avx2", 2, math.MaxInt, kr8Small(t))
 		smallUpTo(t, math.MaxInt)

@@ -22,7 +22,7 @@ func TestKR8Kernels(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(8, 9))
 	const N = 80
-	for _, plain := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		pt := quant.PackedR8(plain)
 		k, err := NewMatMul(pt)
 		if err != nil {
@@ -89,7 +89,7 @@ func TestKR8Kernels(t *testing.T) {
 func BenchmarkKR8(b *testing.B) {
 	const N = 1024
 	r := rand.New(rand.NewPCG(18, 19))
-	for _, plain := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, K := range []int{1024, 3072} {
 			pt := quant.PackedR8(plain)
 			src, _ := rowTestWeights(b, r, plain, N, K, 0)
@@ -134,7 +134,7 @@ func BenchmarkKR8Decode(b *testing.B) {
 	r := rand.New(rand.NewPCG(20, 21))
 	parent := b
 	var dram []byte
-	for _, plain := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, K := range []int{1024, 3072} {
 			for _, wt := range []quant.Type{plain, quant.PackedR8(plain)} {
 				b.Run(fmt.Sprintf("%s/K%d", wt, K), func(b *testing.B) {

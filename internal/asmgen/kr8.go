@@ -65,15 +65,21 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 	for e := 0; e < 2; e++ {
 		kr8Mask(a, fmt.Sprintf("kr8PairHi%d", e), func(r int) [4]int { return [4]int{0x80, 8*e + r, 0x80, 8*e + 4 + r} })
 	}
+	for o := 0; o < 32; o += 8 {
+		a.Raw("DATA kr8Bit4<>+%d(SB)/8, $0x1010101010101010", o)
+	}
+	a.Raw("GLOBL kr8Bit4<>(SB), RODATA|NOPTR, $32")
 	a.Raw("DATA kr8Nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f")
 	a.Raw("GLOBL kr8Nib<>(SB), RODATA|NOPTR, $8")
 	for o := 0; o < 32; o += 8 {
 		a.Raw("DATA kr8Hi<>+%d(SB)/8, $0x3030303030303030", o)
 	}
 	a.Raw("GLOBL kr8Hi<>(SB), RODATA|NOPTR, $32")
-	genKR8One(a)
-	for m := 2; m <= 4; m++ {
-		genKR8Multi(a, m)
+	for _, q5 := range []bool{false, true} {
+		genKR8One(a, q5)
+		for m := 2; m <= 4; m++ {
+			genKR8Multi(a, m, q5)
+		}
 	}
 	for m := 1; m <= 4; m++ {
 		genKR8Q6(a, m)
@@ -130,8 +136,11 @@ func kr8Scales(a *Asm, S0, S1, M0, M1 string) {
 // sub-block sums, Y0..Y3 and Y12 temporaries. AX the super-block, SI its
 // activation block, DI its record, BX super-blocks left, CX tiles left,
 // R8 nb, R12 the output, R14 a, R15 rec.
-func genKR8One(a *Asm) {
-	name, lbl := "kr8Q4Km1", "kr8q4k_1"
+func genKR8One(a *Asm, q5 bool) {
+	name, lbl, sbs, sq := "kr8Q4Km1", "kr8q4k_1", 1152, 128
+	if q5 {
+		name, lbl, sbs, sq = "kr8Q5Km1", "kr8q5k_1", 1408, 384
+	}
 	a.Text(name, 0, 72)
 	a.I("MOVQ", "w+0(FP), AX")
 	a.I("MOVQ", "nb+8(FP), R8")
@@ -153,7 +162,7 @@ func genKR8One(a *Asm) {
 	a.Label(lbl + "_sb")
 	// the 18 lines of the super-block kr8PFDist ahead (spread over the
 	// chunks instead they read 2-5% slower, BenchmarkKR8Decode)
-	for o := 0; o < 1152; o += 64 {
+	for o := 0; o < sbs; o += 64 {
 		a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
 	}
 	kr8Scales(a, "Y8", "Y9", "Y10", "Y11")
@@ -173,13 +182,17 @@ func genKR8One(a *Asm) {
 	}
 	for c := 0; c < 4; c++ {
 		for g := 0; g < 8; g++ {
-			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", 128+256*c+32*g))
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", sq+256*c+32*g))
 			a.I("VPSRLW", "$4, Y0, Y1")
 			a.I("VPAND", "Y15, Y0, Y0")
 			a.I("VPAND", "Y15, Y1, Y1")
+			if q5 {
+				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y12", 128+32*g))
+				kr8FifthBits(a, c, "Y12", "Y0", "Y1", "Y2")
+			}
 			a.I("VPBROADCASTD", fmt.Sprintf("%d(SI), Y2", 4+64*c+4*g))
 			a.I("VPBROADCASTD", fmt.Sprintf("%d(SI), Y3", 4+64*c+32+4*g))
-			if g == 0 {
+			if g == 0 || q5 && g == 4 {
 				a.I("VPMADDUBSW", "Y2, Y0, Y4")
 				a.I("VPMADDUBSW", "Y3, Y1, Y5")
 				continue
@@ -188,17 +201,21 @@ func genKR8One(a *Asm) {
 			a.I("VPMADDUBSW", "Y3, Y1, Y1")
 			a.I("VPADDW", "Y0, Y4, Y4")
 			a.I("VPADDW", "Y1, Y5, Y5")
-		}
-		S := []string{"Y8", "Y9"}[c/2]
-		a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c)%4), S, "Y0")
-		a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c+1)%4), S, "Y1")
-		a.I("VPMADDWD", "Y0, Y4, Y4")
-		a.I("VPMADDWD", "Y1, Y5, Y5")
-		if c == 0 {
-			a.I("VPADDD", "Y5, Y4, Y6")
-		} else {
-			a.I("VPADDD", "Y5, Y4, Y4")
-			a.I("VPADDD", "Y4, Y6, Y6")
+			if g != 7 && !(q5 && g == 3) {
+				continue
+			}
+			// the 16-bit sums (8 groups, or 4 of 5-bit quants) times the scales
+			S := []string{"Y8", "Y9"}[c/2]
+			a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c)%4), S, "Y0")
+			a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c+1)%4), S, "Y1")
+			a.I("VPMADDWD", "Y0, Y4, Y4")
+			a.I("VPMADDWD", "Y1, Y5, Y5")
+			if c == 0 && g == kr8FirstFlush(q5) {
+				a.I("VPADDD", "Y5, Y4, Y6")
+			} else {
+				a.I("VPADDD", "Y5, Y4, Y4")
+				a.I("VPADDD", "Y4, Y6, Y6")
+			}
 		}
 	}
 	a.I("VBROADCASTSS", "(SI), Y2")
@@ -210,7 +227,7 @@ func genKR8One(a *Asm) {
 	a.I("VCVTDQ2PS", "Y7, Y7")
 	a.I("VFMADD231PS", "Y6, Y0, Y13")
 	a.I("VFMADD231PS", "Y7, Y1, Y14")
-	a.I("ADDQ", "$1152, AX")
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
 	a.I("ADDQ", "$292, SI")
 	a.I("ADDQ", "$16, DI")
 	a.I("DECQ", "BX")
@@ -223,6 +240,37 @@ func genKR8One(a *Asm) {
 	a.Label(lbl + "_done")
 	a.I("VZEROUPPER")
 	a.I("RET")
+}
+
+// kr8FirstFlush is the group after which a chunk's 16-bit sums are first
+// multiplied by the scales: 7 (all eight groups) for Q4_K, 3 for Q5_K,
+// whose 5-bit quants allow four groups in 16 bits (4·2·31·128 < 2¹⁵).
+func kr8FirstFlush(q5 bool) int {
+	if q5 {
+		return 3
+	}
+	return 7
+}
+
+// kr8FifthBits ORs the fifth bits of chunk c into the low (lo: sub-block
+// 2c, bit 2c of each qh byte) and high (hi: 2c+1) nibbles, qh the group's
+// qh bytes, tmp a temporary: each bit shifted to bit 4 (16-bit shifts by
+// at most 4 move no other byte's bit there) and masked.
+func kr8FifthBits(a *Asm, c int, qh, lo, hi, tmp string) {
+	for h, dst := range []string{lo, hi} {
+		k := 4 - (2*c + h) // left shift taking bit 2c+h to bit 4
+		switch {
+		case k > 0:
+			a.I("VPSLLW", fmt.Sprintf("$%d, %s, %s", k, qh, tmp))
+			a.I("VPAND", "kr8Bit4<>(SB), "+tmp+", "+tmp)
+		case k < 0:
+			a.I("VPSRLW", fmt.Sprintf("$%d, %s, %s", -k, qh, tmp))
+			a.I("VPAND", "kr8Bit4<>(SB), "+tmp+", "+tmp)
+		default:
+			a.I("VPAND", "kr8Bit4<>(SB), "+qh+", "+tmp)
+		}
+		a.I("VPOR", tmp+", "+dst+", "+dst)
+	}
 }
 
 // kr8Act is the address of activation row t's bytes at displacement d of
@@ -248,8 +296,11 @@ func kr8Act(t, d int) string {
 // 128+96t. AX the super-block, SI activation row
 // 0's block (R9 row 3's), R10 arb, DI the records, BX super-blocks left,
 // CX tiles left, R8 nb, R11 ldy in bytes, R12 the output, R14 a, R15 rec.
-func genKR8Multi(a *Asm, M int) {
-	name, lbl := fmt.Sprintf("kr8Q4Km%d", M), fmt.Sprintf("kr8q4k_%d", M)
+func genKR8Multi(a *Asm, M int, q5 bool) {
+	name, lbl, sbs, sq := fmt.Sprintf("kr8Q4Km%d", M), fmt.Sprintf("kr8q4k_%d", M), 1152, 128
+	if q5 {
+		name, lbl, sbs, sq = fmt.Sprintf("kr8Q5Km%d", M), fmt.Sprintf("kr8q5k_%d", M), 1408, 384
+	}
 	P0 := func(t int) string { return fmt.Sprintf("Y%d", 4+2*t) }
 	P1 := func(t int) string { return fmt.Sprintf("Y%d", 5+2*t) }
 	isum := func(t int) string { return fmt.Sprintf("%d(DX)", 64+96*t) }
@@ -313,15 +364,20 @@ func genKR8Multi(a *Asm, M int) {
 	}
 	for c := 0; c < 4; c++ {
 		for g := 0; g < 8; g++ {
-			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", 128+256*c+32*g))
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", sq+256*c+32*g))
 			a.I("VPSRLW", "$4, Y0, Y1")
 			a.I("VPAND", "Y15, Y0, Y0")
 			a.I("VPAND", "Y15, Y1, Y1")
+			if q5 {
+				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y12", 128+32*g))
+				kr8FifthBits(a, c, "Y12", "Y0", "Y1", "Y2")
+			}
+			fresh := g == 0 || q5 && g == 4
 			for t := 0; t < M; t++ {
 				for h, W := range []string{"Y0", "Y1"} {
 					P := []func(int) string{P0, P1}[h]
 					a.I("VPBROADCASTD", kr8Act(t, 4+64*c+32*h+4*g)+", Y2")
-					if g == 0 {
+					if fresh {
 						a.I("VPMADDUBSW", "Y2, "+W+", "+P(t))
 						continue
 					}
@@ -329,19 +385,23 @@ func genKR8Multi(a *Asm, M int) {
 					a.I("VPADDW", "Y3, "+P(t)+", "+P(t))
 				}
 			}
-		}
-		a.I("VMOVDQA", fmt.Sprintf("%d(DX), Y12", 32*(c/2)))
-		a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c)%4), "Y12", "Y13")
-		a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c+1)%4), "Y12", "Y14")
-		for t := 0; t < M; t++ {
-			a.I("VPMADDWD", "Y13, "+P0(t)+", "+P0(t))
-			a.I("VPMADDWD", "Y14, "+P1(t)+", "+P1(t))
-			a.I("VPADDD", P1(t)+", "+P0(t)+", "+P0(t))
-			if c > 0 {
-				a.I("VPADDD", isum(t)+", "+P0(t)+", "+P0(t))
+			if g != 7 && !(q5 && g == 3) {
+				continue
 			}
-			if c < 3 {
-				a.I("VMOVDQA", P0(t)+", "+isum(t))
+			first, last := c == 0 && g == kr8FirstFlush(q5), c == 3 && g == 7
+			a.I("VMOVDQA", fmt.Sprintf("%d(DX), Y12", 32*(c/2)))
+			a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c)%4), "Y12", "Y13")
+			a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c+1)%4), "Y12", "Y14")
+			for t := 0; t < M; t++ {
+				a.I("VPMADDWD", "Y13, "+P0(t)+", "+P0(t))
+				a.I("VPMADDWD", "Y14, "+P1(t)+", "+P1(t))
+				a.I("VPADDD", P1(t)+", "+P0(t)+", "+P0(t))
+				if !first {
+					a.I("VPADDD", isum(t)+", "+P0(t)+", "+P0(t))
+				}
+				if !last {
+					a.I("VMOVDQA", P0(t)+", "+isum(t))
+				}
 			}
 		}
 	}
@@ -354,7 +414,7 @@ func genKR8Multi(a *Asm, M int) {
 		a.I("VFMADD231PS", P0(t)+", Y2, Y3")
 		a.I("VMOVUPS", "Y3, "+facc(t))
 	}
-	a.I("ADDQ", "$1152, AX")
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
 	a.I("ADDQ", "$292, SI")
 	if M > 3 {
 		a.I("ADDQ", "$292, R9")

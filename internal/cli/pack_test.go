@@ -18,7 +18,7 @@ import (
 )
 
 // TestPackedPlan: a plan compiled with --pack-weights avx2 (Q5_0 and Q4_0
-// mat-mul weights in their four-row layouts, Q4_K and Q6_K in the
+// mat-mul weights in their four-row layouts, Q4_K, Q5_K and Q6_K in the
 // eight-row ones) writes the same logits bit for bit as the plan with only
 // the K-quants packed (--pack-weights kquant; the four-row layouts keep
 // the vec_dot order, so for a model without K-quants that is the unpacked
