@@ -137,9 +137,9 @@ func kr8Scales(a *Asm, S0, S1, M0, M1 string) {
 // activation block, DI its record, BX super-blocks left, CX tiles left,
 // R8 nb, R12 the output, R14 a, R15 rec.
 func genKR8One(a *Asm, q5 bool) {
-	name, lbl, sbs, sq := "kr8Q4Km1", "kr8q4k_1", 1152, 128
+	name, lbl, sbs := "kr8Q4Km1", "kr8q4k_1", 1152
 	if q5 {
-		name, lbl, sbs, sq = "kr8Q5Km1", "kr8q5k_1", 1408, 384
+		name, lbl, sbs = "kr8Q5Km1", "kr8q5k_1", 1408
 	}
 	a.Text(name, 0, 72)
 	a.I("MOVQ", "w+0(FP), AX")
@@ -160,6 +160,35 @@ func genKR8One(a *Asm, q5 bool) {
 	a.I("MOVQ", "R15, DI")
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_sb")
+	kr8OneSB(a, q5)
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
+	a.I("ADDQ", "$292, SI")
+	a.I("ADDQ", "$16, DI")
+	a.I("DECQ", "BX")
+	a.I("JNZ", lbl+"_sb")
+	a.I("VSUBPS", "Y14, Y13, Y13")
+	a.I("VMOVUPS", "Y13, (R12)")
+	a.I("ADDQ", "$32, R12")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"_tile")
+	a.Label(lbl + "_done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// kr8OneSB writes the one-activation-row work of one Q4_K (Q5_K: q5)
+// super-block at AX against the activation block at SI and its record at
+// DI: the prefetch, the scales and mins, the chunks, and the FMAs into the
+// float accumulators Y13 (sums) and Y14 (mins). (A kernel reading four
+// runs of tiles side by side, each run's accumulators in memory, as the
+// sixteen-row layouts' decode kernel does, decoded Qwen3-0.6B slower at two
+// threads: 60-68 against 65-92 tok/s, six alternated runs; so did one
+// calling this kernel a tile of each of four runs in turn.)
+func kr8OneSB(a *Asm, q5 bool) {
+	sbs, sq := 1152, 128
+	if q5 {
+		sbs, sq = 1408, 384
+	}
 	// the 18 lines of the super-block kr8PFDist ahead (spread over the
 	// chunks instead they read 2-5% slower, BenchmarkKR8Decode)
 	for o := 0; o < sbs; o += 64 {
@@ -227,19 +256,6 @@ func genKR8One(a *Asm, q5 bool) {
 	a.I("VCVTDQ2PS", "Y7, Y7")
 	a.I("VFMADD231PS", "Y6, Y0, Y13")
 	a.I("VFMADD231PS", "Y7, Y1, Y14")
-	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
-	a.I("ADDQ", "$292, SI")
-	a.I("ADDQ", "$16, DI")
-	a.I("DECQ", "BX")
-	a.I("JNZ", lbl+"_sb")
-	a.I("VSUBPS", "Y14, Y13, Y13")
-	a.I("VMOVUPS", "Y13, (R12)")
-	a.I("ADDQ", "$32, R12")
-	a.I("DECQ", "CX")
-	a.I("JNZ", lbl+"_tile")
-	a.Label(lbl + "_done")
-	a.I("VZEROUPPER")
-	a.I("RET")
 }
 
 // kr8FirstFlush is the group after which a chunk's 16-bit sums are first
