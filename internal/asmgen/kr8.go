@@ -58,6 +58,11 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 	for e := 0; e < 2; e++ {
 		kr8Mask(a, fmt.Sprintf("kr8Pair%d", e), func(r int) [4]int { return [4]int{8*e + r, 0x80, 8*e + 4 + r, 0x80} })
 	}
+	a.Comment("kr8DupD<jj>: the scale as a dword (AVX-512 VNNI forms); kr8DupHD<jj>: in the top byte\n(sign-extended by a VPSRAD of 24).")
+	for jj := 0; jj < 4; jj++ {
+		kr8Mask(a, fmt.Sprintf("kr8DupD%d", jj), func(r int) [4]int { return [4]int{4*jj + r, 0x80, 0x80, 0x80} })
+		kr8Mask(a, fmt.Sprintf("kr8DupHD%d", jj), func(r int) [4]int { return [4]int{0x80, 0x80, 0x80, 4*jj + r} })
+	}
 	a.Comment("kr8DupHi<jj>, kr8PairHi<e>: the same bytes to the high byte of each word (Q6_K's\nsigned scales, sign-extended by a VPSRAW of 8).")
 	for jj := 0; jj < 4; jj++ {
 		kr8Mask(a, fmt.Sprintf("kr8DupHi%d", jj), func(r int) [4]int { return [4]int{0x80, 4*jj + r, 0x80, 4*jj + r} })
@@ -76,13 +81,17 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 	}
 	a.Raw("GLOBL kr8Hi<>(SB), RODATA|NOPTR, $32")
 	for _, q5 := range []bool{false, true} {
-		genKR8One(a, q5)
-		for m := 2; m <= 4; m++ {
-			genKR8Multi(a, m, q5)
+		for _, vnni := range []bool{false, true} {
+			genKR8One(a, q5, vnni)
+			for m := 2; m <= 4; m++ {
+				genKR8Multi(a, m, q5, vnni)
+			}
 		}
 	}
-	for m := 1; m <= 4; m++ {
-		genKR8Q6(a, m)
+	for _, vnni := range []bool{false, true} {
+		for m := 1; m <= 4; m++ {
+			genKR8Q6(a, m, vnni)
+		}
 	}
 }
 
@@ -136,10 +145,13 @@ func kr8Scales(a *Asm, S0, S1, M0, M1 string) {
 // sub-block sums, Y0..Y3 and Y12 temporaries. AX the super-block, SI its
 // activation block, DI its record, BX super-blocks left, CX tiles left,
 // R8 nb, R12 the output, R14 a, R15 rec.
-func genKR8One(a *Asm, q5 bool) {
+func genKR8One(a *Asm, q5, vnni bool) {
 	name, lbl, sbs := "kr8Q4Km1", "kr8q4k_1", 1152
 	if q5 {
 		name, lbl, sbs = "kr8Q5Km1", "kr8q5k_1", 1408
+	}
+	if vnni {
+		name, lbl = name+"v", lbl+"v"
 	}
 	a.Text(name, 0, 72)
 	a.I("MOVQ", "w+0(FP), AX")
@@ -160,7 +172,7 @@ func genKR8One(a *Asm, q5 bool) {
 	a.I("MOVQ", "R15, DI")
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_sb")
-	kr8OneSB(a, q5)
+	kr8OneSB(a, q5, vnni)
 	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
 	a.I("ADDQ", "$292, SI")
 	a.I("ADDQ", "$16, DI")
@@ -184,7 +196,7 @@ func genKR8One(a *Asm, q5 bool) {
 // sixteen-row layouts' decode kernel does, decoded Qwen3-0.6B slower at two
 // threads: 60-68 against 65-92 tok/s, six alternated runs; so did one
 // calling this kernel a tile of each of four runs in turn.)
-func kr8OneSB(a *Asm, q5 bool) {
+func kr8OneSB(a *Asm, q5, vnni bool) {
 	sbs, sq := 1152, 128
 	if q5 {
 		sbs, sq = 1408, 384
@@ -209,41 +221,45 @@ func kr8OneSB(a *Asm, q5 bool) {
 			a.I("VPADDD", "Y0, Y7, Y7")
 		}
 	}
-	for c := 0; c < 4; c++ {
-		for g := 0; g < 8; g++ {
-			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", sq+256*c+32*g))
-			a.I("VPSRLW", "$4, Y0, Y1")
-			a.I("VPAND", "Y15, Y0, Y0")
-			a.I("VPAND", "Y15, Y1, Y1")
-			if q5 {
-				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y12", 128+32*g))
-				kr8FifthBits(a, c, "Y12", "Y0", "Y1", "Y2")
-			}
-			a.I("VPBROADCASTD", fmt.Sprintf("%d(SI), Y2", 4+64*c+4*g))
-			a.I("VPBROADCASTD", fmt.Sprintf("%d(SI), Y3", 4+64*c+32+4*g))
-			if g == 0 || q5 && g == 4 {
-				a.I("VPMADDUBSW", "Y2, Y0, Y4")
-				a.I("VPMADDUBSW", "Y3, Y1, Y5")
-				continue
-			}
-			a.I("VPMADDUBSW", "Y2, Y0, Y0")
-			a.I("VPMADDUBSW", "Y3, Y1, Y1")
-			a.I("VPADDW", "Y0, Y4, Y4")
-			a.I("VPADDW", "Y1, Y5, Y5")
-			if g != 7 && !(q5 && g == 3) {
-				continue
-			}
-			// the 16-bit sums (8 groups, or 4 of 5-bit quants) times the scales
-			S := []string{"Y8", "Y9"}[c/2]
-			a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c)%4), S, "Y0")
-			a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c+1)%4), S, "Y1")
-			a.I("VPMADDWD", "Y0, Y4, Y4")
-			a.I("VPMADDWD", "Y1, Y5, Y5")
-			if c == 0 && g == kr8FirstFlush(q5) {
-				a.I("VPADDD", "Y5, Y4, Y6")
-			} else {
-				a.I("VPADDD", "Y5, Y4, Y4")
-				a.I("VPADDD", "Y4, Y6, Y6")
+	if vnni {
+		kr8OneChunksVNNI(a, q5, sq)
+	} else {
+		for c := 0; c < 4; c++ {
+			for g := 0; g < 8; g++ {
+				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", sq+256*c+32*g))
+				a.I("VPSRLW", "$4, Y0, Y1")
+				a.I("VPAND", "Y15, Y0, Y0")
+				a.I("VPAND", "Y15, Y1, Y1")
+				if q5 {
+					a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y12", 128+32*g))
+					kr8FifthBits(a, c, "Y12", "Y0", "Y1", "Y2")
+				}
+				a.I("VPBROADCASTD", fmt.Sprintf("%d(SI), Y2", 4+64*c+4*g))
+				a.I("VPBROADCASTD", fmt.Sprintf("%d(SI), Y3", 4+64*c+32+4*g))
+				if g == 0 || q5 && g == 4 {
+					a.I("VPMADDUBSW", "Y2, Y0, Y4")
+					a.I("VPMADDUBSW", "Y3, Y1, Y5")
+					continue
+				}
+				a.I("VPMADDUBSW", "Y2, Y0, Y0")
+				a.I("VPMADDUBSW", "Y3, Y1, Y1")
+				a.I("VPADDW", "Y0, Y4, Y4")
+				a.I("VPADDW", "Y1, Y5, Y5")
+				if g != 7 && !(q5 && g == 3) {
+					continue
+				}
+				// the 16-bit sums (8 groups, or 4 of 5-bit quants) times the scales
+				S := []string{"Y8", "Y9"}[c/2]
+				a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c)%4), S, "Y0")
+				a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c+1)%4), S, "Y1")
+				a.I("VPMADDWD", "Y0, Y4, Y4")
+				a.I("VPMADDWD", "Y1, Y5, Y5")
+				if c == 0 && g == kr8FirstFlush(q5) {
+					a.I("VPADDD", "Y5, Y4, Y6")
+				} else {
+					a.I("VPADDD", "Y5, Y4, Y4")
+					a.I("VPADDD", "Y4, Y6, Y6")
+				}
 			}
 		}
 	}
@@ -256,6 +272,42 @@ func kr8OneSB(a *Asm, q5 bool) {
 	a.I("VCVTDQ2PS", "Y7, Y7")
 	a.I("VFMADD231PS", "Y6, Y0, Y13")
 	a.I("VFMADD231PS", "Y7, Y1, Y14")
+}
+
+// kr8OneChunksVNNI is kr8OneSB's chunks for AVX-512 VNNI (on YMM, AVX512VL):
+// each group's low and high nibbles go straight into the two sub-blocks'
+// int32 sums by VPDPBUSD against four activation bytes broadcast from
+// memory (no 16-bit stage, no broadcast register), and at the chunk's end
+// VPMULLD by the eight rows' scales as dwords. The same exact sums, so the
+// same bits as the AVX2 form.
+func kr8OneChunksVNNI(a *Asm, q5 bool, sq int) {
+	for c := 0; c < 4; c++ {
+		a.I("VPXOR", "Y4, Y4, Y4")
+		a.I("VPXOR", "Y5, Y5, Y5")
+		for g := 0; g < 8; g++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", sq+256*c+32*g))
+			a.I("VPSRLW", "$4, Y0, Y1")
+			a.I("VPAND", "Y15, Y0, Y0")
+			a.I("VPAND", "Y15, Y1, Y1")
+			if q5 {
+				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y12", 128+32*g))
+				kr8FifthBits(a, c, "Y12", "Y0", "Y1", "Y2")
+			}
+			a.I("VPDPBUSD.BCST", fmt.Sprintf("%d(SI), Y0, Y4", 4+64*c+4*g))
+			a.I("VPDPBUSD.BCST", fmt.Sprintf("%d(SI), Y1, Y5", 4+64*c+32+4*g))
+		}
+		S := []string{"Y8", "Y9"}[c/2]
+		a.I("VPSHUFB", fmt.Sprintf("kr8DupD%d<>(SB)", (2*c)%4), S, "Y0")
+		a.I("VPSHUFB", fmt.Sprintf("kr8DupD%d<>(SB)", (2*c+1)%4), S, "Y1")
+		a.I("VPMULLD", "Y0, Y4, Y4")
+		a.I("VPMULLD", "Y1, Y5, Y5")
+		if c == 0 {
+			a.I("VPADDD", "Y5, Y4, Y6")
+		} else {
+			a.I("VPADDD", "Y5, Y4, Y4")
+			a.I("VPADDD", "Y4, Y6, Y6")
+		}
+	}
 }
 
 // kr8FirstFlush is the group after which a chunk's 16-bit sums are first
@@ -312,10 +364,15 @@ func kr8Act(t, d int) string {
 // 128+96t. AX the super-block, SI activation row
 // 0's block (R9 row 3's), R10 arb, DI the records, BX super-blocks left,
 // CX tiles left, R8 nb, R11 ldy in bytes, R12 the output, R14 a, R15 rec.
-func genKR8Multi(a *Asm, M int, q5 bool) {
+func genKR8Multi(a *Asm, M int, q5, vnni bool) {
 	name, lbl, sbs, sq := fmt.Sprintf("kr8Q4Km%d", M), fmt.Sprintf("kr8q4k_%d", M), 1152, 128
 	if q5 {
 		name, lbl, sbs, sq = fmt.Sprintf("kr8Q5Km%d", M), fmt.Sprintf("kr8q5k_%d", M), 1408, 384
+	}
+	if vnni {
+		// VPDPBUSD into int32 sums: no 16-bit stage, one scale multiply
+		// (VPMULLD) per chunk
+		name, lbl = name+"v", lbl+"v"
 	}
 	P0 := func(t int) string { return fmt.Sprintf("Y%d", 4+2*t) }
 	P1 := func(t int) string { return fmt.Sprintf("Y%d", 5+2*t) }
@@ -389,7 +446,19 @@ func genKR8Multi(a *Asm, M int, q5 bool) {
 				kr8FifthBits(a, c, "Y12", "Y0", "Y1", "Y2")
 			}
 			fresh := g == 0 || q5 && g == 4
-			for t := 0; t < M; t++ {
+			if vnni {
+				if g == 0 {
+					for t := 0; t < M; t++ {
+						a.I("VPXOR", P0(t)+", "+P0(t)+", "+P0(t))
+						a.I("VPXOR", P1(t)+", "+P1(t)+", "+P1(t))
+					}
+				}
+				for t := 0; t < M; t++ {
+					a.I("VPDPBUSD.BCST", kr8Act(t, 4+64*c+4*g)+", Y0, "+P0(t))
+					a.I("VPDPBUSD.BCST", kr8Act(t, 4+64*c+32+4*g)+", Y1, "+P1(t))
+				}
+			}
+			for t := 0; t < M && !vnni; t++ {
 				for h, W := range []string{"Y0", "Y1"} {
 					P := []func(int) string{P0, P1}[h]
 					a.I("VPBROADCASTD", kr8Act(t, 4+64*c+32*h+4*g)+", Y2")
@@ -401,16 +470,20 @@ func genKR8Multi(a *Asm, M int, q5 bool) {
 					a.I("VPADDW", "Y3, "+P(t)+", "+P(t))
 				}
 			}
-			if g != 7 && !(q5 && g == 3) {
+			if g != 7 && !(q5 && g == 3 && !vnni) {
 				continue
 			}
-			first, last := c == 0 && g == kr8FirstFlush(q5), c == 3 && g == 7
+			first, last := c == 0 && g == kr8FirstFlush(q5 && !vnni), c == 3 && g == 7
+			dup, mul := "kr8Dup", "VPMADDWD"
+			if vnni {
+				dup, mul = "kr8DupD", "VPMULLD"
+			}
 			a.I("VMOVDQA", fmt.Sprintf("%d(DX), Y12", 32*(c/2)))
-			a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c)%4), "Y12", "Y13")
-			a.I("VPSHUFB", fmt.Sprintf("kr8Dup%d<>(SB)", (2*c+1)%4), "Y12", "Y14")
+			a.I("VPSHUFB", fmt.Sprintf("%s%d<>(SB)", dup, (2*c)%4), "Y12", "Y13")
+			a.I("VPSHUFB", fmt.Sprintf("%s%d<>(SB)", dup, (2*c+1)%4), "Y12", "Y14")
 			for t := 0; t < M; t++ {
-				a.I("VPMADDWD", "Y13, "+P0(t)+", "+P0(t))
-				a.I("VPMADDWD", "Y14, "+P1(t)+", "+P1(t))
+				a.I(mul, "Y13, "+P0(t)+", "+P0(t))
+				a.I(mul, "Y14, "+P1(t)+", "+P1(t))
 				a.I("VPADDD", P1(t)+", "+P0(t)+", "+P0(t))
 				if !first {
 					a.I("VPADDD", isum(t)+", "+P0(t)+", "+P0(t))
@@ -476,8 +549,16 @@ func genKR8Multi(a *Asm, M int, q5 bool) {
 // SI activation row 0's block (R9 row 3's), R10 arb, BX super-blocks
 // left, CX tiles left, DX scr, R8 nb, R11 ldy in bytes, R12 the output,
 // R14 a.
-func genKR8Q6(a *Asm, M int) {
+func genKR8Q6(a *Asm, M int, vnni bool) {
 	name, lbl := fmt.Sprintf("kr8Q6Km%d", M), fmt.Sprintf("kr8q6k_%d", M)
+	if vnni {
+		// per quarter, each (activation row, sub-block)'s int32 sum in its
+		// own register (Y16+4t+k, EVEX-only) by VPDPBUSD against the
+		// activation bytes broadcast from memory, then one VPMULLD by the
+		// sign-extended scale dwords: the same exact sums
+		name, lbl = name+"v", lbl+"v"
+	}
+	P := func(t, k int) string { return fmt.Sprintf("Y%d", 16+4*t+k) }
 	acc := func(t int) string { return fmt.Sprintf("Y%d", 10+t) }
 	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 32*t) }
 	a.Text(name, 0, 72)
@@ -539,8 +620,20 @@ func genKR8Q6(a *Asm, M int) {
 			for k := 0; k < 4; k++ {
 				jj := (2*k + gq) % 4
 				d := fmt.Sprintf("Y%d", 6+k)
+				if vnni {
+					a.I("VPSHUFB", fmt.Sprintf("kr8DupHD%d<>(SB)", jj), fmt.Sprintf("Y%d", k/2), d)
+					a.I("VPSRAD", "$24, "+d+", "+d)
+					continue
+				}
 				a.I("VPSHUFB", fmt.Sprintf("kr8DupHi%d<>(SB)", jj), fmt.Sprintf("Y%d", k/2), d)
 				a.I("VPSRAW", "$8, "+d+", "+d)
+			}
+			if vnni {
+				for t := 0; t < M; t++ {
+					for k := 0; k < 4; k++ {
+						a.I("VPXORD", P(t, k)+", "+P(t, k)+", "+P(t, k))
+					}
+				}
 			}
 			for g := 4 * gq; g < 4*gq+4; g++ {
 				o := 144 + 768*n + 96*g
@@ -565,6 +658,22 @@ func genKR8Q6(a *Asm, M int) {
 				a.I("VPAND", "kr8Hi<>(SB), Y2, Y2")
 				a.I("VPOR", "Y2, Y1, Y1")
 				e := []string{"Y3", "Y4", "Y0", "Y1"}
+				if vnni {
+					for t := 0; t < M; t++ {
+						for k := 0; k < 4; k++ {
+							a.I("VPDPBUSD.BCST", kr8Act(t, 4+128*n+32*k+4*g)+", "+e[k]+", "+P(t, k))
+						}
+					}
+					if g == 4*gq+3 {
+						for t := 0; t < M; t++ {
+							for k := 0; k < 4; k++ {
+								a.I("VPMULLD", fmt.Sprintf("Y%d, %s, %s", 6+k, P(t, k), P(t, k)))
+								a.I("VPADDD", P(t, k)+", "+acc(t)+", "+acc(t))
+							}
+						}
+					}
+					continue
+				}
 				if M == 1 {
 					// one row: two groups summed in 16 bits (pairs of at
 					// most 2·63·127, two of them below 2¹⁵) before the
