@@ -15,10 +15,12 @@ import (
 // internal/asmgen/kr8.go), which minferc's pack-weights pass writes into
 // plans: one kernel per activation row count 1..4 (more rows run in
 // chunks of at most 4, a span of weight tiles at a time), every output the
-// bits of quant.DotR8 of its tile. AVX2+FMA+F16C only, so the AVX-512 tier
-// runs them too and every tier gets the same bits; the layout has no other
-// kernels, so a plan holding it needs those features (plan.CheckCPU;
-// NewMatMul names the recompile command where they are missing).
+// bits of quant.DotR8 of its tile. They need AVX2+FMA+F16C only; the
+// AVX-512 VNNI tier runs VPDPBUSD forms of them (kr8VNNIKernels), whose
+// exact integer sums give the same bits, so every tier gets the same
+// logits. The layouts have no other kernels, so a plan holding them needs
+// those features (plan.CheckCPU; NewMatMul names the recompile command
+// where they are missing).
 
 type kr8Kernel func(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 

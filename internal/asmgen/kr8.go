@@ -2,11 +2,13 @@ package main
 
 import "fmt"
 
-// Row-parallel AVX2 mat-mul kernels (kr8_amd64.s) on the eight-row K-quant
-// layout Q4_Kr8 (quant/kr8.go): eight weight rows in the eight 32-bit
-// lanes of a YMM register, against 1..4 Q8_K activation rows. AVX2, FMA
-// and F16C only, so every x86-64 tier from AVX2 up runs them and gets the
-// same bits.
+// Row-parallel mat-mul kernels (kr8_amd64.s) on the eight-row K-quant
+// layouts Q4_Kr8, Q5_Kr8 and Q6_Kr8 (quant/kr8.go): eight weight rows in
+// the eight 32-bit lanes of a YMM register, against 1..4 Q8_K activation
+// rows. The AVX2 forms need AVX2, FMA and F16C only, so every x86-64 tier
+// from AVX2 up runs them; the AVX-512 VNNI forms (suffix v) replace the
+// 16-bit stage with VPDPBUSD and get the same bits. Q4_Kr8's form is
+// described here; Q5_Kr8 (kr8FifthBits) and Q6_Kr8 (genKR8Q6) follow.
 //
 // Per super-block of a tile: the 8×8 6-bit scales and mins are rebuilt
 // as bytes from L and H (17 shifts, masks and ORs for the eight rows) into
