@@ -133,8 +133,12 @@ TEXT ·kr8Q4Km1(SB), NOSPLIT, $0-72
 	MOVQ	w+0(FP), AX
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
+	MOVQ	arb+24(FP), R10
 	MOVQ	rec+32(FP), R15
+	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
+	MOVQ	ldy+56(FP), R11
+	SHLQ	$2, R11
 	MOVQ	tiles+64(FP), CX
 	TESTQ	CX, CX
 	JZ	kr8q4k_1_done
@@ -3279,8 +3283,12 @@ TEXT ·kr8Q4Km1v(SB), NOSPLIT, $0-72
 	MOVQ	w+0(FP), AX
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
+	MOVQ	arb+24(FP), R10
 	MOVQ	rec+32(FP), R15
+	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
+	MOVQ	ldy+56(FP), R11
+	SHLQ	$2, R11
 	MOVQ	tiles+64(FP), CX
 	TESTQ	CX, CX
 	JZ	kr8q4k_1v_done
@@ -5305,8 +5313,12 @@ TEXT ·kr8Q5Km1(SB), NOSPLIT, $0-72
 	MOVQ	w+0(FP), AX
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
+	MOVQ	arb+24(FP), R10
 	MOVQ	rec+32(FP), R15
+	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
+	MOVQ	ldy+56(FP), R11
+	SHLQ	$2, R11
 	MOVQ	tiles+64(FP), CX
 	TESTQ	CX, CX
 	JZ	kr8q5k_1_done
@@ -9479,8 +9491,12 @@ TEXT ·kr8Q5Km1v(SB), NOSPLIT, $0-72
 	MOVQ	w+0(FP), AX
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
+	MOVQ	arb+24(FP), R10
 	MOVQ	rec+32(FP), R15
+	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
+	MOVQ	ldy+56(FP), R11
+	SHLQ	$2, R11
 	MOVQ	tiles+64(FP), CX
 	TESTQ	CX, CX
 	JZ	kr8q5k_1v_done
@@ -12374,6 +12390,7 @@ TEXT ·kr8Q6Km1(SB), NOSPLIT, $0-72
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
 	MOVQ	arb+24(FP), R10
+	MOVQ	rec+32(FP), R15
 	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
 	MOVQ	ldy+56(FP), R11
@@ -13074,6 +13091,7 @@ TEXT ·kr8Q6Km2(SB), NOSPLIT, $0-72
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
 	MOVQ	arb+24(FP), R10
+	MOVQ	rec+32(FP), R15
 	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
 	MOVQ	ldy+56(FP), R11
@@ -14087,6 +14105,7 @@ TEXT ·kr8Q6Km3(SB), NOSPLIT, $0-72
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
 	MOVQ	arb+24(FP), R10
+	MOVQ	rec+32(FP), R15
 	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
 	MOVQ	ldy+56(FP), R11
@@ -15408,6 +15427,7 @@ TEXT ·kr8Q6Km4(SB), NOSPLIT, $0-72
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
 	MOVQ	arb+24(FP), R10
+	MOVQ	rec+32(FP), R15
 	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
 	MOVQ	ldy+56(FP), R11
@@ -17040,6 +17060,7 @@ TEXT ·kr8Q6Km1v(SB), NOSPLIT, $0-72
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
 	MOVQ	arb+24(FP), R10
+	MOVQ	rec+32(FP), R15
 	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
 	MOVQ	ldy+56(FP), R11
@@ -17628,6 +17649,7 @@ TEXT ·kr8Q6Km2v(SB), NOSPLIT, $0-72
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
 	MOVQ	arb+24(FP), R10
+	MOVQ	rec+32(FP), R15
 	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
 	MOVQ	ldy+56(FP), R11
@@ -18353,6 +18375,7 @@ TEXT ·kr8Q6Km3v(SB), NOSPLIT, $0-72
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
 	MOVQ	arb+24(FP), R10
+	MOVQ	rec+32(FP), R15
 	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
 	MOVQ	ldy+56(FP), R11
@@ -19242,6 +19265,7 @@ TEXT ·kr8Q6Km4v(SB), NOSPLIT, $0-72
 	MOVQ	nb+8(FP), R8
 	MOVQ	a+16(FP), R14
 	MOVQ	arb+24(FP), R10
+	MOVQ	rec+32(FP), R15
 	MOVQ	scr+40(FP), DX
 	MOVQ	y+48(FP), R12
 	MOVQ	ldy+56(FP), R11

@@ -141,6 +141,69 @@ func kr8Scales(a *Asm, S0, S1, M0, M1 string) {
 	a.I("VPOR", "Y2, Y1, "+M1)
 }
 
+// kr8Prologue starts a kernel of the signature every eight-row kernel
+// shares (w, nb, a, arb, rec, scr, y, ldy, tiles): AX w, R8 nb, R14 a, R10
+// arb, R15 rec, DX scr, R12 y, R11 ldy in bytes, CX tiles (straight to
+// the end when tiles or nb is 0), Y15 the 0x0F bytes, then the tile loop's
+// label.
+func kr8Prologue(a *Asm, name, lbl string) {
+	a.Text(name, 0, 72)
+	a.I("MOVQ", "w+0(FP), AX")
+	a.I("MOVQ", "nb+8(FP), R8")
+	a.I("MOVQ", "a+16(FP), R14")
+	a.I("MOVQ", "arb+24(FP), R10")
+	a.I("MOVQ", "rec+32(FP), R15")
+	a.I("MOVQ", "scr+40(FP), DX")
+	a.I("MOVQ", "y+48(FP), R12")
+	a.I("MOVQ", "ldy+56(FP), R11")
+	a.I("SHLQ", "$2, R11")
+	a.I("MOVQ", "tiles+64(FP), CX")
+	a.I("TESTQ", "CX, CX")
+	a.I("JZ", lbl+"_done")
+	a.I("TESTQ", "R8, R8")
+	a.I("JZ", lbl+"_done")
+	a.I("VPBROADCASTQ", "kr8Nib<>(SB), Y15")
+	a.Label(lbl + "_tile")
+}
+
+// kr8RowPointers points SI at activation row 0's first block and, for
+// M > 3, R9 at row 3's (kr8Act).
+func kr8RowPointers(a *Asm, M int) {
+	a.I("MOVQ", "R14, SI")
+	if M > 3 {
+		a.I("LEAQ", "(SI)(R10*2), R9")
+		a.I("ADDQ", "R10, R9")
+	}
+}
+
+// kr8StoreRows stores the M activation rows' eight outputs of a tile from
+// the float accumulators facc(t), less fmin(t) when given, at R12 and
+// every R11 bytes after.
+func kr8StoreRows(a *Asm, M int, facc, fmin func(int) string) {
+	a.I("MOVQ", "R12, BX")
+	for t := 0; t < M; t++ {
+		a.I("VMOVUPS", facc(t)+", Y0")
+		if fmin != nil {
+			a.I("VSUBPS", fmin(t)+", Y0, Y0")
+		}
+		a.I("VMOVUPS", "Y0, (BX)")
+		if t < M-1 {
+			a.I("ADDQ", "R11, BX")
+		}
+	}
+}
+
+// kr8Epilogue ends the tile loop (the next tile's outputs 8 floats on) and
+// the kernel.
+func kr8Epilogue(a *Asm, lbl string) {
+	a.I("ADDQ", "$32, R12")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"_tile")
+	a.Label(lbl + "_done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
 // genKR8One writes the one-activation-row kernel (decode), everything in
 // registers: Y15 0x0F bytes, Y8..Y11 S0, S1, M0, M1, Y6 the sums, Y7 the
 // mins, Y13 / Y14 the float accumulators, Y4 / Y5 the chunk's two 16-bit
@@ -155,19 +218,7 @@ func genKR8One(a *Asm, q5, vnni bool) {
 	if vnni {
 		name, lbl = name+"v", lbl+"v"
 	}
-	a.Text(name, 0, 72)
-	a.I("MOVQ", "w+0(FP), AX")
-	a.I("MOVQ", "nb+8(FP), R8")
-	a.I("MOVQ", "a+16(FP), R14")
-	a.I("MOVQ", "rec+32(FP), R15")
-	a.I("MOVQ", "y+48(FP), R12")
-	a.I("MOVQ", "tiles+64(FP), CX")
-	a.I("TESTQ", "CX, CX")
-	a.I("JZ", lbl+"_done")
-	a.I("TESTQ", "R8, R8")
-	a.I("JZ", lbl+"_done")
-	a.I("VPBROADCASTQ", "kr8Nib<>(SB), Y15")
-	a.Label(lbl + "_tile")
+	kr8Prologue(a, name, lbl)
 	a.I("VXORPS", "Y13, Y13, Y13")
 	a.I("VXORPS", "Y14, Y14, Y14")
 	a.I("MOVQ", "R14, SI")
@@ -182,12 +233,7 @@ func genKR8One(a *Asm, q5, vnni bool) {
 	a.I("JNZ", lbl+"_sb")
 	a.I("VSUBPS", "Y14, Y13, Y13")
 	a.I("VMOVUPS", "Y13, (R12)")
-	a.I("ADDQ", "$32, R12")
-	a.I("DECQ", "CX")
-	a.I("JNZ", lbl+"_tile")
-	a.Label(lbl + "_done")
-	a.I("VZEROUPPER")
-	a.I("RET")
+	kr8Epilogue(a, lbl)
 }
 
 // kr8OneSB writes the one-activation-row work of one Q4_K (Q5_K: q5)
@@ -381,33 +427,13 @@ func genKR8Multi(a *Asm, M int, q5, vnni bool) {
 	isum := func(t int) string { return fmt.Sprintf("%d(DX)", 64+96*t) }
 	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 96+96*t) }
 	fmin := func(t int) string { return fmt.Sprintf("%d(DX)", 128+96*t) }
-	a.Text(name, 0, 72)
-	a.I("MOVQ", "w+0(FP), AX")
-	a.I("MOVQ", "nb+8(FP), R8")
-	a.I("MOVQ", "a+16(FP), R14")
-	a.I("MOVQ", "arb+24(FP), R10")
-	a.I("MOVQ", "rec+32(FP), R15")
-	a.I("MOVQ", "scr+40(FP), DX")
-	a.I("MOVQ", "y+48(FP), R12")
-	a.I("MOVQ", "ldy+56(FP), R11")
-	a.I("SHLQ", "$2, R11")
-	a.I("MOVQ", "tiles+64(FP), CX")
-	a.I("TESTQ", "CX, CX")
-	a.I("JZ", lbl+"_done")
-	a.I("TESTQ", "R8, R8")
-	a.I("JZ", lbl+"_done")
-	a.I("VPBROADCASTQ", "kr8Nib<>(SB), Y15")
-	a.Label(lbl + "_tile")
+	kr8Prologue(a, name, lbl)
 	a.I("VXORPS", "Y0, Y0, Y0")
 	for t := 0; t < M; t++ {
 		a.I("VMOVDQA", "Y0, "+facc(t))
 		a.I("VMOVDQA", "Y0, "+fmin(t))
 	}
-	a.I("MOVQ", "R14, SI")
-	if M > 3 {
-		a.I("LEAQ", "(SI)(R10*2), R9")
-		a.I("ADDQ", "R10, R9")
-	}
+	kr8RowPointers(a, M)
 	a.I("MOVQ", "R15, DI")
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_sb")
@@ -513,21 +539,8 @@ func genKR8Multi(a *Asm, M int, q5, vnni bool) {
 	a.I("ADDQ", fmt.Sprintf("$%d, DI", 16*M))
 	a.I("DECQ", "BX")
 	a.I("JNZ", lbl+"_sb")
-	a.I("MOVQ", "R12, BX")
-	for t := 0; t < M; t++ {
-		a.I("VMOVUPS", facc(t)+", Y0")
-		a.I("VSUBPS", fmin(t)+", Y0, Y0")
-		a.I("VMOVUPS", "Y0, (BX)")
-		if t < M-1 {
-			a.I("ADDQ", "R11, BX")
-		}
-	}
-	a.I("ADDQ", "$32, R12")
-	a.I("DECQ", "CX")
-	a.I("JNZ", lbl+"_tile")
-	a.Label(lbl + "_done")
-	a.I("VZEROUPPER")
-	a.I("RET")
+	kr8StoreRows(a, M, facc, fmin)
+	kr8Epilogue(a, lbl)
 }
 
 // genKR8Q6 writes the Q6_Kr8 kernel for M = 1..4 activation rows (no
@@ -563,31 +576,12 @@ func genKR8Q6(a *Asm, M int, vnni bool) {
 	P := func(t, k int) string { return fmt.Sprintf("Y%d", 16+4*t+k) }
 	acc := func(t int) string { return fmt.Sprintf("Y%d", 10+t) }
 	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 32*t) }
-	a.Text(name, 0, 72)
-	a.I("MOVQ", "w+0(FP), AX")
-	a.I("MOVQ", "nb+8(FP), R8")
-	a.I("MOVQ", "a+16(FP), R14")
-	a.I("MOVQ", "arb+24(FP), R10")
-	a.I("MOVQ", "scr+40(FP), DX")
-	a.I("MOVQ", "y+48(FP), R12")
-	a.I("MOVQ", "ldy+56(FP), R11")
-	a.I("SHLQ", "$2, R11")
-	a.I("MOVQ", "tiles+64(FP), CX")
-	a.I("TESTQ", "CX, CX")
-	a.I("JZ", lbl+"_done")
-	a.I("TESTQ", "R8, R8")
-	a.I("JZ", lbl+"_done")
-	a.I("VPBROADCASTQ", "kr8Nib<>(SB), Y15")
-	a.Label(lbl + "_tile")
+	kr8Prologue(a, name, lbl)
 	a.I("VXORPS", "Y0, Y0, Y0")
 	for t := 0; t < M; t++ {
 		a.I("VMOVDQA", "Y0, "+facc(t))
 	}
-	a.I("MOVQ", "R14, SI")
-	if M > 3 {
-		a.I("LEAQ", "(SI)(R10*2), R9")
-		a.I("ADDQ", "R10, R9")
-	}
+	kr8RowPointers(a, M)
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_sb")
 	if M == 1 {
@@ -721,18 +715,6 @@ func genKR8Q6(a *Asm, M int, vnni bool) {
 	}
 	a.I("DECQ", "BX")
 	a.I("JNZ", lbl+"_sb")
-	a.I("MOVQ", "R12, BX")
-	for t := 0; t < M; t++ {
-		a.I("VMOVUPS", facc(t)+", Y0")
-		a.I("VMOVUPS", "Y0, (BX)")
-		if t < M-1 {
-			a.I("ADDQ", "R11, BX")
-		}
-	}
-	a.I("ADDQ", "$32, R12")
-	a.I("DECQ", "CX")
-	a.I("JNZ", lbl+"_tile")
-	a.Label(lbl + "_done")
-	a.I("VZEROUPPER")
-	a.I("RET")
+	kr8StoreRows(a, M, facc, nil)
+	kr8Epilogue(a, lbl)
 }
