@@ -4,7 +4,6 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -20,6 +19,11 @@ func TestKR8Kernels(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("the AVX2 tier is unavailable: the CPU lacks AVX2+FMA+F16C or MINFER_NO_AVX2 dropped it")
 	}
+	form := "AVX2"
+	if hasVNNI {
+		form = "AVX-512 VNNI"
+	}
+	t.Logf("checking the %s forms of the eight-row kernels (MINFER_NO_AVX512=1 checks the AVX2 ones)", form)
 	r := rand.New(rand.NewPCG(8, 9))
 	const N = 80
 	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
@@ -58,26 +62,7 @@ func TestKR8Kernels(t *testing.T) {
 							quant.DotR8(pt, w[g*8*wrb:], act[m*arb:], nb, want[m*N+8*g:])
 						}
 					}
-					for _, rg := range [][2]int{{0, N}, {5, 75}, {8, 24}, {3, 6}, {20, 21}, {0, 56}} {
-						n0, n1 := rg[0], rg[1]
-						y := make([]float32, M*N)
-						for i := range y {
-							y[i] = float32(math.NaN())
-						}
-						k.Run(K, w, act, M, y, N, n0, n1)
-						for m := 0; m < M; m++ {
-							for n := 0; n < N; n++ {
-								got, exp := y[m*N+n], want[m*N+n]
-								in := n >= n0 && n < n1
-								if in && math.Float32bits(got) != math.Float32bits(exp) {
-									t.Fatalf("%s K=%d kind %d M=%d rows %d..%d: y[%d][%d] = %v, want %v", pt, K, kind, M, n0, n1, m, n, got, exp)
-								}
-								if !in && !math.IsNaN(float64(got)) {
-									t.Fatalf("%s K=%d M=%d rows %d..%d: y[%d][%d] written outside the range", pt, K, M, n0, n1, m, n)
-								}
-							}
-						}
-					}
+					checkRunRanges(t, k, fmt.Sprintf("%s K=%d kind %d", pt, K, kind), K, w, act, M, N, want, [][2]int{{0, N}, {5, 75}, {8, 24}, {3, 6}, {20, 21}, {0, 56}})
 				}
 			}
 		}
@@ -132,42 +117,11 @@ func BenchmarkKR8(b *testing.B) {
 // matrix out of cache, weight GB/s next to a plain read of the same bytes.
 func BenchmarkKR8Decode(b *testing.B) {
 	r := rand.New(rand.NewPCG(20, 21))
-	parent := b
 	var dram []byte
 	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, K := range []int{1024, 3072} {
 			for _, wt := range []quant.Type{plain, quant.PackedR8(plain)} {
-				b.Run(fmt.Sprintf("%s/K%d", wt, K), func(b *testing.B) {
-					mm, err := NewMatMul(wt)
-					if err != nil {
-						b.Skip(err)
-					}
-					if dram == nil {
-						dram = benchBytes(parent, dramBytes)
-					}
-					wrb := mm.WeightRowBytes(K)
-					tile := quantWeights(b, r, plain, 64, K)
-					if wt != plain {
-						p := make([]byte, len(tile))
-						if err := quant.Pack(wt, p, tile, K); err != nil {
-							b.Fatal(err)
-						}
-						tile = p
-					}
-					N := len(dram) / len(tile) * 64
-					w := dram[:N*wrb]
-					for off := 0; off < len(w); off += len(tile) {
-						copy(w[off:], tile)
-					}
-					act := make([]byte, mm.ActRowBytes(K))
-					mm.QuantizeRows(randVec(r, K, 1), K, 0, 1, act)
-					y := make([]float32, N)
-					read := streamSumAVX2
-					if hasAVX512 {
-						read = streamSumAVX512
-					}
-					streamVsRead(b, w, read, func() { mm.Run(K, w, act, 1, y, N, 0, N) })
-				})
+				packedDecodeVsRead(b, r, &dram, plain, wt, K)
 			}
 		}
 	}

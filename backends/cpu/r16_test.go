@@ -52,26 +52,7 @@ func TestR16Kernels(t *testing.T) {
 							quant.DotR16(pt, w[g*16*wrb:], act[m*arb:], nb, want[m*N+16*g:])
 						}
 					}
-					for _, rg := range [][2]int{{0, N}, {5, 155}, {16, 48}, {3, 13}, {20, 21}, {0, 112}} {
-						n0, n1 := rg[0], rg[1]
-						y := make([]float32, M*N)
-						for i := range y {
-							y[i] = float32(math.NaN())
-						}
-						k.Run(K, w, act, M, y, N, n0, n1)
-						for m := 0; m < M; m++ {
-							for n := 0; n < N; n++ {
-								got, exp := y[m*N+n], want[m*N+n]
-								in := n >= n0 && n < n1
-								if in && math.Float32bits(got) != math.Float32bits(exp) {
-									t.Fatalf("%s K=%d kind %d M=%d rows %d..%d: y[%d][%d] = %v, want %v", pt, K, kind, M, n0, n1, m, n, got, exp)
-								}
-								if !in && !math.IsNaN(float64(got)) {
-									t.Fatalf("%s K=%d M=%d rows %d..%d: y[%d][%d] written outside the range", pt, K, M, n0, n1, m, n)
-								}
-							}
-						}
-					}
+					checkRunRanges(t, k, fmt.Sprintf("%s K=%d kind %d", pt, K, kind), K, w, act, M, N, want, [][2]int{{0, N}, {5, 155}, {16, 48}, {3, 13}, {20, 21}, {0, 112}})
 				}
 			}
 		}
@@ -129,43 +110,79 @@ func BenchmarkR16(b *testing.B) {
 // (readGB/s) and their ratio.
 func BenchmarkR16Decode(b *testing.B) {
 	r := rand.New(rand.NewPCG(20, 21))
-	parent := b
 	var dram []byte
 	for _, plain := range []quant.Type{quant.Q8_0, quant.Q5_0, quant.Q4_0} {
 		for _, K := range []int{896, 4864} {
 			for _, wt := range []quant.Type{plain, quant.PackedR16(plain)} {
-				b.Run(fmt.Sprintf("%s/K%d", wt, K), func(b *testing.B) {
-					mm, err := NewMatMul(wt)
-					if err != nil {
-						b.Skip(err)
-					}
-					if dram == nil {
-						dram = benchBytes(parent, dramBytes)
-					}
-					wrb := mm.WeightRowBytes(K)
-					tile := quantWeights(b, r, plain, 64, K)
-					if wt != plain {
-						p := make([]byte, len(tile))
-						if err := quant.Pack(wt, p, tile, K); err != nil {
-							b.Fatal(err)
-						}
-						tile = p
-					}
-					N := len(dram) / len(tile) * 64
-					w := dram[:N*wrb]
-					for off := 0; off < len(w); off += len(tile) {
-						copy(w[off:], tile)
-					}
-					act := make([]byte, mm.ActRowBytes(K))
-					mm.QuantizeRows(randVec(r, K, 1), K, 0, 1, act)
-					y := make([]float32, N)
-					read := streamSumAVX2 // the AVX-512 read on a CPU without it would fault
-					if hasAVX512 {
-						read = streamSumAVX512
-					}
-					streamVsRead(b, w, read, func() { mm.Run(K, w, act, 1, y, N, 0, N) })
-				})
+				packedDecodeVsRead(b, r, &dram, plain, wt, K)
 			}
 		}
 	}
+}
+
+// checkRunRanges runs k.Run for M activation rows over each row range of
+// an N-row weight matrix and fails t unless every output in the range has
+// the bits of want [M][N] and none outside it is written.
+func checkRunRanges(t *testing.T, k *MatMul, what string, K int, w, act []byte, M, N int, want []float32, ranges [][2]int) {
+	t.Helper()
+	for _, rg := range ranges {
+		n0, n1 := rg[0], rg[1]
+		y := make([]float32, M*N)
+		for i := range y {
+			y[i] = float32(math.NaN())
+		}
+		k.Run(K, w, act, M, y, N, n0, n1)
+		for m := 0; m < M; m++ {
+			for n := 0; n < N; n++ {
+				got, exp := y[m*N+n], want[m*N+n]
+				in := n >= n0 && n < n1
+				if in && math.Float32bits(got) != math.Float32bits(exp) {
+					t.Fatalf("%s M=%d rows %d..%d: y[%d][%d] = %v, want %v", what, M, n0, n1, m, n, got, exp)
+				}
+				if !in && !math.IsNaN(float64(got)) {
+					t.Fatalf("%s M=%d rows %d..%d: y[%d][%d] written outside the range", what, M, n0, n1, m, n)
+				}
+			}
+		}
+	}
+}
+
+// packedDecodeVsRead runs the decode benchmark of weight type wt (plain,
+// or plain packed in a plan-only layout), K columns: one activation row
+// against a matrix of *dram's bytes (1 GiB, allocated on first use) out of
+// cache, weight GB/s of the thread's CPU time next to a plain streaming
+// read of the same bytes (streamVsRead).
+func packedDecodeVsRead(b *testing.B, r *rand.Rand, dram *[]byte, plain, wt quant.Type, K int) {
+	parent := b
+	b.Run(fmt.Sprintf("%s/K%d", wt, K), func(b *testing.B) {
+		mm, err := NewMatMul(wt)
+		if err != nil {
+			b.Skip(err)
+		}
+		if *dram == nil {
+			*dram = benchBytes(parent, dramBytes)
+		}
+		wrb := mm.WeightRowBytes(K)
+		tile := quantWeights(b, r, plain, 64, K)
+		if wt != plain {
+			p := make([]byte, len(tile))
+			if err := quant.Pack(wt, p, tile, K); err != nil {
+				b.Fatal(err)
+			}
+			tile = p
+		}
+		N := len(*dram) / len(tile) * 64
+		w := (*dram)[:N*wrb]
+		for off := 0; off < len(w); off += len(tile) {
+			copy(w[off:], tile)
+		}
+		act := make([]byte, mm.ActRowBytes(K))
+		mm.QuantizeRows(randVec(r, K, 1), K, 0, 1, act)
+		y := make([]float32, N)
+		read := streamSumAVX2 // the AVX-512 read on a CPU without it would fault
+		if hasAVX512 {
+			read = streamSumAVX512
+		}
+		streamVsRead(b, w, read, func() { mm.Run(K, w, act, 1, y, N, 0, N) })
+	})
 }
