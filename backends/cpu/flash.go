@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/minfer/minfer/internal/ggmlf32"
 	"github.com/minfer/minfer/quant"
@@ -133,6 +134,33 @@ type faCache struct {
 	q8    bool
 }
 
+// flashTouch turns faCache.touch on; BenchmarkFlashCold turns it off to
+// measure what it saves.
+var flashTouch = true
+
+// touch loads the lines of cache rows j0..j0+rows-1, columns c0..c1, once
+// each in address order (touchRows). The flash kernels read a block one KV
+// head at a time: a few hundred bytes out of every row, a stride the
+// hardware prefetchers follow poorly, so a decode step's cold cache came
+// in at a fifth of the streaming read. Measured on the Zen 4 host, one
+// Qwen3-0.6B layer (8 KV heads of 128, f16) at 128 positions, its cache
+// evicted by an 8 MiB read as a decode step's weights evict it: 97 µs
+// without, 55 µs with; at 512 positions 310 µs and 195 µs.
+func (c faCache) touch(j0, rows, c0, c1 int) {
+	if rows <= 0 || c1 <= c0 || !flashTouch {
+		return
+	}
+	switch {
+	case c.f != nil:
+		touchRows((*byte)(unsafe.Pointer(&c.f[j0*c.width+c0])), 4*c.width, rows, 4*(c1-c0))
+	case c.q8:
+		rb := q8Bytes(c.width)
+		touchRows(&c.b[j0*rb+c0/quant.QK*34], rb, rows, (c1-c0+quant.QK-1)/quant.QK*34)
+	default:
+		touchRows(&c.b[2*(j0*c.width+c0)], 2*c.width, rows, 2*(c1-c0))
+	}
+}
+
 // FlashHeads is flash attention (the order above) for the query heads of
 // KV heads kvh0..kvh1 and the batch tokens t0..t1, with the shapes of
 // AttentionHeads; kc and vc are f32, f16 or q8_0 caches (a q8_0 one with
@@ -151,9 +179,10 @@ func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, he
 	fs.grow(tile * nkv)
 	for ta := t0; ta < t1; ta += tile {
 		tb := min(t1, ta+tile)
-		nbMax := 0
+		nbMax, maxPos := 0, 0
 		for t := ta; t < tb; t++ {
 			nbMax = max(nbMax, (int(pos[t])+FlashBlock)/FlashBlock)
+			maxPos = max(maxPos, int(pos[t]))
 		}
 		// The tile's queries: qs[((kh-kvh0)*tile + t-ta)*G*hd:], one row of
 		// G heads per (KV head, token).
@@ -179,6 +208,9 @@ func FlashHeads(y, q []float32, kc, vc *KVCache, pos []int32, nHead, nHeadKV, he
 		// rows are read in order, whole.
 		for b := 0; b < nbMax; b++ {
 			j0 := b * FlashBlock
+			rows := min(FlashBlock, maxPos+1-j0)
+			k.touch(j0, rows, kvh0*hd, kvh1*hd)
+			v.touch(j0, rows, kvh0*hd, kvh1*hd)
 			for kh := kvh0; kh < kvh1; kh++ {
 				if f16 || q8 {
 					// Runs of consecutive tokens with rows in the block:
