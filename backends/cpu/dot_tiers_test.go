@@ -47,7 +47,11 @@ func TestRowKernelTiers(t *testing.T) {
 			vdt := k.typ.VecDotType()
 			bsz := k.typ.BlockSize()
 			const N = 13
-			for _, nb := range []int{1, 2, 3, 4, 12, 19} {
+			nbs := []int{1, 2, 3, 4, 12, 19}
+			if bsz == 1 { // f16, bf16: steps of 32 / 64 elements and a tail
+				nbs = []int{1, 31, 32, 63, 64, 65, 128, 200, 1024, 1090}
+			}
+			for _, nb := range nbs {
 				K := nb * bsz
 				arb, _ := vdt.RowSize(K)
 				for kind := 0; kind < 3; kind++ {
@@ -152,8 +156,8 @@ func TestRowKernelDispatch(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no SIMD row kernels without AVX2")
 	}
-	// AVX-512 VNNI over AVX-VNNI over the rest.
-	rank := map[string]int{"avx512vnni": 2, "avxvnni": 1}
+	// AVX-512 (VNNI) over AVX-VNNI over the rest.
+	rank := map[string]int{"avx512vnni": 2, "avx512": 2, "avxvnni": 1}
 	best := map[quant.Type]string{}
 	for _, k := range rowKernelTable() {
 		if tierOK(k.tier) && (best[k.typ] == "" || rank[k.tier] > rank[best[k.typ]]) {
