@@ -126,3 +126,16 @@ func BenchmarkKR8Decode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHalfDecode is BenchmarkKR8Decode for the f16 and bf16 row
+// kernels: one activation row over a 1 GiB matrix on one thread, against a
+// plain read of the same bytes in the same run.
+func BenchmarkHalfDecode(b *testing.B) {
+	r := rand.New(rand.NewPCG(22, 23))
+	var dram []byte
+	for _, t := range []quant.Type{quant.F16, quant.BF16} {
+		for _, K := range []int{1024, 3072} {
+			packedDecodeVsRead(b, r, &dram, t, t, K)
+		}
+	}
+}

@@ -73,71 +73,65 @@ func f16Kernel(a *Asm, name string, z bool) {
 	kernelHead(a, name)
 	l := func(s string) string { return name + "_" + s }
 	if z {
-		// Two rows a pass.
-		a.Label(l("pair"))
-		a.I("CMPQ", "R8", "$2")
-		a.I("JLT", l("single"))
-		for j := 0; j < 4; j++ {
-			a.I("VPXORD", fmt.Sprintf("Z%d", j), fmt.Sprintf("Z%d", j), fmt.Sprintf("Z%d", j))
-			a.I("VPXORD", fmt.Sprintf("Z%d", 16+j), fmt.Sprintf("Z%d", 16+j), fmt.Sprintf("Z%d", 16+j))
+		// Passes of f16Rows rows, then of one. Row r of a pass keeps its
+		// accumulators in Z16+4r..Z19+4r; Z0-Z3 the converted activation
+		// piece, Z4-Z11 converted weights.
+		for _, R := range []int{f16Rows, 1} {
+			sec := fmt.Sprintf("r%d", R)
+			a.Label(l(sec))
+			a.I("CMPQ", "R8", fmt.Sprintf("$%d", R))
+			if R > 1 {
+				a.I("JLT", l("r1"))
+			} else {
+				a.I("JLT", l("done"))
+			}
+			bases := []string{"SI", "R9", "R10", "R11"}[:R]
+			for r := 1; r < R; r++ {
+				a.I("LEAQ", fmt.Sprintf("(%s)(BX*1)", bases[r-1]), bases[r])
+			}
+			next := nextRows(a, bases)
+			for r := 0; r < R; r++ {
+				for j := 0; j < 4; j++ {
+					zr := fmt.Sprintf("Z%d", 16+4*r+j)
+					a.I("VPXORD", zr, zr, zr)
+				}
+			}
+			a.I("XORQ", "AX", "AX")
+			a.I("TESTQ", "CX", "CX")
+			a.I("JZ", l(sec+"red"))
+			a.Label(l(sec + "loop"))
+			halfPrefetch(a, next...)
+			for j := 0; j < 4; j++ {
+				a.I("VCVTPH2PS", fmt.Sprintf("%d(DI)(AX*1)", 32*j), fmt.Sprintf("Z%d", j))
+			}
+			t := 0
+			for j := 0; j < 4; j++ {
+				for r := 0; r < R; r++ {
+					wz := fmt.Sprintf("Z%d", 4+t%8)
+					t++
+					a.I("VCVTPH2PS", fmt.Sprintf("%d(%s)(AX*1)", 32*j, bases[r]), wz)
+					a.I("VFMADD231PS", fmt.Sprintf("Z%d", j), wz, fmt.Sprintf("Z%d", 16+4*r+j))
+				}
+			}
+			a.I("ADDQ", "$128", "AX")
+			a.I("CMPQ", "AX", "CX")
+			a.I("JLT", l(sec+"loop"))
+			a.Label(l(sec + "red"))
+			// Each row's (a0+a2) + (a1+a3) into Z8, then its lanes
+			// (VEXTRACTF128 has no form for Z16 and up).
+			for r := 0; r < R; r++ {
+				acc := func(j int) string { return fmt.Sprintf("Z%d", 16+4*r+j) }
+				a.I("VADDPS", acc(2), acc(0), acc(0))
+				a.I("VADDPS", acc(3), acc(1), acc(1))
+				a.I("VADDPS", acc(1), acc(0), "Z8")
+				a.I("VEXTRACTF64X4", "$1", "Z8", "Y9")
+				reduce16(a, "Y8", "Y9", "Y10", 4*r)
+			}
+			a.I("LEAQ", fmt.Sprintf("(SI)(BX*%d)", R), "SI")
+			a.I("ADDQ", fmt.Sprintf("$%d", 4*R), "DX")
+			a.I("SUBQ", fmt.Sprintf("$%d", R), "R8")
+			a.I("JMP", l(sec))
 		}
-		a.I("LEAQ", "(SI)(BX*1)", "R9")
-		a.I("XORQ", "AX", "AX")
-		a.I("TESTQ", "CX", "CX")
-		a.I("JZ", l("pairred"))
-		a.Label(l("pairloop"))
-		for j := 0; j < 4; j++ {
-			a.I("VCVTPH2PS", fmt.Sprintf("%d(DI)(AX*1)", 32*j), fmt.Sprintf("Z%d", 4+j))
-		}
-		for j := 0; j < 4; j++ {
-			a.I("VCVTPH2PS", fmt.Sprintf("%d(SI)(AX*1)", 32*j), fmt.Sprintf("Z%d", 8+j))
-			a.I("VFMADD231PS", fmt.Sprintf("Z%d", 4+j), fmt.Sprintf("Z%d", 8+j), fmt.Sprintf("Z%d", j))
-			a.I("VCVTPH2PS", fmt.Sprintf("%d(R9)(AX*1)", 32*j), fmt.Sprintf("Z%d", 12+j))
-			a.I("VFMADD231PS", fmt.Sprintf("Z%d", 4+j), fmt.Sprintf("Z%d", 12+j), fmt.Sprintf("Z%d", 16+j))
-		}
-		a.I("ADDQ", "$128", "AX")
-		a.I("CMPQ", "AX", "CX")
-		a.I("JLT", l("pairloop"))
-		a.Label(l("pairred"))
-		// Each row's (a0+a2) + (a1+a3) into Z0, then its lanes (the
-		// second row's go through Z0 too: VEXTRACTF128 has no form for
-		// Z16 and up).
-		for r, base := range []int{0, 16} {
-			acc := func(j int) string { return fmt.Sprintf("Z%d", base+j) }
-			a.I("VADDPS", acc(2), acc(0), acc(0))
-			a.I("VADDPS", acc(3), acc(1), acc(1))
-			a.I("VADDPS", acc(1), acc(0), "Z0")
-			a.I("VEXTRACTF64X4", "$1", "Z0", "Y1")
-			reduce16(a, "Y0", "Y1", "Y2", 4*r)
-		}
-		a.I("LEAQ", "(SI)(BX*2)", "SI")
-		a.I("ADDQ", "$8", "DX")
-		a.I("SUBQ", "$2", "R8")
-		a.I("JMP", l("pair"))
-		a.Label(l("single"))
-		a.I("TESTQ", "R8", "R8")
-		a.I("JZ", l("done"))
-		for j := 0; j < 4; j++ {
-			a.I("VPXORD", fmt.Sprintf("Z%d", j), fmt.Sprintf("Z%d", j), fmt.Sprintf("Z%d", j))
-		}
-		a.I("XORQ", "AX", "AX")
-		a.I("TESTQ", "CX", "CX")
-		a.I("JZ", l("singlered"))
-		a.Label(l("singleloop"))
-		for j := 0; j < 4; j++ {
-			a.I("VCVTPH2PS", fmt.Sprintf("%d(DI)(AX*1)", 32*j), fmt.Sprintf("Z%d", 4+j))
-			a.I("VCVTPH2PS", fmt.Sprintf("%d(SI)(AX*1)", 32*j), fmt.Sprintf("Z%d", 8+j))
-			a.I("VFMADD231PS", fmt.Sprintf("Z%d", 4+j), fmt.Sprintf("Z%d", 8+j), fmt.Sprintf("Z%d", j))
-		}
-		a.I("ADDQ", "$128", "AX")
-		a.I("CMPQ", "AX", "CX")
-		a.I("JLT", l("singleloop"))
-		a.Label(l("singlered"))
-		a.I("VADDPS", "Z2", "Z0", "Z0")
-		a.I("VADDPS", "Z3", "Z1", "Z1")
-		a.I("VADDPS", "Z1", "Z0", "Z0")
-		a.I("VEXTRACTF64X4", "$1", "Z0", "Y1")
-		reduce16(a, "Y0", "Y1", "Y2", 0)
 		a.Label(l("done"))
 		a.I("VZEROUPPER")
 		a.I("RET")
@@ -153,7 +147,9 @@ func f16Kernel(a *Asm, name string, z bool) {
 	a.I("XORQ", "AX", "AX")
 	a.I("TESTQ", "CX", "CX")
 	a.I("JZ", l("red"))
+	next := nextRows(a, []string{"SI"})
 	a.Label(l("loop"))
+	halfPrefetch(a, next...)
 	for j := 0; j < 8; j++ {
 		a.I("VCVTPH2PS", fmt.Sprintf("%d(DI)(AX*1)", 16*j), fmt.Sprintf("Y%d", 8+j%2*2))
 		a.I("VCVTPH2PS", fmt.Sprintf("%d(SI)(AX*1)", 16*j), fmt.Sprintf("Y%d", 9+j%2*2))
@@ -212,7 +208,14 @@ func bf16Kernel(a *Asm, name string) {
 		a.I("XORQ", "AX", "AX")
 		a.I("TESTQ", "CX", "CX")
 		a.I("JZ", l(sec+"red"))
+		var next []string
+		if pair {
+			next = nextRows(a, []string{"SI", "R9"})
+		} else {
+			next = nextRows(a, []string{"SI"})
+		}
 		a.Label(l(sec + "loop"))
+		halfPrefetch(a, next...)
 		for j := 0; j < 4; j++ {
 			bf16Load(a, fmt.Sprintf("%d(DI)(AX*1)", 16*j), "Y8")
 			bf16Load(a, fmt.Sprintf("%d(SI)(AX*1)", 16*j), "Y9")
@@ -257,5 +260,33 @@ func bf16Kernel(a *Asm, name string) {
 			a.I("VZEROUPPER")
 			a.I("RET")
 		}
+	}
+}
+
+// nextRows points R12.. at the rows of the next pass (each of rows plus
+// len(rows)·wrb), the lines halfPrefetch asks for: the same offset one
+// pass ahead, 2-24 KiB for the rows of real models (a fixed distance
+// within the pass's rows would land on the pass's own next row when rows
+// are short, as Qwen3's 2 KiB f16 rows of K = 1024 are).
+func nextRows(a *Asm, rows []string) []string {
+	regs := []string{"R12", "R13", "R14", "R15"}[:len(rows)]
+	a.I("MOVQ", "BX", "R12")
+	a.I("IMUL3Q", fmt.Sprintf("$%d", len(rows)), "R12", "R12")
+	for i := len(rows) - 1; i >= 0; i-- {
+		a.I("LEAQ", fmt.Sprintf("(%s)(R12*1)", rows[i]), regs[i])
+	}
+	return regs
+}
+
+// f16Rows is how many weight rows the AVX-512 f16 kernel takes a pass.
+const f16Rows = 2
+
+// halfPrefetch prefetches, with PREFETCHT2 (as the Q8_0 row kernels,
+// rows_q80.go), the next iteration's two lines of each row of the next
+// pass (nextRows' registers + AX).
+func halfPrefetch(a *Asm, rows ...string) {
+	for _, r := range rows {
+		a.I("PREFETCHT2", fmt.Sprintf("(%s)(AX*1)", r))
+		a.I("PREFETCHT2", fmt.Sprintf("64(%s)(AX*1)", r))
 	}
 }
