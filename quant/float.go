@@ -3,6 +3,8 @@ package quant
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/minfer/minfer/internal/ggmlf32"
 )
 
 // DequantizeF32 decodes len(dst) little-endian float32 values from src.
@@ -72,7 +74,7 @@ func DotF32F32(n int, w, a []byte) float32 {
 // lanes over steps of 64 elements, lane l of accumulator j adding the
 // product of element 64s+16j+l (exact in float32: f16 significands have 11
 // bits); then GGML_F32x16_REDUCE (a0+a2 and a1+a3, then their sum) and
-// _mm512_reduce_add_ps (ReduceF32x16); the result widened to float64 and
+// _mm512_reduce_add_ps (ggmlf32.Reduce16); the result widened to float64 and
 // the n mod 64 products of the tail added to it in float64, one at a time.
 func DotF16F16(n int, w, a []byte) float32 {
 	w, a = w[:2*n], a[:2*n]
@@ -89,7 +91,7 @@ func DotF16F16(n int, w, a []byte) float32 {
 	for l := range acc[0] {
 		acc[0][l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
 	}
-	s := float64(ReduceF32x16(&acc[0]))
+	s := float64(ggmlf32.Reduce16(&acc[0]))
 	for i := np; i < n; i++ {
 		x := fp16Table[uint16(w[2*i])|uint16(w[2*i+1])<<8]
 		y := fp16Table[uint16(a[2*i])|uint16(a[2*i+1])<<8]
@@ -98,27 +100,12 @@ func DotF16F16(n int, w, a []byte) float32 {
 	return float32(s)
 }
 
-// ReduceF32x16 is the sum of 16 float32 lanes in the order of GCC's
-// _mm512_reduce_add_ps: the upper 8 lanes plus the lower 8, then the upper
-// 4 of those plus the lower 4, then lanes (0+2) + (1+3).
-func ReduceF32x16(x *[16]float32) float32 {
-	var h [8]float32
-	for i := range h {
-		h[i] = x[i] + x[8+i]
-	}
-	var q [4]float32
-	for i := range q {
-		q[i] = h[i] + h[4+i]
-	}
-	return (q[0] + q[2]) + (q[1] + q[3])
-}
-
 // DotBF16BF16 is the dot product of n bf16 weights with n bf16 activations
 // in the order of llama.cpp's ggml_vec_dot_bf16 in an AVX2 build: four
 // float32 accumulators of 8 lanes over steps of 32 elements, lane l of
 // accumulator j adding the product of element 32s+8j+l rounded to float32
-// (_mm256_mul_ps, then _mm256_add_ps); then c = (c1+c3) + (c2+c4), the
-// upper 4 lanes plus the lower 4, lanes (0+2) + (1+3); widened to float64
+// (_mm256_mul_ps, then _mm256_add_ps); then c = (c1+c3) + (c2+c4) and
+// ggmlf32.HSum8 of it; widened to float64
 // and the n mod 32 products of the tail added in float64, one at a time.
 // (An AVX-512 BF16 build of llama.cpp uses VDPBF16PS, another order and
 // flushes subnormals; the fixture tests bound the difference.)
@@ -136,14 +123,10 @@ func DotBF16BF16(n int, w, a []byte) float32 {
 			}
 		}
 	}
-	var q [4]float32
-	for i := range q {
-		c := acc[0]
-		lo := (c[i] + acc[2][i]) + (acc[1][i] + acc[3][i])
-		hi := (c[4+i] + acc[2][4+i]) + (acc[1][4+i] + acc[3][4+i])
-		q[i] = lo + hi
+	for l := range acc[0] {
+		acc[0][l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
 	}
-	s := float64((q[0] + q[2]) + (q[1] + q[3]))
+	s := float64(ggmlf32.HSum8(&acc[0]))
 	for i := np; i < n; i++ {
 		x := math.Float32frombits(uint32(w[2*i])<<16 | uint32(w[2*i+1])<<24)
 		y := math.Float32frombits(uint32(a[2*i])<<16 | uint32(a[2*i+1])<<24)

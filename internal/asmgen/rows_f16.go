@@ -54,18 +54,14 @@ func kernelHead(a *Asm, name string) {
 	a.I("MOVQ", "rows+40(FP)", "R8")
 }
 
-// reduce16Z reduces the 16 lanes of Z register z (clobbering Z/Y/X tmp) as
-// quant.ReduceF32x16 and stores lane 0 at off(DX).
+// reduce16 sums the 16 lanes held as the Y halves lo (lanes 0-7) and hi
+// (8-15) in ggmlf32.Reduce16's order (hi onto lo, then hsum8, whose
+// steps are the rest of it), clobbering tmp's X, and stores the sum at
+// off(DX).
 func reduce16(a *Asm, lo, hi, tmp string, off int) {
-	// lo, hi: the Y halves (lanes 0-7, 8-15) of the accumulator.
 	a.I("VADDPS", hi, lo, lo)
-	x, xt := "X"+lo[1:], "X"+tmp[1:]
-	a.I("VEXTRACTF128", "$1", lo, xt)
-	a.I("VADDPS", xt, x, x)
-	a.I("VPERMILPS", "$0x4E", x, xt)
-	a.I("VADDPS", xt, x, x)
-	a.I("VMOVSHDUP", x, xt)
-	a.I("VADDSS", xt, x, x)
+	x := "X" + lo[1:]
+	hsum8(a, lo, x, "X"+tmp[1:])
 	a.I("VMOVSS", x, fmt.Sprintf("%d(DX)", off))
 }
 
@@ -238,16 +234,11 @@ func bf16Kernel(a *Asm, name string) {
 		for r := 0; r < rows; r++ {
 			c := func(j int) string { return fmt.Sprintf("Y%d", 4*r+j) }
 			x := func(j int) string { return fmt.Sprintf("X%d", 4*r+j) }
-			// (c1+c3) + (c2+c4); upper 4 + lower 4; (g0+g2) + (g1+g3).
+			// (c1+c3) + (c2+c4), then ggml's hsum_float_8.
 			a.I("VADDPS", c(2), c(0), c(0))
 			a.I("VADDPS", c(3), c(1), c(1))
 			a.I("VADDPS", c(1), c(0), c(0))
-			a.I("VEXTRACTF128", "$1", c(0), x(1))
-			a.I("VADDPS", x(1), x(0), x(0))
-			a.I("VMOVHLPS", x(0), x(0), x(1))
-			a.I("VADDPS", x(1), x(0), x(0))
-			a.I("VMOVSHDUP", x(0), x(1))
-			a.I("VADDSS", x(1), x(0), x(0))
+			hsum8(a, c(0), x(0), x(1))
 			a.I("VMOVSS", x(0), fmt.Sprintf("%d(DX)", 4*r))
 		}
 		if pair {
@@ -269,11 +260,9 @@ func bf16Kernel(a *Asm, name string) {
 // within the pass's rows would land on the pass's own next row when rows
 // are short, as Qwen3's 2 KiB f16 rows of K = 1024 are).
 func nextRows(a *Asm, rows []string) []string {
-	regs := []string{"R12", "R13", "R14", "R15"}[:len(rows)]
-	a.I("MOVQ", "BX", "R12")
-	a.I("IMUL3Q", fmt.Sprintf("$%d", len(rows)), "R12", "R12")
-	for i := len(rows) - 1; i >= 0; i-- {
-		a.I("LEAQ", fmt.Sprintf("(%s)(R12*1)", rows[i]), regs[i])
+	regs := []string{"R12", "R13", "R14", "R15"}[:len(rows)] // len(rows) is 1, 2 or 4
+	for i, r := range rows {
+		a.I("LEAQ", fmt.Sprintf("(%s)(BX*%d)", r, len(rows)), regs[i])
 	}
 	return regs
 }
