@@ -142,10 +142,10 @@ var flashTouch = true
 // each in address order (touchRows). The flash kernels read a block one KV
 // head at a time: a few hundred bytes out of every row, a stride the
 // hardware prefetchers follow poorly, so a decode step's cold cache came
-// in at a fifth of the streaming read. Measured on the Zen 4 host, one
-// Qwen3-0.6B layer (8 KV heads of 128, f16) at 128 positions, its cache
-// evicted by an 8 MiB read as a decode step's weights evict it: 97 µs
-// without, 55 µs with; at 512 positions 310 µs and 195 µs.
+// in at a fifth of the streaming read. BenchmarkFlashCold on the Zen 4
+// host (one Qwen3-0.6B layer, f16 cache, evicted as a decode step's
+// weights evict it): 86 µs without, 57 µs with at 128 positions; 300 and
+// 230 µs at 512.
 func (c faCache) touch(j0, rows, c0, c1 int) {
 	if rows <= 0 || c1 <= c0 || !flashTouch {
 		return

@@ -7,9 +7,10 @@
 // f16DotsAVX512(w, wrb, a, np, y, rows): y[r] = the float32 reduction of
 // quant.DotF16F16's accumulators for weight row r (at w + r·wrb) against the
 // f16 activation row a, over elements 0..np-1 (np a multiple of 64).
-// Registers: SI row, DI a, BX wrb, CX np·2 (bytes), DX y, R8 rows left,
-// AX byte offset; Z0-Z3 (Z16-Z19 for the second row) the accumulators,
-// Z4-Z7 the converted activation piece, Z8-Z11 weights.
+// Registers: SI first row of the pass (R9 the second), DI a, BX wrb, CX
+// np·2 (bytes), DX y, R8 rows left, AX byte offset, R12/R13 the next pass's
+// rows (prefetched); Z16+4r..Z19+4r row r's accumulators, Z0-Z3 the
+// converted activation piece, Z4-Z11 converted weights.
 
 // func f16DotsAVX512(w *byte, wrb int, a *byte, np int, y *float32, rows int)
 TEXT ·f16DotsAVX512(SB), NOSPLIT, $0-48

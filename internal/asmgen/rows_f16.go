@@ -9,8 +9,8 @@ import "fmt"
 // step); the Go side adds the float64 tail.
 //
 //   - f16: four accumulators of 16 float32 lanes (llama.cpp's AVX-512
-//     order). The AVX-512 form keeps them in Z registers, two weight rows
-//     per pass sharing each converted activation piece; the AVX2 form
+//     order). The AVX-512 form keeps them in Z registers, f16Rows weight
+//     rows per pass sharing each converted activation piece; the AVX2 form
 //     keeps each as a pair of Y registers (lanes 0-7, 8-15), one row per
 //     pass. The products are exact, so FMA and multiply-then-add agree.
 //   - bf16: four accumulators of 8 lanes (llama.cpp's AVX2 order), each
@@ -22,9 +22,10 @@ func init() {
 		a.Comment(`f16DotsAVX512(w, wrb, a, np, y, rows): y[r] = the float32 reduction of
 quant.DotF16F16's accumulators for weight row r (at w + r·wrb) against the
 f16 activation row a, over elements 0..np-1 (np a multiple of 64).
-Registers: SI row, DI a, BX wrb, CX np·2 (bytes), DX y, R8 rows left,
-AX byte offset; Z0-Z3 (Z16-Z19 for the second row) the accumulators,
-Z4-Z7 the converted activation piece, Z8-Z11 weights.`)
+Registers: SI first row of the pass (R9 the second), DI a, BX wrb, CX
+np·2 (bytes), DX y, R8 rows left, AX byte offset, R12/R13 the next pass's
+rows (prefetched); Z16+4r..Z19+4r row r's accumulators, Z0-Z3 the
+converted activation piece, Z4-Z11 converted weights.`)
 		f16Kernel(a, "f16DotsAVX512", true)
 		a.Blank()
 		a.Comment(`f16DotsAVX2 is f16DotsAVX512 on AVX2+FMA+F16C: each 16-lane accumulator
