@@ -105,7 +105,7 @@ func TestActQuantEdges(t *testing.T) {
 	for _, b := range blocks {
 		x = append(x, b...)
 	}
-	for _, vdt := range []quant.Type{quant.Q8_0, quant.Q8_1} {
+	for _, vdt := range []quant.Type{quant.Q8_0, quant.Q8_1, quant.F16} {
 		t.Run(vdt.String(), func(t *testing.T) {
 			f := actKernels[vdt]
 			if f == nil {

@@ -154,7 +154,7 @@ func TestGemmMatMul(t *testing.T) {
 			t.Fatal(err)
 		}
 		ref := *k
-		ref.gemm = nil
+		ref.gemm, ref.gemmC = nil, nil
 		wb := gemmWeights(t, r, wt, N, K, false)
 		act, _ := gemmActs(t, r, wt.VecDotType(), M, K)
 		got, want := make([]float32, M*N), make([]float32, M*N)
@@ -193,7 +193,7 @@ func BenchmarkGemm(b *testing.B) {
 			for _, mode := range []string{"gemm", "rows"} {
 				kk := *k
 				if mode == "rows" {
-					kk.gemm = nil
+					kk.gemm, kk.gemmC = nil, nil
 				}
 				b.Run(fmt.Sprintf("%s/M=%d,N=%d,K=%d/%s", wt, M, N, K, mode), func(b *testing.B) {
 					for b.Loop() {

@@ -44,12 +44,7 @@ func halfRows(f func(w *byte, wrb int, a *byte, np int, y *float32, rows int), s
 			return
 		}
 		for n := n0; n < n1; n++ {
-			s := float64(y[n])
-			row := w[n*wrb:]
-			for i := np; i < K; i++ {
-				s += float64(elem(row[2*i:]) * elem(a[2*i:]))
-			}
-			y[n] = float32(s)
+			y[n] = halfTail(y[n], w[n*wrb:], a, np, K, elem)
 		}
 	}
 }
