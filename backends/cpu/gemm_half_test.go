@@ -124,3 +124,34 @@ func BenchmarkHalfGemm(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHalfTile runs one tile of each form over the same rows, in L1
+// up to K = 1024 (in L2 at 4096): the kernels' own ceiling without the
+// GEMM's memory traffic, and (from K = 256 to 1024) their fixed cost per
+// tile, the passes' and the reduction's.
+func BenchmarkHalfTile(b *testing.B) {
+	r := rand.New(rand.NewPCG(165, 166))
+	for _, typ := range []quant.Type{quant.F16, quant.BF16} {
+		for _, tier := range []string{"avx2", "avx512"} {
+			g := halfGemms[typ][tier]
+			for _, K := range []int{256, 1024, 4096} {
+				b.Run(fmt.Sprintf("%s/%s/K=%d", typ, tier, K), func(b *testing.B) {
+					if !tierOK(tier) || g == nil {
+						b.Skipf("the %s tier is unavailable", tier)
+					}
+					w, wrb := rowTestWeights(b, r, typ, g.R, K, 0)
+					a := make([]float32, g.C*K)
+					for i := range a {
+						a[i] = float32(r.NormFloat64())
+					}
+					y := make([]float32, g.C*g.R)
+					var sc [halfScratch]float32
+					for b.Loop() {
+						g.tile(&w[0], wrb, &a[0], 4*K, K, &y[0], 4*g.R, &sc[0])
+					}
+					b.ReportMetric(float64(g.R*g.C*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
+		}
+	}
+}
