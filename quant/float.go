@@ -103,10 +103,20 @@ func DotF16F16(n int, w, a []byte) float32 {
 // DotBF16BF16 is the dot product of n bf16 weights with n bf16 activations
 // in the order of llama.cpp's ggml_vec_dot_bf16 in an AVX2 build: four
 // float32 accumulators of 8 lanes over steps of 32 elements, lane l of
-// accumulator j adding the product of element 32s+8j+l rounded to float32
-// (_mm256_mul_ps, then _mm256_add_ps); then c = (c1+c3) + (c2+c4) and
-// ggmlf32.HSum8 of it; widened to float64
-// and the n mod 32 products of the tail added in float64, one at a time.
+// accumulator j adding the product of element 32s+8j+l in one fused
+// multiply-add (the source writes _mm256_mul_ps then _mm256_add_ps, and
+// GCC contracts them: the AVX2 build's object code has VFMADD231PS); then
+// c = (c1+c3) + (c2+c4) and ggmlf32.HSum8 of it; widened to float64 and
+// the n mod 32 products of the tail, each rounded to float32, added in
+// float64 one at a time.
+//
+// The fused add is computed in float64 and rounded to float32: the product
+// of two bf16 values (8-bit significands) is exact in float64, and the
+// rounding of the sum to float64 and then to float32 gives the correctly
+// rounded float32 sum, because a float32 accumulator's 24 bits and the
+// product's 16 are either within float64's 53 bits of each other (the sum
+// is exact in float64) or the smaller one lies far below the other's last
+// bit, where neither rounding can reach a float32 tie.
 // (An AVX-512 BF16 build of llama.cpp uses VDPBF16PS, another order and
 // flushes subnormals; the fixture tests bound the difference.)
 func DotBF16BF16(n int, w, a []byte) float32 {
@@ -119,7 +129,7 @@ func DotBF16BF16(n int, w, a []byte) float32 {
 				k := 2 * (i + 8*j + l)
 				x := math.Float32frombits(uint32(w[k])<<16 | uint32(w[k+1])<<24)
 				y := math.Float32frombits(uint32(a[k])<<16 | uint32(a[k+1])<<24)
-				acc[j][l] += float32(x * y) // rounded, never fused
+				acc[j][l] = float32(float64(acc[j][l]) + float64(x)*float64(y)) // fused
 			}
 		}
 	}

@@ -196,7 +196,7 @@ func init() {
 		"avx2": {tile: halfGemmF16Y, R: 3, C: 4, L: 64, V: 8, rows: f16Y, toF32: f16ToF32Row, elem: f16Elem, kind: f16F32Kind},
 	}
 	halfGemms[quant.BF16] = map[string]*halfGemm{
-		"avx2": {tile: halfGemmBF16Y, R: 3, C: 3, L: 32, V: 8, rows: bf16, toF32: bf16ToF32Row, elem: bf16Elem, kind: bf16F32Kind},
+		"avx2": {tile: halfGemmBF16Y, R: 3, C: 4, L: 32, V: 8, rows: bf16, toF32: bf16ToF32Row, elem: bf16Elem, kind: bf16F32Kind},
 	}
 	if hasAVX512 {
 		f16Z := halfRows(f16DotsAVX512, 64, f16Elem)

@@ -31,13 +31,23 @@ func TestHalfGemmTiers(t *testing.T) {
 				dot := quant.DotFor(typ)
 				const N = 23
 				for _, K := range []int{64, 100, 1024, 1090} {
-					for kind := 0; kind < 3; kind++ {
-						w, wrb := rowTestWeights(t, r, typ, N, K, kind)
+					for kind := 0; kind < 4; kind++ {
+						// kind 3: weights and activations near 2^-70, so
+						// that the products fall below float32's normal
+						// range, where a fused add and a rounded product
+						// differ (bf16; f16 cannot reach it)
+						w, wrb := tinyOr(r, typ, N, K, kind == 3, func() ([]byte, int) { return rowTestWeights(t, r, typ, N, K, kind%3) })
 						for _, M := range []int{1, 2, g.C - 1, g.C, g.C + 1, 2*g.C + 1, 2*g.C + 2, 29} {
 							arb, _ := typ.RowSize(K)
 							act := make([]byte, M*arb)
 							for m := 0; m < M; m++ {
-								if err := quant.QuantizeAct(typ, kqRandRow(r, K, kind+m%2), act[m*arb:(m+1)*arb]); err != nil {
+								x := kqRandRow(r, K, kind%3+m%2)
+								if kind == 3 {
+									for i := range x {
+										x[i] *= 0x1p-70
+									}
+								}
+								if err := quant.QuantizeAct(typ, x, act[m*arb:(m+1)*arb]); err != nil {
 									t.Fatal(err)
 								}
 							}
@@ -78,6 +88,24 @@ func TestHalfGemmTiers(t *testing.T) {
 			})
 		}
 	}
+}
+
+// tinyOr returns N rows of K random values near 2^-70 in typ when tiny,
+// else what def returns.
+func tinyOr(r *rand.Rand, typ quant.Type, N, K int, tiny bool, def func() ([]byte, int)) ([]byte, int) {
+	if !tiny {
+		return def()
+	}
+	wrb, _ := typ.RowSize(K)
+	x := make([]float32, N*K)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 0x1p-70)
+	}
+	w := make([]byte, N*wrb)
+	if err := quant.Quantize(typ, x, w); err != nil {
+		panic(err)
+	}
+	return w, wrb
 }
 
 // BenchmarkHalfGemm measures the f16 / bf16 GEMM forms against the row

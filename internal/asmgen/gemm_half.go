@@ -27,8 +27,8 @@ import "fmt"
 // pass read one line in L/V of each row: BenchmarkHalfGemm ran the AVX2 f16
 // form at 15–28 GMAC/s against 30–41 pass-major); the weight rows come in
 // their GGUF layout (a pass reads 2V bytes of every 2L, from L1 after the
-// first pass). f16 products are exact, so one FMA each; bf16 products are
-// rounded first (VMULPS, then VADDPS) as the oracle does.
+// first pass). One FMA per product for both types (f16 products are
+// exact; bf16 as GCC compiles ggml_vec_dot_bf16).
 
 // halfGemmForm is one generated tile kernel.
 type halfGemmForm struct {
@@ -44,7 +44,7 @@ var halfGemmForms = []halfGemmForm{
 	{name: "halfGemmF16Z", zmm: true, R: 4, C: 6},
 	{name: "halfGemmF16Y", R: 3, C: 4},
 	{name: "halfGemmBF16Z", bf16: true, zmm: true, R: 4, C: 6},
-	{name: "halfGemmBF16Y", bf16: true, R: 3, C: 3},
+	{name: "halfGemmBF16Y", bf16: true, R: 3, C: 4},
 }
 
 func init() {
@@ -71,12 +71,7 @@ func halfGemm(a *Asm, f halfGemmForm) {
 	}
 	passes := L / V
 	R, C := f.R, f.C
-	tmp := -1 // bf16 product register
 	first := R + 1
-	if f.bf16 {
-		tmp = R + 1
-		first++
-	}
 	if first+R*C > nreg || R > 4 || C > 6 {
 		panic(fmt.Sprintf("asmgen: %s: a %d×%d tile does not fit", f.name, R, C))
 	}
@@ -85,9 +80,9 @@ func halfGemm(a *Asm, f halfGemmForm) {
 	acc := func(r, c int) string { return fmt.Sprintf("%s%d", reg, first+r*C+c) }
 	wrow := []string{"SI", "R9", "R10", "R11"}[:R]
 	arow := []string{"DI", "BX", "R12", "R13", "R14", "R15"}[:C]
-	kind, prod := "f16", "one FMA each (exact products)"
+	kind, prod := "f16", "one FMA each"
 	if f.bf16 {
-		kind, prod = "bf16", "VMULPS into "+fmt.Sprintf("%s%d", reg, tmp)+", then VADDPS"
+		kind = "bf16"
 	}
 	a.Comment(fmt.Sprintf(`%s(w, wrb, a, arb, np, y, ldy, sc): the %d×%d tile of %s
 dots over elements 0..np-1 (np a multiple of %d): y[c·ldy + 4r] (bytes) =
@@ -145,13 +140,7 @@ weights, %s the activation vector, %s..%s the accumulators.`,
 		for c := 0; c < C; c++ {
 			a.I("VMOVUPS", fmt.Sprintf("(%s)(DX*1)", arow[c]), av)
 			for r := 0; r < R; r++ {
-				if f.bf16 {
-					t := fmt.Sprintf("%s%d", reg, tmp)
-					a.I("VMULPS", av, wv(r), t)
-					a.I("VADDPS", t, acc(r, c), acc(r, c))
-				} else {
-					a.I("VFMADD231PS", av, wv(r), acc(r, c))
-				}
+				a.I("VFMADD231PS", av, wv(r), acc(r, c))
 			}
 		}
 		a.I("ADDQ", fmt.Sprintf("$%d", 2*L), "AX")

@@ -13,9 +13,9 @@ import "fmt"
 //     rows per pass sharing each converted activation piece; the AVX2 form
 //     keeps each as a pair of Y registers (lanes 0-7, 8-15), one row per
 //     pass. The products are exact, so FMA and multiply-then-add agree.
-//   - bf16: four accumulators of 8 lanes (llama.cpp's AVX2 order), each
-//     product rounded (VMULPS, then VADDPS), two rows per pass; the same
-//     code on both tiers.
+//   - bf16: four accumulators of 8 lanes (llama.cpp's AVX2 order), one
+//     FMA per product (as GCC compiles ggml_vec_dot_bf16), two rows per
+//     pass; the same code on both tiers.
 func init() {
 	register("rows_f16_amd64.s", "amd64 && !purego", func(a *Asm) {
 		a.Blank()
@@ -36,7 +36,7 @@ is the Y pair (Y2j, Y2j+1), lanes 0-7 and 8-15; one row per pass.`)
 quant.DotBF16BF16's accumulators for weight row r against the bf16
 activation row a, over elements 0..np-1 (np a multiple of 32). Two rows
 per pass: Y0-Y3 and Y4-Y7 the accumulators, Y8 the converted activation
-piece, Y9/Y10 products.`)
+piece, Y9/Y10 the converted weights.`)
 		bf16Kernel(a, "bf16DotsAVX2")
 	})
 }
@@ -216,12 +216,10 @@ func bf16Kernel(a *Asm, name string) {
 		for j := 0; j < 4; j++ {
 			bf16Load(a, fmt.Sprintf("%d(DI)(AX*1)", 16*j), "Y8")
 			bf16Load(a, fmt.Sprintf("%d(SI)(AX*1)", 16*j), "Y9")
-			a.I("VMULPS", "Y8", "Y9", "Y9")
-			a.I("VADDPS", "Y9", fmt.Sprintf("Y%d", j), fmt.Sprintf("Y%d", j))
+			a.I("VFMADD231PS", "Y8", "Y9", fmt.Sprintf("Y%d", j))
 			if pair {
 				bf16Load(a, fmt.Sprintf("%d(R9)(AX*1)", 16*j), "Y10")
-				a.I("VMULPS", "Y8", "Y10", "Y10")
-				a.I("VADDPS", "Y10", fmt.Sprintf("Y%d", 4+j), fmt.Sprintf("Y%d", 4+j))
+				a.I("VFMADD231PS", "Y8", "Y10", fmt.Sprintf("Y%d", 4+j))
 			}
 		}
 		a.I("ADDQ", "$64", "AX")
