@@ -181,8 +181,8 @@ func rowKernelTable() []rowKernel {
 		{quant.Q4_0, "avxvnni", legacyRows(rowsQ4_0AVXVNNI, 18, 34)},
 		{quant.Q4_1, "avx2", legacyRows(rowsQ4_1AVX2, 20, 36)},
 		{quant.Q5_1, "avx2", legacyRows(rowsQ5_1AVX2, 24, 36)},
-		{quant.F16, "avx2", halfRows(f16DotsAVX2, 64, f16Elem)},
-		{quant.F16, "avx512", halfRows(f16DotsAVX512, 64, f16Elem)},
-		{quant.BF16, "avx2", halfRows(bf16DotsAVX2, 32, bf16Elem)},
+		{quant.F16, "avx2", halfRows(f16DotsAVX2, 64, 1, f16Elem)},
+		{quant.F16, "avx512", halfRows(f16DotsAVX512, 64, 2, f16Elem)},
+		{quant.BF16, "avx2", halfRows(bf16DotsAVX2, 32, 2, bf16Elem)},
 	}
 }

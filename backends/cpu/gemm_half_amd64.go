@@ -190,8 +190,8 @@ func init() {
 	if !hasAVX2 {
 		return
 	}
-	f16Y := halfRows(f16DotsAVX2, 64, f16Elem)
-	bf16 := halfRows(bf16DotsAVX2, 32, bf16Elem)
+	f16Y := halfRows(f16DotsAVX2, 64, 1, f16Elem)
+	bf16 := halfRows(bf16DotsAVX2, 32, 2, bf16Elem)
 	halfGemms[quant.F16] = map[string]*halfGemm{
 		"avx2": {tile: halfGemmF16Y, R: 3, C: 4, L: 64, V: 8, rows: f16Y, toF32: f16ToF32Row, elem: f16Elem, kind: f16F32Kind},
 	}
@@ -199,7 +199,7 @@ func init() {
 		"avx2": {tile: halfGemmBF16Y, R: 3, C: 4, L: 32, V: 8, rows: bf16, toF32: bf16ToF32Row, elem: bf16Elem, kind: bf16F32Kind},
 	}
 	if hasAVX512 {
-		f16Z := halfRows(f16DotsAVX512, 64, f16Elem)
+		f16Z := halfRows(f16DotsAVX512, 64, 2, f16Elem)
 		halfGemms[quant.F16]["avx512"] = &halfGemm{tile: halfGemmF16Z, R: 4, C: 6, L: 64, V: 16, rows: f16Z, toF32: f16ToF32Row, elem: f16Elem, kind: f16F32Kind}
 		halfGemms[quant.BF16]["avx512"] = &halfGemm{tile: halfGemmBF16Z, R: 4, C: 6, L: 32, V: 16, rows: bf16, toF32: bf16ToF32Row, elem: bf16Elem, kind: bf16F32Kind}
 	}

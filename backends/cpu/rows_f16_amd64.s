@@ -8,12 +8,12 @@
 // quant.DotF16F16's accumulators for weight row r (at w + r·wrb) against the
 // f16 activation row a, over elements 0..np-1 (np a multiple of 64).
 // Registers: SI first row of the pass (R9 the second), DI a, BX wrb, CX
-// np·2 (bytes), DX y, R8 rows left, AX byte offset, R12/R13 the next pass's
-// rows (prefetched); Z16+4r..Z19+4r row r's accumulators, Z0-Z3 the
+// np·2 (bytes), DX y, R8 rows left, AX byte offset, R11 ahead, R12/R13 the
+// rows ahead bytes on (prefetched); Z16+4r..Z19+4r row r's accumulators, Z0-Z3 the
 // converted activation piece, Z4-Z11 converted weights.
 
-// func f16DotsAVX512(w *byte, wrb int, a *byte, np int, y *float32, rows int)
-TEXT ·f16DotsAVX512(SB), NOSPLIT, $0-48
+// func f16DotsAVX512(w *byte, wrb int, a *byte, np int, y *float32, rows int, ahead int)
+TEXT ·f16DotsAVX512(SB), NOSPLIT, $0-56
 	MOVQ	w+0(FP), SI
 	MOVQ	wrb+8(FP), BX
 	MOVQ	a+16(FP), DI
@@ -21,12 +21,13 @@ TEXT ·f16DotsAVX512(SB), NOSPLIT, $0-48
 	SHLQ	$1, CX
 	MOVQ	y+32(FP), DX
 	MOVQ	rows+40(FP), R8
+	MOVQ	ahead+48(FP), R11
 f16DotsAVX512_r2:
 	CMPQ	R8, $2
 	JLT	f16DotsAVX512_r1
 	LEAQ	(SI)(BX*1), R9
-	LEAQ	(SI)(BX*2), R12
-	LEAQ	(R9)(BX*2), R13
+	LEAQ	(SI)(R11*1), R12
+	LEAQ	(R9)(R11*1), R13
 	VPXORD	Z16, Z16, Z16
 	VPXORD	Z17, Z17, Z17
 	VPXORD	Z18, Z18, Z18
@@ -98,7 +99,7 @@ f16DotsAVX512_r2red:
 f16DotsAVX512_r1:
 	CMPQ	R8, $1
 	JLT	f16DotsAVX512_done
-	LEAQ	(SI)(BX*1), R12
+	LEAQ	(SI)(R11*1), R12
 	VPXORD	Z16, Z16, Z16
 	VPXORD	Z17, Z17, Z17
 	VPXORD	Z18, Z18, Z18
@@ -148,8 +149,8 @@ f16DotsAVX512_done:
 // f16DotsAVX2 is f16DotsAVX512 on AVX2+FMA+F16C: each 16-lane accumulator
 // is the Y pair (Y2j, Y2j+1), lanes 0-7 and 8-15; one row per pass.
 
-// func f16DotsAVX2(w *byte, wrb int, a *byte, np int, y *float32, rows int)
-TEXT ·f16DotsAVX2(SB), NOSPLIT, $0-48
+// func f16DotsAVX2(w *byte, wrb int, a *byte, np int, y *float32, rows int, ahead int)
+TEXT ·f16DotsAVX2(SB), NOSPLIT, $0-56
 	MOVQ	w+0(FP), SI
 	MOVQ	wrb+8(FP), BX
 	MOVQ	a+16(FP), DI
@@ -157,6 +158,7 @@ TEXT ·f16DotsAVX2(SB), NOSPLIT, $0-48
 	SHLQ	$1, CX
 	MOVQ	y+32(FP), DX
 	MOVQ	rows+40(FP), R8
+	MOVQ	ahead+48(FP), R11
 f16DotsAVX2_row:
 	TESTQ	R8, R8
 	JZ	f16DotsAVX2_done
@@ -171,7 +173,7 @@ f16DotsAVX2_row:
 	XORQ	AX, AX
 	TESTQ	CX, CX
 	JZ	f16DotsAVX2_red
-	LEAQ	(SI)(BX*1), R12
+	LEAQ	(SI)(R11*1), R12
 f16DotsAVX2_loop:
 	PREFETCHT2	(R12)(AX*1)
 	PREFETCHT2	64(R12)(AX*1)
@@ -231,8 +233,8 @@ f16DotsAVX2_done:
 // per pass: Y0-Y3 and Y4-Y7 the accumulators, Y8 the converted activation
 // piece, Y9/Y10 the converted weights.
 
-// func bf16DotsAVX2(w *byte, wrb int, a *byte, np int, y *float32, rows int)
-TEXT ·bf16DotsAVX2(SB), NOSPLIT, $0-48
+// func bf16DotsAVX2(w *byte, wrb int, a *byte, np int, y *float32, rows int, ahead int)
+TEXT ·bf16DotsAVX2(SB), NOSPLIT, $0-56
 	MOVQ	w+0(FP), SI
 	MOVQ	wrb+8(FP), BX
 	MOVQ	a+16(FP), DI
@@ -240,6 +242,7 @@ TEXT ·bf16DotsAVX2(SB), NOSPLIT, $0-48
 	SHLQ	$1, CX
 	MOVQ	y+32(FP), DX
 	MOVQ	rows+40(FP), R8
+	MOVQ	ahead+48(FP), R11
 bf16DotsAVX2_pair:
 	CMPQ	R8, $2
 	JLT	bf16DotsAVX2_single
@@ -255,8 +258,8 @@ bf16DotsAVX2_pair:
 	XORQ	AX, AX
 	TESTQ	CX, CX
 	JZ	bf16DotsAVX2_pairred
-	LEAQ	(SI)(BX*2), R12
-	LEAQ	(R9)(BX*2), R13
+	LEAQ	(SI)(R11*1), R12
+	LEAQ	(R9)(R11*1), R13
 bf16DotsAVX2_pairloop:
 	PREFETCHT2	(R12)(AX*1)
 	PREFETCHT2	64(R12)(AX*1)
@@ -332,7 +335,7 @@ bf16DotsAVX2_single:
 	XORQ	AX, AX
 	TESTQ	CX, CX
 	JZ	bf16DotsAVX2_singlered
-	LEAQ	(SI)(BX*1), R12
+	LEAQ	(SI)(R11*1), R12
 bf16DotsAVX2_singleloop:
 	PREFETCHT2	(R12)(AX*1)
 	PREFETCHT2	64(R12)(AX*1)
