@@ -36,9 +36,10 @@ func x86Model() (vendor string, family, model uint32) {
 // two 256-bit halves (AMD Zen 4, family 0x19 with AVX-512), where the
 // AVX-512 K-quant GEMMs measured slower than the paired AVX2 ones
 // (BenchmarkGemmKQuantAVX512, 2026-12-03: Q4_K 68–73 against 75–86 GMAC
-// per CPU-second, Q6_K 73–79 against 83–93, Q5_K even). MINFER_KQGEMM=avx2
-// or =avx512 overrides the choice; either way every output has the same
-// bits.
+// per CPU-second, Q6_K 73–79 against 83–93, Q5_K even) and the ZMM f16
+// row kernel decoded slower than the YMM one (rows_f16_amd64.go).
+// MINFER_KQGEMM=avx2 or =avx512 overrides the choice for both; either way
+// every output has the same bits.
 func zmmHalfRate() bool {
 	switch os.Getenv("MINFER_KQGEMM") {
 	case "avx2":

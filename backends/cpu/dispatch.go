@@ -81,6 +81,11 @@ func registerGemm(t quant.Type, tier string, tileRows int, f GemmFunc) {
 	tiers = append(tiers, "gemm/"+t.String()+":"+tier)
 }
 
+// rowTierChosen names, by weight type, the tier of the row kernel the
+// start-up dispatch installed where it passed over a higher tier the CPU
+// has (the f16 ZMM form on Zen 4): TestRowKernelDispatch expects it.
+var rowTierChosen = map[quant.Type]string{}
+
 // rowKernels holds the SIMD row kernels the start-up dispatch installed,
 // by weight type; absent types use the pure-Go dot.
 var rowKernels = map[quant.Type]RowsFunc{}

@@ -169,6 +169,9 @@ func TestRowKernelDispatch(t *testing.T) {
 		installed[s] = true
 	}
 	for typ, tier := range best {
+		if c, ok := rowTierChosen[typ]; ok {
+			tier = c // a lower tier chosen on purpose (the f16 YMM form on Zen 4)
+		}
 		name := "mat_mul/" + typ.String() + ":" + tier
 		if !installed[name] {
 			t.Errorf("%s not installed (installed: %v)", name, tiers)
