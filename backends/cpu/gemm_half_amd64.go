@@ -106,7 +106,14 @@ func (g *halfGemm) run(K int, w []byte, wrb int, act []byte, arb, M int, y []flo
 	fill := func(dst []byte) {
 		// Row m pass-major: the V lanes of pass v for every chunk, then
 		// pass v+1's, so each pass of the kernel reads its lanes in order.
-		tmp := make([]float32, np)
+		// (A batched decode step runs this once per step and input: the
+		// row in GGUF order goes through a pooled buffer, not a new one.)
+		tp := halfBufs.Get().(*[]byte)
+		if cap(*tp) < 4*np {
+			*tp = make([]byte, 4*np)
+		}
+		tmp := unsafe.Slice((*float32)(unsafe.Pointer(&(*tp)[:4*np][0])), np)
+		defer halfBufs.Put(tp)
 		d := unsafe.Slice((*float32)(unsafe.Pointer(&dst[0])), np*Mc)
 		nc := np / g.L
 		for m := 0; m < Mg; m++ {

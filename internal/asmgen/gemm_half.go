@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The f16 and bf16 GEMM tiles, printed into backends/cpu/gemm_half_amd64.s
 // (see gemm_half_amd64.go). A tile is R weight rows × C activation rows;
@@ -80,7 +83,7 @@ func halfGemm(a *Asm, f halfGemmForm) {
 	acc := func(r, c int) string { return fmt.Sprintf("%s%d", reg, first+r*C+c) }
 	wrow := []string{"SI", "R9", "R10", "R11"}[:R]
 	arow := []string{"DI", "BX", "R12", "R13", "R14", "R15"}[:C]
-	kind, prod := "f16", "one FMA each"
+	kind := "f16"
 	if f.bf16 {
 		kind = "bf16"
 	}
@@ -88,14 +91,14 @@ func halfGemm(a *Asm, f halfGemmForm) {
 dots over elements 0..np-1 (np a multiple of %d): y[c·ldy + 4r] (bytes) =
 the float32 reduction of weight row r (w + r·wrb) against the float32
 activation row c (a + c·arb), for r < %d, c < %d. %d passes of one %d-lane
-vector per pair, %s; sc holds %d floats.
+vector per pair, one FMA each; sc holds %d floats.
 The activation rows are pass-major (np floats each: pass v's lanes of
 every chunk at v·np/%d·4 bytes). Registers: %s weight rows, %s activation
 rows, AX the weights' byte offset in the pass, DX the activations' (it runs
 on through all passes), CX np·2, R8 sc; %s0-%s%d the converted
 weights, %s the activation vector, %s..%s the accumulators.`,
-		f.name, R, C, kind, L, R, C, passes, V, prod, R*C*L, passes,
-		join(wrow), join(arow), reg, reg, R-1, av, acc(0, 0), acc(R-1, C-1)))
+		f.name, R, C, kind, L, R, C, passes, V, R*C*L, passes,
+		strings.Join(wrow, ", "), strings.Join(arow, ", "), reg, reg, R-1, av, acc(0, 0), acc(R-1, C-1)))
 	a.Raw("")
 	a.Raw("// func %s(w *byte, wrb int, a *float32, arb int, np int, y *float32, ldy int, sc *float32)", f.name)
 	a.Raw("TEXT ·%s(SB), NOSPLIT, $0-64", f.name)
@@ -131,8 +134,7 @@ weights, %s the activation vector, %s..%s the accumulators.`,
 		for r := 0; r < R; r++ {
 			mem := fmt.Sprintf("%d(%s)(AX*1)", 2*V*v, wrow[r])
 			if f.bf16 {
-				a.I("VPMOVZXWD", mem, wv(r))
-				a.I("VPSLLD", "$16", wv(r), wv(r))
+				bf16Load(a, mem, wv(r))
 			} else {
 				a.I("VCVTPH2PS", mem, wv(r))
 			}
@@ -219,16 +221,4 @@ multiple of 8 (and > 0).`, name, kind))
 	a.I("JLT", name+"_loop")
 	a.I("VZEROUPPER")
 	a.I("RET")
-}
-
-// join lists registers with commas.
-func join(rs []string) string {
-	s := ""
-	for i, r := range rs {
-		if i > 0 {
-			s += ", "
-		}
-		s += r
-	}
-	return s
 }

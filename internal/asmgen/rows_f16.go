@@ -173,7 +173,8 @@ func f16Kernel(a *Asm, name string, z bool) {
 	a.I("RET")
 }
 
-// bf16Load converts 8 bf16 values at mem to float32 in y.
+// bf16Load converts the bf16 values at mem to float32 in y (8 for a Y
+// register, 16 for a Z register).
 func bf16Load(a *Asm, mem, y string) {
 	a.I("VPMOVZXWD", mem, y)
 	a.I("VPSLLD", "$16", y, y)
