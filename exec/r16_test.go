@@ -47,6 +47,9 @@ func TestR8MatchesLlamaCpp(t *testing.T) {
 		t.Skipf("no eight-row kernels here: %v", err)
 	}
 	packedMatchesLlamaCpp(t, "kquant", quant.R8Rows, "llama-synth-q4_k", "llama-synth-q5_k", "llama-synth-q6_k", "qwen2-synth-q4_k_m", "qwen3-synth-q4_k_m")
+	// Q3_K and Q2_K go to the eight-row layouts only in the AVX2 tier's
+	// packing (passes.packedR8VNNI)
+	packedMatchesLlamaCpp(t, "avx2", quant.R8Rows, "llama-synth-q3_k", "llama-synth-q2_k")
 }
 
 // packedMatchesLlamaCpp runs the check of TestR16MatchesLlamaCpp on the

@@ -26,9 +26,10 @@ type Options struct {
 	// Pack names the SIMD tier whose weight layouts pack-weights writes:
 	// "avx2" (Q5_0 and Q4_0 mat-mul weights to Q5_0x4, Q4_0x4), "avx512"
 	// (Q8_0, Q5_0 and Q4_0 to Q8_0r16, Q5_0r16, Q4_0r16: another float order, see
-	// quant/r16.go), both with Q4_K, Q5_K, Q6_K to Q4_Kr8, Q5_Kr8, Q6_Kr8
-	// (another float order, see quant/kr8.go), "kquant" (only those) or "" (none: the GGUF's
-	// layouts, which every tier reads).
+	// quant/r16.go), both with K-quants to the eight-row layouts (another
+	// float order, see quant/kr8.go: "avx2" Q2_K..Q6_K, "avx512" Q4_K..Q6_K),
+	// "kquant" (only Q4_K..Q6_K to those) or "" (none: the GGUF's layouts,
+	// which every tier reads).
 	Pack string
 	// Verify runs ir.Verify after every pass (tests turn it on; the
 	// compiler verifies once at the end).
@@ -507,18 +508,33 @@ func selectKernels(g *ir.Graph, o *Options) error {
 	return nil
 }
 
+// packedR8VNNI is quant.PackedR8 but for Q3_K and Q2_K: the eight-row
+// layouts "avx512" and "kquant" write, the ones whose kernels beat the
+// GGUF layout's on the AVX-512 VNNI tier. There the GGUF layout's
+// VPDPBUSD row kernels for Q3_K and Q2_K read faster than the eight-row
+// ones (Zen 5, one row over a 1 GiB matrix: Q2_K 0.86–0.91 of a plain
+// read against 0.59–0.61, Q3_K 0.48–0.72 against 0.50–0.52), while on the
+// AVX2 tier the eight-row kernels are the faster (Q3_K 0.30–0.43 → 0.51,
+// Q2_K 0.47–0.53 → 0.55–0.66; docs/PERFORMANCE.md, twenty-first session).
+func packedR8VNNI(t quant.Type) quant.Type {
+	if t == quant.Q3_K || t == quant.Q2_K {
+		return 0
+	}
+	return quant.PackedR8(t)
+}
+
 // packWeights rewrites the type of mat-mul weights to minfer's own
 // layouts for a SIMD tier (o.Pack):
 //
 //   - "avx2": Q5_0 and Q4_0 to Q5_0x4 and Q4_0x4 (quant/q5_0x4.go,
 //     q4_0x4.go: the same bytes per row, four rows' blocks together, which
 //     the AVX2 decode kernels read with about a quarter fewer
-//     instructions; ggml's vec_dot float order), and Q4_K, Q5_K, Q6_K to
-//     Q4_Kr8, Q5_Kr8, Q6_Kr8;
+//     instructions; ggml's vec_dot float order), and the K-quants Q2_K,
+//     Q3_K, Q4_K, Q5_K, Q6_K to Q2_Kr8 .. Q6_Kr8;
 //   - "avx512": Q8_0, Q5_0 and Q4_0 to Q8_0r16, Q5_0r16 and Q4_0r16
 //     (quant/r16.go: the same bytes per row, sixteen rows together, for
-//     the AVX-512 VNNI kernels that put a row in each lane), and the
-//     K-quants as "avx2" does;
+//     the AVX-512 VNNI kernels that put a row in each lane), and Q4_K,
+//     Q5_K, Q6_K as "avx2" does (not Q3_K, Q2_K: packedR8VNNI);
 //   - "kquant": only Q4_K, Q5_K, Q6_K to Q4_Kr8, Q5_Kr8, Q6_Kr8
 //     (quant/kr8.go: the same bytes per row, eight rows together, for the
 //     AVX2 kernels that put a row in each lane, which the AVX-512 tier
@@ -540,9 +556,9 @@ func packWeights(g *ir.Graph, o *Options) error {
 	case "avx2":
 		packed = func(t quant.Type) quant.Type { return cmp.Or(quant.PackedX4(t), quant.PackedR8(t)) }
 	case "avx512":
-		packed = func(t quant.Type) quant.Type { return cmp.Or(quant.PackedR16(t), quant.PackedR8(t)) }
+		packed = func(t quant.Type) quant.Type { return cmp.Or(quant.PackedR16(t), packedR8VNNI(t)) }
 	case "kquant":
-		packed = quant.PackedR8
+		packed = packedR8VNNI
 	default:
 		return fmt.Errorf("pack-weights: unknown tier %q (avx2, avx512, kquant, or none)", o.Pack)
 	}

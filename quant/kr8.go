@@ -87,8 +87,8 @@ const r8SB = R8Rows * blockQ4K
 // r8SB6 is the bytes of one super-block of an eight-row Q6_K tile.
 const r8SB6 = R8Rows * blockQ6K
 
-// PackedR8 is the eight-row type of t (Q4_Kr8 of Q4_K, Q6_Kr8 of Q6_K), 0
-// for any other.
+// PackedR8 is the eight-row type of t (Q4_Kr8 of Q4_K, …, Q2_Kr8 of Q2_K),
+// 0 for any other.
 func PackedR8(t Type) Type {
 	switch t {
 	case Q4_K:
@@ -97,6 +97,10 @@ func PackedR8(t Type) Type {
 		return Q5_Kr8
 	case Q6_K:
 		return Q6_Kr8
+	case Q3_K:
+		return Q3_Kr8
+	case Q2_K:
+		return Q2_Kr8
 	}
 	return 0
 }
@@ -126,6 +130,10 @@ func packR8(t Type, dst, src []byte, k int) error {
 		d, s := dst[o:o+tile], src[o:o+tile]
 		if t == Q6_Kr8 {
 			packR8Q6(d, s, nb)
+			continue
+		}
+		if t == Q3_Kr8 || t == Q2_Kr8 {
+			packR8Q23(t, d, s, nb)
 			continue
 		}
 		bs, xq, sq, sbs := r8Geom(t)
@@ -177,6 +185,13 @@ func unpackRowR8(t Type, dst, group []byte, nb, r int) error {
 	if t == Q6_Kr8 {
 		for b := 0; b < nb; b++ {
 			r8Q6Row(dst[b*blockQ6K:(b+1)*blockQ6K], group[b*r8SB6:(b+1)*r8SB6], r, false)
+		}
+		return nil
+	}
+	if t == Q3_Kr8 || t == Q2_Kr8 {
+		sbs := bs * R8Rows
+		for b := 0; b < nb; b++ {
+			r8Q23Row(t, dst[b*bs:(b+1)*bs], group[b*sbs:(b+1)*sbs], r, false)
 		}
 		return nil
 	}
@@ -256,6 +271,10 @@ func r8Q6Row(x, sb []byte, r int, pack bool) {
 func DotR8(t Type, tile, a []byte, nb int, y []float32) {
 	if t == Q6_Kr8 {
 		dotR8Q6(tile, a, nb, y)
+		return
+	}
+	if t == Q3_Kr8 || t == Q2_Kr8 {
+		dotR8Q23(t, tile, a, nb, y)
 		return
 	}
 	_, _, sq, sbs := r8Geom(t)

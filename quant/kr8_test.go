@@ -12,7 +12,7 @@ import (
 // scales must survive), and that Pack refuses what is not whole tiles.
 func TestR8PackUnpack(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 8))
-	for _, plain := range []Type{Q4_K, Q5_K, Q6_K} {
+	for _, plain := range []Type{Q4_K, Q5_K, Q6_K, Q3_K, Q2_K} {
 		pt := PackedR8(plain)
 		if Unpacked(pt) != plain || GroupRows(pt) != 8 || !pt.PlanOnly() || pt.VecDotType() != Q8_K || pt.TypeSize() != plain.TypeSize() {
 			t.Fatalf("%s: type traits wrong", pt)
@@ -48,7 +48,7 @@ func TestR8PackUnpack(t *testing.T) {
 // integer sums, so the two differ only by float rounding.
 func TestDotR8(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 8))
-	for _, plain := range []Type{Q4_K, Q5_K, Q6_K} {
+	for _, plain := range []Type{Q4_K, Q5_K, Q6_K, Q3_K, Q2_K} {
 		pt := PackedR8(plain)
 		dot := DotFor(plain)
 		for _, k := range []int{256, 1024, 4864 / 256 * 256} {

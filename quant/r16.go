@@ -102,6 +102,10 @@ func Unpacked(t Type) Type {
 		return Q6_K
 	case Q5_Kr8:
 		return Q5_K
+	case Q3_Kr8:
+		return Q3_K
+	case Q2_Kr8:
+		return Q2_K
 	}
 	return 0
 }
@@ -114,7 +118,7 @@ func GroupRows(t Type) int {
 		return 4
 	case Q8_0r16, Q5_0r16, Q4_0r16:
 		return R16Rows
-	case Q4_Kr8, Q5_Kr8, Q6_Kr8:
+	case Q2_Kr8, Q3_Kr8, Q4_Kr8, Q5_Kr8, Q6_Kr8:
 		return R8Rows
 	}
 	return 0
@@ -127,7 +131,7 @@ func Pack(t Type, dst, src []byte, k int) error {
 	switch t {
 	case Q5_0x4, Q4_0x4:
 		return PackX4(Unpacked(t), dst, src, k)
-	case Q4_Kr8, Q5_Kr8, Q6_Kr8:
+	case Q2_Kr8, Q3_Kr8, Q4_Kr8, Q5_Kr8, Q6_Kr8:
 		return packR8(t, dst, src, k)
 	case Q8_0r16, Q5_0r16, Q4_0r16:
 	default:
@@ -191,7 +195,7 @@ func UnpackRow(t Type, dst, group []byte, nb, r int) error {
 	switch t {
 	case Q5_0x4, Q4_0x4:
 		return UnpackRowX4(t, dst, group, nb, r)
-	case Q4_Kr8, Q5_Kr8, Q6_Kr8:
+	case Q2_Kr8, Q3_Kr8, Q4_Kr8, Q5_Kr8, Q6_Kr8:
 		return unpackRowR8(t, dst, group, nb, r)
 	case Q8_0r16, Q5_0r16, Q4_0r16:
 	default:

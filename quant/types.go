@@ -113,6 +113,8 @@ var table = map[Type]traits{
 	Q4_Kr8: {"q4_Kr8", QKK, 144, false, true},
 	Q6_Kr8: {"q6_Kr8", QKK, 210, false, true},
 	Q5_Kr8: {"q5_Kr8", QKK, 176, false, true},
+	Q3_Kr8: {"q3_Kr8", QKK, 110, false, true},
+	Q2_Kr8: {"q2_Kr8", QKK, 84, false, true},
 }
 
 // Q5_0x4 is minfer's own type id (outside ggml's numbering) for Q5_0
@@ -211,7 +213,7 @@ func (t Type) VecDotType() Type {
 		return Q8_0
 	case Q4_1, Q5_1:
 		return Q8_1
-	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_Kr8, Q5_Kr8, Q6_Kr8:
+	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q2_Kr8, Q3_Kr8, Q4_Kr8, Q5_Kr8, Q6_Kr8:
 		return Q8_K
 	case F16:
 		return F16

@@ -11,7 +11,7 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// The AVX2 kernels of the eight-row K-quant layouts Q4_Kr8, Q5_Kr8 and Q6_Kr8 (quant/kr8.go;
+// The AVX2 kernels of the eight-row K-quant layouts Q4_Kr8, Q5_Kr8, Q6_Kr8, Q3_Kr8 and Q2_Kr8 (quant/kr8.go;
 // internal/asmgen/kr8.go), which minferc's pack-weights pass writes into
 // plans: one kernel per activation row count 1..4 (more rows run in
 // chunks of at most 4, a span of weight tiles at a time), every output the
@@ -96,6 +96,54 @@ func kr8Q6Km3v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float
 //go:noescape
 func kr8Q6Km4v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
+//go:noescape
+func kr8Q3Km1(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km2(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km3(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km4(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km1v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km2v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km3v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km4v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km1(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km2(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km3(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km4(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km1v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km2v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km3v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km4v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
 // kr8VNNIKernels are the AVX-512 VNNI forms of the kernels (VPDPBUSD on
 // YMM: a quarter fewer instructions, the same bits),
 // which replace kr8Kernels' where the tier runs.
@@ -103,6 +151,8 @@ var kr8VNNIKernels = map[quant.Type][4]kr8Kernel{
 	quant.Q4_Kr8: {kr8Q4Km1v, kr8Q4Km2v, kr8Q4Km3v, kr8Q4Km4v},
 	quant.Q5_Kr8: {kr8Q5Km1v, kr8Q5Km2v, kr8Q5Km3v, kr8Q5Km4v},
 	quant.Q6_Kr8: {kr8Q6Km1v, kr8Q6Km2v, kr8Q6Km3v, kr8Q6Km4v},
+	quant.Q3_Kr8: {kr8Q3Km1v, kr8Q3Km2v, kr8Q3Km3v, kr8Q3Km4v},
+	quant.Q2_Kr8: {kr8Q2Km1v, kr8Q2Km2v, kr8Q2Km3v, kr8Q2Km4v},
 }
 
 // kr8Kernels are the kernels of each eight-row layout by activation row
@@ -111,7 +161,14 @@ var kr8Kernels = map[quant.Type][4]kr8Kernel{
 	quant.Q4_Kr8: {kr8Q4Km1, kr8Q4Km2, kr8Q4Km3, kr8Q4Km4},
 	quant.Q5_Kr8: {kr8Q5Km1, kr8Q5Km2, kr8Q5Km3, kr8Q5Km4},
 	quant.Q6_Kr8: {kr8Q6Km1, kr8Q6Km2, kr8Q6Km3, kr8Q6Km4},
+	quant.Q3_Kr8: {kr8Q3Km1, kr8Q3Km2, kr8Q3Km3, kr8Q3Km4},
+	quant.Q2_Kr8: {kr8Q2Km1, kr8Q2Km2, kr8Q2Km3, kr8Q2Km4},
 }
+
+// kr8Recs reports whether the kernels of eight-row layout t read records
+// (Q4_Kr8, Q5_Kr8: the pair sums their eight mins multiply); the layouts
+// of sixteen sub-blocks take their bsums from the Q8_K block itself.
+func kr8Recs(t quant.Type) bool { return t == quant.Q4_Kr8 || t == quant.Q5_Kr8 }
 
 // kr8MaxM is the most activation rows one kernel call takes.
 const kr8MaxM = 4
@@ -189,10 +246,10 @@ func kr8Check(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int, y 
 }
 
 // kr8Rows is the RowsFunc of eight-row layout t (one activation row:
-// decode). Q6_Kr8's kernels read no records (the Q8_K block's own sums).
+// decode). Only Q4_Kr8's and Q5_Kr8's kernels read records (kr8Recs).
 func kr8Rows(t quant.Type) RowsFunc {
 	ks := kr8Kernels[t]
-	recs := t != quant.Q6_Kr8
+	recs := kr8Recs(t)
 	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
 		if n1 <= n0 {
 			return
@@ -249,8 +306,8 @@ func kr8SmallRun(t quant.Type, ks *[4]kr8Kernel, K int, w []byte, wrb int, act [
 	}
 	var b []byte
 	switch {
-	case t == quant.Q6_Kr8:
-		// Q6_Kr8 reads no records; the kernels still take a pointer
+	case !kr8Recs(t):
+		// no records; the kernels still take a pointer
 		n = 16
 		b = aligned32(bp, n+kr8Scratch)[kr8Scratch:]
 	case c != nil:
@@ -272,7 +329,7 @@ func kr8SmallRun(t quant.Type, ks *[4]kr8Kernel, K int, w []byte, wrb int, act [
 		for i := 1; i <= nc; i++ {
 			m1 := M * i / nc
 			r := rec
-			if t != quant.Q6_Kr8 {
+			if kr8Recs(t) {
 				r = rec[8*nb*m0:]
 			}
 			kr8Run(ks, m1-m0, w, wrb, nb, act[m0*arb:], arb, r, scr, y[m0*ldy:], ldy, s0, s1, tmp)
@@ -287,7 +344,7 @@ func init() {
 	if !hasAVX2 {
 		return
 	}
-	for _, t := range []quant.Type{quant.Q4_Kr8, quant.Q5_Kr8, quant.Q6_Kr8} {
+	for _, t := range []quant.Type{quant.Q4_Kr8, quant.Q5_Kr8, quant.Q6_Kr8, quant.Q3_Kr8, quant.Q2_Kr8} {
 		tier := "avx2"
 		if v, ok := kr8VNNIKernels[t]; ok && hasVNNI {
 			kr8Kernels[t], tier = v, "avx512vnni"

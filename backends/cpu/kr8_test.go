@@ -26,7 +26,7 @@ func TestKR8Kernels(t *testing.T) {
 	t.Logf("checking the %s forms of the eight-row kernels (MINFER_NO_AVX512=1 checks the AVX2 ones)", form)
 	r := rand.New(rand.NewPCG(8, 9))
 	const N = 80
-	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.Q2_K} {
 		pt := quant.PackedR8(plain)
 		k, err := NewMatMul(pt)
 		if err != nil {
@@ -74,7 +74,7 @@ func TestKR8Kernels(t *testing.T) {
 func BenchmarkKR8(b *testing.B) {
 	const N = 1024
 	r := rand.New(rand.NewPCG(18, 19))
-	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.Q2_K} {
 		for _, K := range []int{1024, 3072} {
 			pt := quant.PackedR8(plain)
 			src, _ := rowTestWeights(b, r, plain, N, K, 0)
@@ -118,7 +118,7 @@ func BenchmarkKR8(b *testing.B) {
 func BenchmarkKR8Decode(b *testing.B) {
 	r := rand.New(rand.NewPCG(20, 21))
 	var dram []byte
-	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.Q2_K} {
 		for _, K := range []int{1024, 3072} {
 			for _, wt := range []quant.Type{plain, quant.PackedR8(plain)} {
 				packedDecodeVsRead(b, r, &dram, plain, wt, K)

@@ -82,6 +82,15 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 		a.Raw("DATA kr8Hi<>+%d(SB)/8, $0x3030303030303030", o)
 	}
 	a.Raw("GLOBL kr8Hi<>(SB), RODATA|NOPTR, $32")
+	for _, c := range []struct {
+		name string
+		b    byte
+	}{{"kr8M3", 3}, {"kr8M4", 4}, {"kr8B32", 32}} {
+		for o := 0; o < 32; o += 8 {
+			a.Raw("DATA %s<>+%d(SB)/8, $0x%016x", c.name, o, uint64(c.b)*0x0101010101010101)
+		}
+		a.Raw("GLOBL %s<>(SB), RODATA|NOPTR, $32", c.name)
+	}
 	for _, q5 := range []bool{false, true} {
 		for _, vnni := range []bool{false, true} {
 			genKR8One(a, q5, vnni)
@@ -90,9 +99,11 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 			}
 		}
 	}
-	for _, vnni := range []bool{false, true} {
-		for m := 1; m <= 4; m++ {
-			genKR8Q6(a, m, vnni)
+	for _, kind := range []kr8SKind{kr8Q6, kr8Q3, kr8Q2} {
+		for _, vnni := range []bool{false, true} {
+			for m := 1; m <= 4; m++ {
+				genKR8S(a, kind, m, vnni)
+			}
 		}
 	}
 }
@@ -115,13 +126,13 @@ func kr8Mask(a *Asm, name string, f func(r int) [4]int) {
 	a.Raw("GLOBL %s<>(SB), RODATA|NOPTR, $32", name)
 }
 
-// kr8Scales rebuilds the super-block's scales and mins at (AX) as bytes:
-// S0, S1, M0, M1 (any registers but Y0..Y2), with Y15 the 0x0F bytes and
-// kr8Hi<> the 0x30 ones.
-func kr8Scales(a *Asm, S0, S1, M0, M1 string) {
-	a.I("VMOVDQU", "32(AX), Y0")
-	a.I("VMOVDQU", "64(AX), Y1")
-	a.I("VMOVDQU", "96(AX), Y2")
+// kr8Scales rebuilds the super-block's scales and mins at (AX) as bytes
+// from L at base(AX) and H at base+64(AX): S0, S1, M0, M1 (any registers
+// but Y0..Y2), with Y15 the 0x0F bytes and kr8Hi<> the 0x30 ones.
+func kr8Scales(a *Asm, base int, S0, S1, M0, M1 string) {
+	a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", base))
+	a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y1", base+32))
+	a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y2", base+64))
 	a.I("VPSLLW", "$4, Y2, "+S1)
 	a.I("VPAND", "kr8Hi<>(SB), "+S1+", "+S1)
 	a.I("VPAND", "Y15, Y0, "+S0)
@@ -254,7 +265,7 @@ func kr8OneSB(a *Asm, q5, vnni bool) {
 	for o := 0; o < sbs; o += 64 {
 		a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
 	}
-	kr8Scales(a, "Y8", "Y9", "Y10", "Y11")
+	kr8Scales(a, 32, "Y8", "Y9", "Y10", "Y11")
 	// the mins
 	for p := 0; p < 4; p++ {
 		M := []string{"Y10", "Y11"}[p/2]
@@ -437,7 +448,7 @@ func genKR8Multi(a *Asm, M int, q5, vnni bool) {
 	a.I("MOVQ", "R15, DI")
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_sb")
-	kr8Scales(a, "Y12", "Y13", "Y4", "Y5")
+	kr8Scales(a, 32, "Y12", "Y13", "Y4", "Y5")
 	a.I("VMOVDQA", "Y12, (DX)")
 	a.I("VMOVDQA", "Y13, 32(DX)")
 	// the mins, by activation row, into the float accumulators
@@ -543,29 +554,66 @@ func genKR8Multi(a *Asm, M int, q5, vnni bool) {
 	kr8Epilogue(a, lbl)
 }
 
-// genKR8Q6 writes the Q6_Kr8 kernel for M = 1..4 activation rows (no
-// records: the activation sums the −32 offset needs are the Q8_K block's
-// own bsums). Per super-block and activation row the int32 sums start at
-// −32·Σ_j sc_j·bsums_j (eight VPSHUFB + VPSRAW pairs of sign-extended
-// scale words, eight VPMADDWD against the bsums pairs broadcast); then per
+// kr8SKind is one of the eight-row layouts of sixteen sub-blocks of 16
+// weights, whose kernels genKR8S writes: Q6_Kr8, Q3_Kr8, Q2_Kr8.
+type kr8SKind int
+
+const (
+	kr8Q6 kr8SKind = iota
+	kr8Q3
+	kr8Q2
+)
+
+// sbs is the bytes of the layout's super-block; tag its letter in names.
+func (k kr8SKind) sbs() int { return [...]int{1680, 880, 672}[k] }
+func (k kr8SKind) tag() string {
+	return [...]string{"6", "3", "2"}[k]
+}
+
+// group16 is how many groups of a quarter the one-row AVX2 kernel sums in
+// 16 bits before the scales: pairs of products of at most 2·63·128 for
+// Q6_K (two fit below 2¹⁵), of 2·7·128 for Q3_K and 2·3·128 for Q2_K (all
+// four of a quarter fit).
+func (k kr8SKind) group16() int {
+	if k == kr8Q6 {
+		return 2
+	}
+	return 4
+}
+
+// genKR8S writes the kernel of a sixteen-sub-block eight-row layout
+// (Q6_Kr8, Q3_Kr8, Q2_Kr8) for M = 1..4 activation rows. They read no
+// records: the activation sums their offsets and mins need are the Q8_K
+// block's own bsums, one per sub-block.
+//
+// Per super-block and activation row the int32 sums start at −32 (Q6_K)
+// or −4 (Q3_K) times Σ_j sc_j·bsums_j (eight VPSHUFB + VPSRAW pairs of
+// sign-extended scale words, eight VPMADDWD against the bsums pairs
+// broadcast); Q2_K's mins take the same eight steps into Σ_j m_j·bsums_j,
+// converted and multiply-added by dmin_w·d_a into the mins' float
+// accumulator at once. Q6_K's scales are int8 in the layout, Q3_K's are
+// rebuilt from L and H once per super-block (kr8Scales, minus 32) into
+// the scratch, Q2_K's are the low nibbles of its scale bytes. Then per
 // quarter (half n, groups 4gq..4gq+3: sub-blocks 8n+gq+{0, 2, 4, 6}) the
 // four sub-blocks' eight scales are spread into sign-extended word pairs
-// (VPSHUFB to the high bytes, VPSRAW), and per group three loads (ql,
-// ql+32, qh) make four registers of 6-bit quants (17 shifts, masks and
-// ORs for the eight rows), and per activation row each is one VPMADDUBSW
-// against four activation bytes broadcast (pairs of at most 2·63·127, no
-// saturation), one VPMADDWD by its scales and one VPADDD. Then one
-// VCVTDQ2PS and one FMA by d_w·d_a per super-block: quant.DotR8's order.
+// (VPSHUFB to the high bytes, VPSRAW), and per group the loads make four
+// registers of quants (Q6_K: three loads, 17 shifts, masks and ORs; Q3_K:
+// two loads, the low bits and the third bit shifted into place and ORed,
+// 17; Q2_K: one load, 7), and per activation row each is one VPMADDUBSW
+// against four activation bytes broadcast, one VPMADDWD by its scales and
+// one VPADDD (one row: the products of group16 groups summed in 16 bits
+// first). Then one VCVTDQ2PS and one FMA by d_w·d_a per super-block:
+// quant.DotR8's order.
 //
 // Registers: Y15 0x0F bytes, Y0..Y5 the group's quants and temporaries,
 // Y6..Y9 the quarter's scale words, Y10+t activation row t's int32 sums
-// (M = 1: Y11..Y14 the four sub-blocks' 16-bit sums of a pair of groups);
-// the float accumulators at scr+32t. AX the super-block,
-// SI activation row 0's block (R9 row 3's), R10 arb, BX super-blocks
-// left, CX tiles left, DX scr, R8 nb, R11 ldy in bytes, R12 the output,
-// R14 a.
-func genKR8Q6(a *Asm, M int, vnni bool) {
-	name, lbl := fmt.Sprintf("kr8Q6Km%d", M), fmt.Sprintf("kr8q6k_%d", M)
+// (M = 1: Y11..Y14 the four sub-blocks' 16-bit sums of group16 groups);
+// the float accumulators at scr+32t, Q2_K's mins' at scr+256+32t, Q3_K's
+// scales at scr+128. AX the super-block, SI activation row 0's block (R9
+// row 3's), R10 arb, BX super-blocks left, CX tiles left, DX scr, R8 nb,
+// R11 ldy in bytes, R12 the output, R14 a.
+func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool) {
+	name, lbl := fmt.Sprintf("kr8Q%sKm%d", kind.tag(), M), fmt.Sprintf("kr8q%sk_%d", kind.tag(), M)
 	if vnni {
 		// per quarter, each (activation row, sub-block)'s int32 sum in its
 		// own register (Y16+4t+k, EVEX-only) by VPDPBUSD against the
@@ -573,25 +621,49 @@ func genKR8Q6(a *Asm, M int, vnni bool) {
 		// sign-extended scale dwords: the same exact sums
 		name, lbl = name+"v", lbl+"v"
 	}
+	sbs := kind.sbs()
 	P := func(t, k int) string { return fmt.Sprintf("Y%d", 16+4*t+k) }
 	acc := func(t int) string { return fmt.Sprintf("Y%d", 10+t) }
 	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 32*t) }
+	fmin := func(t int) string { return fmt.Sprintf("%d(DX)", 256+32*t) }
 	kr8Prologue(a, name, lbl)
 	a.I("VXORPS", "Y0, Y0, Y0")
 	for t := 0; t < M; t++ {
 		a.I("VMOVDQA", "Y0, "+facc(t))
+		if kind == kr8Q2 {
+			a.I("VMOVDQA", "Y0, "+fmin(t))
+		}
 	}
 	kr8RowPointers(a, M)
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_sb")
 	if M == 1 {
-		for o := 0; o < 1680; o += 64 {
+		for o := 0; o < sbs; o += 64 {
 			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
 		}
 	}
-	// the sums start at −32·Σ_j sc_j·bsums_j
-	for q := 0; q < 4; q++ {
-		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y%d", 16+32*q, q))
+	// Y0..Y3: the sixteen (row, sub-block) bytes the bsums multiply, as
+	// signed bytes: Q6_K's and Q3_K's scales, Q2_K's mins
+	switch kind {
+	case kr8Q6:
+		for q := 0; q < 4; q++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y%d", 16+32*q, q))
+		}
+	case kr8Q3:
+		kr8Scales(a, 16, "Y3", "Y4", "Y5", "Y6")
+		for q := 0; q < 4; q++ {
+			a.I("VPSUBB", fmt.Sprintf("kr8B32<>(SB), Y%d, Y%d", 3+q, 3+q))
+			a.I("VMOVDQA", fmt.Sprintf("Y%d, %d(DX)", 3+q, 128+32*q))
+		}
+		for q := 0; q < 4; q++ {
+			a.I("VMOVDQA", fmt.Sprintf("Y%d, Y%d", 3+q, q))
+		}
+	case kr8Q2:
+		for q := 0; q < 4; q++ {
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y%d", 32+32*q, q))
+			a.I("VPSRLW", fmt.Sprintf("$4, Y%d, Y%d", q, q))
+			a.I("VPAND", fmt.Sprintf("Y15, Y%d, Y%d", q, q))
+		}
 	}
 	for t := 0; t < M; t++ {
 		for p := 0; p < 8; p++ {
@@ -605,14 +677,45 @@ func genKR8Q6(a *Asm, M int, vnni bool) {
 			a.I("VPMADDWD", "Y5, Y4, Y4")
 			a.I("VPADDD", "Y4, "+acc(t)+", "+acc(t))
 		}
-		a.I("VPSLLD", "$5, "+acc(t)+", "+acc(t))
+		if kind == kr8Q2 {
+			continue
+		}
+		// the sums start at −32 (−4) times the scaled bsums
+		a.I("VPSLLD", fmt.Sprintf("$%d, %s, %s", map[kr8SKind]int{kr8Q6: 5, kr8Q3: 2}[kind], acc(t), acc(t)))
 		a.I("VPXOR", "Y4, Y4, Y4")
 		a.I("VPSUBD", acc(t)+", Y4, "+acc(t))
 	}
+	if kind == kr8Q2 {
+		a.I("VCVTPH2PS", "16(AX), Y0")
+		for t := 0; t < M; t++ {
+			a.I("VBROADCASTSS", kr8Act(t, 0)+", Y1")
+			a.I("VMULPS", "Y1, Y0, Y1")
+			a.I("VCVTDQ2PS", acc(t)+", Y2")
+			a.I("VMOVUPS", fmin(t)+", Y3")
+			a.I("VFMADD231PS", "Y2, Y1, Y3")
+			a.I("VMOVUPS", "Y3, "+fmin(t))
+			a.I("VPXOR", acc(t)+", "+acc(t)+", "+acc(t))
+		}
+	}
+	// the group's four quant registers and the temporaries left
+	e, prod := []string{"Y3", "Y4", "Y0", "Y1"}, "Y5"
+	if kind != kr8Q6 {
+		e, prod = []string{"Y3", "Y4", "Y5", "Y0"}, "Y1"
+	}
+	g16 := kind.group16()
 	for n := 0; n < 2; n++ {
 		for gq := 0; gq < 2; gq++ {
-			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", 16+32*(2*n)))
-			a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y1", 16+32*(2*n+1)))
+			for h := 0; h < 2; h++ {
+				switch kind {
+				case kr8Q6:
+					a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y%d", 16+32*(2*n+h), h))
+				case kr8Q3:
+					a.I("VMOVDQA", fmt.Sprintf("%d(DX), Y%d", 128+32*(2*n+h), h))
+				case kr8Q2:
+					a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y%d", 32+32*(2*n+h), h))
+					a.I("VPAND", fmt.Sprintf("Y15, Y%d, Y%d", h, h))
+				}
+			}
 			for k := 0; k < 4; k++ {
 				jj := (2*k + gq) % 4
 				d := fmt.Sprintf("Y%d", 6+k)
@@ -632,28 +735,7 @@ func genKR8Q6(a *Asm, M int, vnni bool) {
 				}
 			}
 			for g := 4 * gq; g < 4*gq+4; g++ {
-				o := 144 + 768*n + 96*g
-				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", o))
-				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y1", o+32))
-				a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y2", o+64))
-				a.I("VPAND", "Y15, Y0, Y3")
-				a.I("VPAND", "Y15, Y1, Y4")
-				a.I("VPSRLW", "$4, Y0, Y0")
-				a.I("VPAND", "Y15, Y0, Y0")
-				a.I("VPSRLW", "$4, Y1, Y1")
-				a.I("VPAND", "Y15, Y1, Y1")
-				a.I("VPSLLW", "$4, Y2, Y5")
-				a.I("VPAND", "kr8Hi<>(SB), Y5, Y5")
-				a.I("VPOR", "Y5, Y3, Y3")
-				a.I("VPSLLW", "$2, Y2, Y5")
-				a.I("VPAND", "kr8Hi<>(SB), Y5, Y5")
-				a.I("VPOR", "Y5, Y4, Y4")
-				a.I("VPAND", "kr8Hi<>(SB), Y2, Y5")
-				a.I("VPOR", "Y5, Y0, Y0")
-				a.I("VPSRLW", "$2, Y2, Y2")
-				a.I("VPAND", "kr8Hi<>(SB), Y2, Y2")
-				a.I("VPOR", "Y2, Y1, Y1")
-				e := []string{"Y3", "Y4", "Y0", "Y1"}
+				kr8SQuants(a, kind, n, g)
 				if vnni {
 					for t := 0; t < M; t++ {
 						for k := 0; k < 4; k++ {
@@ -671,29 +753,30 @@ func genKR8Q6(a *Asm, M int, vnni bool) {
 					continue
 				}
 				if M == 1 {
-					// one row: two groups summed in 16 bits (pairs of at
-					// most 2·63·127, two of them below 2¹⁵) before the
-					// scale, a quarter fewer multiplies
+					// one row: group16 groups summed in 16 bits before the
+					// scale
 					for k := 0; k < 4; k++ {
 						P := fmt.Sprintf("Y%d", 11+k)
 						a.I("VPBROADCASTD", kr8Act(0, 4+128*n+32*k+4*g)+", Y2")
-						if g%2 == 0 {
+						if g%g16 == 0 {
 							a.I("VPMADDUBSW", "Y2, "+e[k]+", "+P)
 							continue
 						}
 						a.I("VPMADDUBSW", "Y2, "+e[k]+", "+e[k])
 						a.I("VPADDW", e[k]+", "+P+", "+P)
-						a.I("VPMADDWD", fmt.Sprintf("Y%d, %s, %s", 6+k, P, P))
-						a.I("VPADDD", P+", "+acc(0)+", "+acc(0))
+						if g%g16 == g16-1 {
+							a.I("VPMADDWD", fmt.Sprintf("Y%d, %s, %s", 6+k, P, P))
+							a.I("VPADDD", P+", "+acc(0)+", "+acc(0))
+						}
 					}
 					continue
 				}
 				for t := 0; t < M; t++ {
 					for k := 0; k < 4; k++ {
 						a.I("VPBROADCASTD", kr8Act(t, 4+128*n+32*k+4*g)+", Y2")
-						a.I("VPMADDUBSW", "Y2, "+e[k]+", Y5")
-						a.I("VPMADDWD", fmt.Sprintf("Y%d, Y5, Y5", 6+k))
-						a.I("VPADDD", "Y5, "+acc(t)+", "+acc(t))
+						a.I("VPMADDUBSW", "Y2, "+e[k]+", "+prod)
+						a.I("VPMADDWD", fmt.Sprintf("Y%d, %s, %s", 6+k, prod, prod))
+						a.I("VPADDD", prod+", "+acc(t)+", "+acc(t))
 					}
 				}
 			}
@@ -708,13 +791,83 @@ func genKR8Q6(a *Asm, M int, vnni bool) {
 		a.I("VFMADD231PS", "Y2, Y1, Y3")
 		a.I("VMOVUPS", "Y3, "+facc(t))
 	}
-	a.I("ADDQ", "$1680, AX")
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
 	a.I("ADDQ", "$292, SI")
 	if M > 3 {
 		a.I("ADDQ", "$292, R9")
 	}
 	a.I("DECQ", "BX")
 	a.I("JNZ", lbl+"_sb")
-	kr8StoreRows(a, M, facc, nil)
+	if kind == kr8Q2 {
+		kr8StoreRows(a, M, facc, fmin)
+	} else {
+		kr8StoreRows(a, M, facc, nil)
+	}
 	kr8Epilogue(a, lbl)
+}
+
+// kr8SQuants loads group g of half n of the super-block at AX and leaves
+// its four registers of quants, sub-blocks 8n+2k+g/4 for k = 0..3: Q6_K
+// in Y3, Y4, Y0, Y1 (6-bit), Q3_K and Q2_K in Y3, Y4, Y5, Y0 (Q3_K: low
+// bits | third bit << 2; Q2_K: 2-bit).
+func kr8SQuants(a *Asm, kind kr8SKind, n, g int) {
+	switch kind {
+	case kr8Q6:
+		o := 144 + 768*n + 96*g
+		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", o))
+		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y1", o+32))
+		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y2", o+64))
+		a.I("VPAND", "Y15, Y0, Y3")
+		a.I("VPAND", "Y15, Y1, Y4")
+		a.I("VPSRLW", "$4, Y0, Y0")
+		a.I("VPAND", "Y15, Y0, Y0")
+		a.I("VPSRLW", "$4, Y1, Y1")
+		a.I("VPAND", "Y15, Y1, Y1")
+		a.I("VPSLLW", "$4, Y2, Y5")
+		a.I("VPAND", "kr8Hi<>(SB), Y5, Y5")
+		a.I("VPOR", "Y5, Y3, Y3")
+		a.I("VPSLLW", "$2, Y2, Y5")
+		a.I("VPAND", "kr8Hi<>(SB), Y5, Y5")
+		a.I("VPOR", "Y5, Y4, Y4")
+		a.I("VPAND", "kr8Hi<>(SB), Y2, Y5")
+		a.I("VPOR", "Y5, Y0, Y0")
+		a.I("VPSRLW", "$2, Y2, Y2")
+		a.I("VPAND", "kr8Hi<>(SB), Y2, Y2")
+		a.I("VPOR", "Y2, Y1, Y1")
+		return
+	case kr8Q3:
+		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", 112+256*n+32*g))
+		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y1", 624+32*g))
+	case kr8Q2:
+		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", 160+256*n+32*g))
+	}
+	// the low two bits of each quant: k = 3 last, in place in Y0; 16-bit
+	// right shifts bring the next byte's bits only above bit 1
+	for k, dst := range []string{"Y3", "Y4", "Y5", "Y0"} {
+		src := "Y0"
+		if k > 0 {
+			a.I("VPSRLW", fmt.Sprintf("$%d, Y0, %s", 2*k, dst))
+			src = dst
+		}
+		a.I("VPAND", "kr8M3<>(SB), "+src+", "+dst)
+		if kind != kr8Q3 {
+			continue
+		}
+		// the third bit, hmask bit 4n+k, to bit 2 (Y1 in place for k = 3)
+		tmp := "Y2"
+		if k == 3 {
+			tmp = "Y1"
+		}
+		hm := tmp
+		switch sh := 4*n + k - 2; {
+		case sh > 0:
+			a.I("VPSRLW", fmt.Sprintf("$%d, Y1, %s", sh, tmp))
+		case sh < 0:
+			a.I("VPSLLW", fmt.Sprintf("$%d, Y1, %s", -sh, tmp))
+		default:
+			hm = "Y1"
+		}
+		a.I("VPAND", "kr8M4<>(SB), "+hm+", "+tmp)
+		a.I("VPOR", tmp+", "+dst+", "+dst)
+	}
 }
