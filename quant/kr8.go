@@ -182,6 +182,12 @@ func unpackRowR8(t Type, dst, group []byte, nb, r int) error {
 	if r < 0 || r >= R8Rows || len(dst) < nb*bs || len(group) < R8Rows*nb*bs {
 		return fmt.Errorf("quant: UnpackRow: %s row %d of %d blocks from %d into %d bytes", t, r, nb, len(group), len(dst))
 	}
+	if t == Q5_0r8 {
+		for b := 0; b < nb; b++ {
+			r8Q5Row(dst[b*blockQ5_0:(b+1)*blockQ5_0], group[b*r8Q5Block:(b+1)*r8Q5Block], r, false)
+		}
+		return nil
+	}
 	if t == Q6_Kr8 {
 		for b := 0; b < nb; b++ {
 			r8Q6Row(dst[b*blockQ6K:(b+1)*blockQ6K], group[b*r8SB6:(b+1)*r8SB6], r, false)
@@ -271,6 +277,10 @@ func r8Q6Row(x, sb []byte, r int, pack bool) {
 func DotR8(t Type, tile, a []byte, nb int, y []float32) {
 	if t == Q6_Kr8 {
 		dotR8Q6(tile, a, nb, y)
+		return
+	}
+	if t == Q5_0r8 {
+		dotR8Q5(tile, a, nb, y)
 		return
 	}
 	if t == Q3_Kr8 || t == Q2_Kr8 {

@@ -139,3 +139,104 @@ func BenchmarkHalfDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestR8Q5Kernels is TestKR8Kernels for Q5_0r8: every kernel, through
+// MatMul.Run, bit for bit against quant.DotR8 (DotR16's order).
+func TestR8Q5Kernels(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("the AVX2 tier is unavailable: the CPU lacks AVX2+FMA+F16C or MINFER_NO_AVX2 dropped it")
+	}
+	r := rand.New(rand.NewPCG(8, 5))
+	const N = 80
+	pt := quant.Q5_0r8
+	k, err := NewMatMul(pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, K := range []int{32, 96, 896, 4864} {
+		for kind := 0; kind < 3; kind++ {
+			src, wrb := rowTestWeights(t, r, quant.Q5_0, N, K, kind)
+			w := make([]byte, len(src))
+			if err := quant.Pack(pt, w, src, K); err != nil {
+				t.Fatal(err)
+			}
+			nb := K / quant.QK
+			arb := k.ActRowBytes(K)
+			for _, M := range []int{1, 2, 3, 4, 5, 7, 9, 13} {
+				x := make([]float32, M*K)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				if M > 2 {
+					clear(x[K : 2*K])
+				}
+				if M > 3 {
+					for i := 2 * K; i < 3*K; i++ {
+						x[i] = float32(100 * (2*float64(i%2) - 1))
+					}
+				}
+				act := make([]byte, M*arb)
+				k.QuantizeRows(x, K, 0, M, act)
+				want := make([]float32, M*N)
+				for m := 0; m < M; m++ {
+					for g := 0; g < N/8; g++ {
+						quant.DotR8(pt, w[g*8*wrb:], act[m*arb:], nb, want[m*N+8*g:])
+					}
+				}
+				checkRunRanges(t, k, fmt.Sprintf("%s K=%d kind %d", pt, K, kind), K, w, act, M, N, want, [][2]int{{0, N}, {5, 75}, {8, 24}, {3, 6}, {20, 21}, {0, 56}})
+			}
+		}
+	}
+}
+
+// BenchmarkR8Q5 times the eight-row Q5_0 kernels beside the GGUF and
+// four-row layouts' (the paths MatMul.Run takes for each on this tier),
+// per weight row and activation row, N = 1024 rows in L2.
+func BenchmarkR8Q5(b *testing.B) {
+	const N = 1024
+	r := rand.New(rand.NewPCG(18, 5))
+	for _, K := range []int{896, 4864} {
+		src, _ := rowTestWeights(b, r, quant.Q5_0, N, K, 0)
+		for _, wt := range []quant.Type{quant.Q5_0, quant.Q5_0x4, quant.Q5_0r8} {
+			k, err := NewMatMul(wt)
+			if err != nil {
+				b.Logf("%s: %v", wt, err)
+				continue
+			}
+			w := src
+			if wt != quant.Q5_0 {
+				w = make([]byte, len(src))
+				if err := quant.Pack(wt, w, src, K); err != nil {
+					b.Fatal(err)
+				}
+			}
+			arb := k.ActRowBytes(K)
+			for _, M := range []int{1, 4, 64} {
+				x := make([]float32, M*K)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				act := make([]byte, M*arb)
+				k.QuantizeRows(x, K, 0, M, act)
+				y := make([]float32, M*N)
+				b.Run(fmt.Sprintf("%s/K=%d/M=%d", wt, K, M), func(b *testing.B) {
+					for b.Loop() {
+						k.Run(K, w, act, M, y, N, 0, N)
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N/float64(M), "ns/row/tok")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkR8Q5Decode is BenchmarkKR8Decode for Q5_0 in its three layouts.
+func BenchmarkR8Q5Decode(b *testing.B) {
+	r := rand.New(rand.NewPCG(20, 5))
+	var dram []byte
+	for _, K := range []int{896, 4864} {
+		for _, wt := range []quant.Type{quant.Q5_0, quant.Q5_0x4, quant.Q5_0r8} {
+			packedDecodeVsRead(b, r, &dram, quant.Q5_0, wt, K)
+		}
+	}
+}

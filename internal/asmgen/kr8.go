@@ -91,6 +91,10 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 		}
 		a.Raw("GLOBL %s<>(SB), RODATA|NOPTR, $32", c.name)
 	}
+	for o := 0; o < 32; o += 8 {
+		a.Raw("DATA kr8One16<>+%d(SB)/8, $0x0001000100010001", o)
+	}
+	a.Raw("GLOBL kr8One16<>(SB), RODATA|NOPTR, $32")
 	for _, q5 := range []bool{false, true} {
 		for _, vnni := range []bool{false, true} {
 			genKR8One(a, q5, vnni)
@@ -98,6 +102,9 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 				genKR8Multi(a, m, q5, vnni)
 			}
 		}
+	}
+	for m := 1; m <= 4; m++ {
+		genR8Q5(a, m)
 	}
 	for _, kind := range []kr8SKind{kr8Q6, kr8Q3, kr8Q2} {
 		for _, vnni := range []bool{false, true} {
@@ -870,4 +877,124 @@ func kr8SQuants(a *Asm, kind kr8SKind, n, g int) {
 		a.I("VPAND", "kr8M4<>(SB), "+hm+", "+tmp)
 		a.I("VPOR", tmp+", "+dst+", "+dst)
 	}
+}
+
+// genR8Q5 writes the Q5_0r8 kernel (quant/q5_0r8.go) for M = 1..4 Q8_0
+// activation rows, AVX2+FMA+F16C only. Per block of a tile: the fifth
+// bits in one load (Y13); per pair of chunks the two 32-byte quant loads
+// split into four registers of low and high nibbles with their fifth bits
+// ORed in (a shift, a mask and an OR each), the 5-bit quants unsigned
+// (q+16). Per activation row and pair of chunks, four VPMADDUBSW against
+// four activation bytes broadcast, summed in 16 bits (four words of at most
+// 2·31·128) and one VPMADDWD by ones: each row's block sum of q·a in its
+// lane, exact. At the block's end that plus the record's −16·Σa, converted,
+// times d_w·d_a (VCVTPH2PS of the eight rows' d, times the record's d_a)
+// into the row's float accumulator by one FMA: quant.DotR8's order, which
+// is DotR16's.
+//
+//	func r8Q5_0m<M>(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+//
+// rec: per block b and activation row t at 8·(b·M+t) d_a (float32) and
+// −16·Σ_i a_i (int32); scr: 32·M bytes, 32-byte aligned (M = 4: the float
+// accumulators); the rest as kr8Q4Km<M>.
+//
+// Registers: Y15 0x0F bytes, Y14 ones words, Y13 the fifth bits, Y0..Y3 a
+// pair of chunks' quants, Y4..Y6 temporaries, Y7+t activation row t's
+// int32 sums, Y10+t its float accumulator (M ≤ 3; M = 4: at scr+32t).
+func genR8Q5(a *Asm, M int) {
+	name, lbl := fmt.Sprintf("r8Q5_0m%d", M), fmt.Sprintf("r8q5_%d", M)
+	P := func(t int) string { return fmt.Sprintf("Y%d", 7+t) }
+	acc := func(t int) string {
+		if M == 4 {
+			return fmt.Sprintf("%d(DX)", 32*t)
+		}
+		return fmt.Sprintf("Y%d", 10+t)
+	}
+	kr8Prologue(a, name, lbl)
+	a.I("VMOVDQU", "kr8One16<>(SB), Y14")
+	a.I("VXORPS", "Y0, Y0, Y0")
+	for t := 0; t < M; t++ {
+		if M == 4 {
+			a.I("VMOVDQA", "Y0, "+acc(t))
+		} else {
+			a.I("VXORPS", acc(t)+", "+acc(t)+", "+acc(t))
+		}
+	}
+	kr8RowPointers(a, M)
+	a.I("MOVQ", "R15, DI")
+	a.I("MOVQ", "R8, BX")
+	a.Label(lbl + "_b")
+	if M == 1 {
+		for o := 0; o < 176; o += 64 {
+			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
+		}
+	}
+	a.I("VMOVDQU", "16(AX), Y13")
+	for hp := 0; hp < 2; hp++ {
+		for cc := 0; cc < 2; cc++ {
+			c := 2*hp + cc
+			lo, hi := fmt.Sprintf("Y%d", 2*cc), fmt.Sprintf("Y%d", 2*cc+1)
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), %s", 48+32*c, lo))
+			a.I("VPSRLW", "$4, "+lo+", "+hi)
+			a.I("VPAND", "Y15, "+lo+", "+lo)
+			a.I("VPAND", "Y15, "+hi+", "+hi)
+			for h, dst := range []string{lo, hi} {
+				// bit 2c+h of each fifth-bit byte to bit 4 (16-bit shifts
+				// by at most 4 move no other byte's bit there)
+				switch k := 4 - (2*c + h); {
+				case k > 0:
+					a.I("VPSLLW", fmt.Sprintf("$%d, Y13, Y4", k))
+					a.I("VPAND", "kr8Bit4<>(SB), Y4, Y4")
+				case k < 0:
+					a.I("VPSRLW", fmt.Sprintf("$%d, Y13, Y4", -k))
+					a.I("VPAND", "kr8Bit4<>(SB), Y4, Y4")
+				default:
+					a.I("VPAND", "kr8Bit4<>(SB), Y13, Y4")
+				}
+				a.I("VPOR", "Y4, "+dst+", "+dst)
+			}
+		}
+		c0, c1 := 2*hp, 2*hp+1
+		offs := []int{2 + 4*c0, 18 + 4*c0, 2 + 4*c1, 18 + 4*c1}
+		for t := 0; t < M; t++ {
+			for i, off := range offs {
+				a.I("VPBROADCASTD", kr8Act(t, off)+", Y4")
+				if i == 0 {
+					a.I("VPMADDUBSW", fmt.Sprintf("Y4, Y%d, Y6", i))
+					continue
+				}
+				a.I("VPMADDUBSW", fmt.Sprintf("Y4, Y%d, Y5", i))
+				a.I("VPADDW", "Y5, Y6, Y6")
+			}
+			if hp == 0 {
+				a.I("VPMADDWD", "Y14, Y6, "+P(t))
+				continue
+			}
+			a.I("VPMADDWD", "Y14, Y6, Y6")
+			a.I("VPADDD", "Y6, "+P(t)+", "+P(t))
+			a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), Y4", 8*t+4))
+			a.I("VPADDD", "Y4, "+P(t)+", "+P(t))
+			a.I("VCVTDQ2PS", P(t)+", "+P(t))
+			a.I("VCVTPH2PS", "(AX), Y4")
+			a.I("VBROADCASTSS", fmt.Sprintf("%d(DI), Y5", 8*t))
+			a.I("VMULPS", "Y5, Y4, Y4")
+			if M == 4 {
+				a.I("VMOVUPS", acc(t)+", Y5")
+				a.I("VFMADD231PS", P(t)+", Y4, Y5")
+				a.I("VMOVUPS", "Y5, "+acc(t))
+			} else {
+				a.I("VFMADD231PS", P(t)+", Y4, "+acc(t))
+			}
+		}
+	}
+	a.I("ADDQ", "$176, AX")
+	a.I("ADDQ", "$34, SI")
+	if M > 3 {
+		a.I("ADDQ", "$34, R9")
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", 8*M))
+	a.I("DECQ", "BX")
+	a.I("JNZ", lbl+"_b")
+	kr8StoreRows(a, M, acc, nil)
+	kr8Epilogue(a, lbl)
 }

@@ -50,7 +50,7 @@ func TestPackedPlan(t *testing.T) {
 		}
 		packed := 0
 		for _, e := range l.Index {
-			if e.Type == quant.Q5_0x4.String() || e.Type == quant.Q4_0x4.String() || e.Type == quant.Q4_Kr8.String() || e.Type == quant.Q6_Kr8.String() {
+			if e.Type == quant.Q5_0r8.String() || e.Type == quant.Q4_0x4.String() || e.Type == quant.Q4_Kr8.String() || e.Type == quant.Q6_Kr8.String() {
 				packed++
 			}
 		}
@@ -73,7 +73,11 @@ func TestPackedPlan(t *testing.T) {
 				}
 				logits[pack] = b
 			}
-			if !bytes.Equal(logits["kquant"], logits["avx2"]) {
+			// Q5_0r8 (in the avx2 plans of the models with Q5_0) has the
+			// sixteen-row layouts' float order, not vec_dot's
+			// (TestR16MatchesLlamaCpp checks it against llama.cpp); the
+			// other layouts of the two plans compute the same bits
+			if name == "llama-synth-q4_0" && !bytes.Equal(logits["kquant"], logits["avx2"]) {
 				t.Fatalf("%s batch=%d: the avx2 plan's logits differ from the kquant plan's", name, batch)
 			}
 			got := filepath.Join(dir, name+".child.f32")
@@ -94,7 +98,7 @@ func TestPackedPlan(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(gb, logits["kquant"]) {
+				if !bytes.Equal(gb, logits["avx2"]) {
 					t.Fatalf("%s batch=%d with %s: the packed plan's logits differ", name, batch, env)
 				}
 			}

@@ -1,0 +1,155 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/minfer/minfer/quant"
+)
+
+// The AVX2 kernels of the eight-row Q5_0 layout Q5_0r8 (quant/q5_0r8.go;
+// internal/asmgen/kr8.go, genR8Q5): one kernel per activation row count
+// 1..4, more rows in chunks of at most 4 over spans of weight tiles, every
+// output the bits of quant.DotR8 of its tile (which are DotR16's). They
+// need AVX2+FMA+F16C only, so every x86-64 tier from AVX2 up runs them.
+
+//go:noescape
+func r8Q5_0m1(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_0m2(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_0m3(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_0m4(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+var r8Q5Kernels = [4]kr8Kernel{r8Q5_0m1, r8Q5_0m2, r8Q5_0m3, r8Q5_0m4}
+
+// r8Q5RecKind is the actKey kind of the kernels' records.
+const r8Q5RecKind = 809
+
+// r8Q5Records writes the records of M Q8_0 activation rows (arb bytes
+// apart) of nb blocks: per block b and row t, at 8·(b·M+t), d_a as a
+// float32 and −16·Σ a as an int32.
+func r8Q5Records(rec []byte, act []byte, arb, M, nb int) {
+	_ = rec[8*nb*M-1]
+	for t := 0; t < M; t++ {
+		row := act[t*arb : t*arb+nb*34]
+		for b := 0; b < nb; b++ {
+			blk := row[34*b : 34*b+34]
+			var s int32
+			for _, q := range blk[2:34] {
+				s += int32(int8(q))
+			}
+			o := rec[8*(b*M+t):]
+			binary.LittleEndian.PutUint32(o, math.Float32bits(quant.FP16ToFP32(binary.LittleEndian.Uint16(blk))))
+			binary.LittleEndian.PutUint32(o[4:], uint32(-16*s))
+		}
+	}
+}
+
+// r8Q5Check panics unless the shapes are what the kernels read: whole
+// tiles of wrb-byte rows under n1, M rows of nb Q8_0 blocks.
+func r8Q5Check(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) int {
+	nb := K / quant.QK
+	if K%quant.QK != 0 || wrb != nb*22 || n0 < 0 || M < 1 || (M > 1 && arb < nb*34) || (M > 1 && ldy < n1) {
+		panic(fmt.Sprintf("cpu: q5_0r8 mat-mul: bad shape K=%d wrb=%d M=%d arb=%d ldy=%d rows %d..%d", K, wrb, M, arb, ldy, n0, n1))
+	}
+	g1 := (n1 + quant.R8Rows - 1) / quant.R8Rows
+	_ = w[g1*quant.R8Rows*wrb-1]
+	_ = act[(M-1)*arb+nb*34-1]
+	_ = y[(M-1)*ldy+n1-1]
+	return nb
+}
+
+// r8Q5Scratch is the bytes at the start of the pooled buffer: the
+// kernels' scratch (32·4) and the outputs of one cut tile (4 rows of 8
+// floats).
+const r8Q5Scratch = 32*kr8MaxM + 4*quant.R8Rows*4
+
+// r8Q5Rows is the RowsFunc of Q5_0r8 (one activation row: decode).
+func r8Q5Rows(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
+	if n1 <= n0 {
+		return
+	}
+	nb := r8Q5Check(K, w, wrb, a, 0, 1, y, 0, n0, n1)
+	if nb == 0 {
+		clear(y[n0:n1])
+		return
+	}
+	bp := smallRecs.Get().(*[]byte)
+	b := aligned32(bp, r8Q5Scratch+8*nb)
+	r8Q5Records(b[r8Q5Scratch:], a, 0, 1, nb)
+	rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[r8Q5Scratch])), 4*nb)
+	kr8Run(&r8Q5Kernels, 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[32*kr8MaxM])))
+	smallRecs.Put(bp)
+}
+
+// r8Q5Small is the kernel of Q5_0r8 for M ≥ 2 activation rows, the
+// records taken from c when it holds them: chunks of at most 4 rows (as
+// even as possible), all of them over one span of weight tiles before the
+// next.
+func r8Q5Small(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
+	if n1 <= n0 || M <= 0 {
+		return
+	}
+	nb := r8Q5Check(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+	if nb == 0 {
+		for m := 0; m < M; m++ {
+			clear(y[m*ldy+n0 : m*ldy+n1])
+		}
+		return
+	}
+	nc := (M + kr8MaxM - 1) / kr8MaxM
+	bp := smallRecs.Get().(*[]byte)
+	// records per chunk, each chunk's rows together (the kernel's order)
+	n := 8 * nb * M
+	fill := func(dst []byte) {
+		m0 := 0
+		for i := 1; i <= nc; i++ {
+			m1 := M * i / nc
+			r8Q5Records(dst[8*nb*m0:], act[m0*arb:], arb, m1-m0, nb)
+			m0 = m1
+		}
+	}
+	var b []byte
+	if c != nil {
+		b = c.derived(actKey{act: &act[0], arb: arb, nb: nb, M: M, kind: r8Q5RecKind}, n, fill)
+	} else {
+		b = aligned32(bp, n+r8Q5Scratch)[r8Q5Scratch:]
+		fill(b)
+	}
+	scr := aligned32(bp, r8Q5Scratch)
+	tmp := (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&scr[32*kr8MaxM]))
+	span := max(quant.R8Rows, kr8SpanBytes/wrb/quant.R8Rows*quant.R8Rows)
+	for s0 := n0; s0 < n1; {
+		s1 := min(n1, (s0/quant.R8Rows+1)*quant.R8Rows+span-quant.R8Rows)
+		if nc == 1 {
+			s1 = n1
+		}
+		m0 := 0
+		for i := 1; i <= nc; i++ {
+			m1 := M * i / nc
+			rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[8*nb*m0])), 4*nb*(m1-m0))
+			kr8Run(&r8Q5Kernels, m1-m0, w, wrb, nb, act[m0*arb:], arb, rec, scr, y[m0*ldy:], ldy, s0, s1, tmp)
+			m0 = m1
+		}
+		s0 = s1
+	}
+	smallRecs.Put(bp)
+}
+
+func init() {
+	if !hasAVX2 {
+		return
+	}
+	registerRows(quant.Q5_0r8, "avx2", r8Q5Rows)
+	registerSmallCached(quant.Q5_0r8, "avx2", 2, math.MaxInt, r8Q5Small)
+	smallUpTo(quant.Q5_0r8, math.MaxInt)
+}

@@ -1,0 +1,76 @@
+package quant
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestQ5_0r8 checks the eight-row Q5_0 layout: every row unpacks to its
+// GGUF bytes (raw random bytes too, so every fifth bit must survive), Pack
+// refuses what is not whole tiles, and the oracle gives the bits of
+// DotR16 (the sixteen-row layout's order, the same per row) for the same
+// rows.
+func TestQ5_0r8(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	pt := PackedR8Legacy(Q5_0)
+	if Unpacked(pt) != Q5_0 || GroupRows(pt) != 8 || !pt.PlanOnly() || pt.VecDotType() != Q8_0 || pt.TypeSize() != 22 {
+		t.Fatalf("%s: type traits wrong", pt)
+	}
+	for _, k := range []int{32, 96, 896, 4864} {
+		nb := k / QK
+		rs := nb * 22
+		src := r16TestRows(r, Q5_0, 16, k)
+		raw := bytes.Clone(src)
+		for i := range raw[:rs*8] {
+			raw[i] = byte(r.Uint32())
+		}
+		dst := make([]byte, len(src))
+		if err := Pack(pt, dst, raw, k); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]byte, rs)
+		for n := 0; n < 16; n++ {
+			if err := UnpackRow(pt, row, dst[n/8*8*rs:], nb, n%8); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(row, raw[n*rs:(n+1)*rs]) {
+				t.Fatalf("K=%d row %d: unpacked bytes differ", k, n)
+			}
+		}
+		if err := Pack(pt, dst[:len(dst)-rs], src[:len(src)-rs], k); err == nil {
+			t.Errorf("K=%d: Pack of 15 rows did not fail", k)
+		}
+		if err := Pack(pt, dst, src, k); err != nil {
+			t.Fatal(err)
+		}
+		r16 := make([]byte, len(src))
+		if err := Pack(Q5_0r16, r16, src, k); err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, k)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		a := make([]byte, nb*blockQ8_0)
+		if err := Quantize(Q8_0, x, a); err != nil {
+			t.Fatal(err)
+		}
+		var y8 [16]float32
+		var y16 [16]float32
+		DotR8(pt, dst, a, nb, y8[:8])
+		DotR8(pt, dst[8*rs:], a, nb, y8[8:])
+		DotR16(Q5_0r16, r16, a, nb, y16[:])
+		dot := DotFor(Q5_0)
+		for n := 0; n < 16; n++ {
+			if math.Float32bits(y8[n]) != math.Float32bits(y16[n]) {
+				t.Errorf("K=%d row %d: %v, DotR16 %v", k, n, y8[n], y16[n])
+			}
+			want := dot(k, src[n*rs:(n+1)*rs], a)
+			if d := math.Abs(float64(y8[n] - want)); d > 1e-5*math.Sqrt(float64(k))*(1+math.Abs(float64(want))) {
+				t.Errorf("K=%d row %d: %v, vec_dot %v", k, n, y8[n], want)
+			}
+		}
+	}
+}
