@@ -146,6 +146,11 @@ func TestR8Q5Kernels(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("the AVX2 tier is unavailable: the CPU lacks AVX2+FMA+F16C or MINFER_NO_AVX2 dropped it")
 	}
+	form := "AVX2"
+	if hasVNNI {
+		form = "AVX-512 VNNI"
+	}
+	t.Logf("checking the %s forms of the Q5_0r8 kernels (MINFER_NO_AVX512=1 checks the AVX2 ones)", form)
 	r := rand.New(rand.NewPCG(8, 5))
 	const N = 80
 	pt := quant.Q5_0r8

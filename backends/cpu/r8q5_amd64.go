@@ -15,7 +15,8 @@ import (
 // internal/asmgen/kr8.go, genR8Q5): one kernel per activation row count
 // 1..4, more rows in chunks of at most 4 over spans of weight tiles, every
 // output the bits of quant.DotR8 of its tile (which are DotR16's). They
-// need AVX2+FMA+F16C only, so every x86-64 tier from AVX2 up runs them.
+// need AVX2+FMA+F16C only, so every x86-64 tier from AVX2 up runs them;
+// the AVX-512 VNNI tier runs VPDPBUSD forms.
 
 //go:noescape
 func r8Q5_0m1(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
@@ -29,6 +30,21 @@ func r8Q5_0m3(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float3
 //go:noescape
 func r8Q5_0m4(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
+//go:noescape
+func r8Q5_0m1v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_0m2v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_0m3v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_0m4v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+// r8Q5Kernels are the kernels by activation row count (index M-1): the
+// AVX2 forms, replaced at start-up by the AVX-512 VNNI ones (VPDPBUSD on
+// YMM, the same bits) where that tier runs.
 var r8Q5Kernels = [4]kr8Kernel{r8Q5_0m1, r8Q5_0m2, r8Q5_0m3, r8Q5_0m4}
 
 // r8Q5RecKind is the actKey kind of the kernels' records.
@@ -149,7 +165,11 @@ func init() {
 	if !hasAVX2 {
 		return
 	}
-	registerRows(quant.Q5_0r8, "avx2", r8Q5Rows)
-	registerSmallCached(quant.Q5_0r8, "avx2", 2, math.MaxInt, r8Q5Small)
+	tier := "avx2"
+	if hasVNNI {
+		r8Q5Kernels, tier = [4]kr8Kernel{r8Q5_0m1v, r8Q5_0m2v, r8Q5_0m3v, r8Q5_0m4v}, "avx512vnni"
+	}
+	registerRows(quant.Q5_0r8, tier, r8Q5Rows)
+	registerSmallCached(quant.Q5_0r8, tier, 2, math.MaxInt, r8Q5Small)
 	smallUpTo(quant.Q5_0r8, math.MaxInt)
 }

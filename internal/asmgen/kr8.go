@@ -103,8 +103,10 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 			}
 		}
 	}
-	for m := 1; m <= 4; m++ {
-		genR8Q5(a, m)
+	for _, vnni := range []bool{false, true} {
+		for m := 1; m <= 4; m++ {
+			genR8Q5(a, m, vnni)
+		}
 	}
 	for _, kind := range []kr8SKind{kr8Q6, kr8Q3, kr8Q2} {
 		for _, vnni := range []bool{false, true} {
@@ -901,8 +903,16 @@ func kr8SQuants(a *Asm, kind kr8SKind, n, g int) {
 // Registers: Y15 0x0F bytes, Y14 ones words, Y13 the fifth bits, Y0..Y3 a
 // pair of chunks' quants, Y4..Y6 temporaries, Y7+t activation row t's
 // int32 sums, Y10+t its float accumulator (M ≤ 3; M = 4: at scr+32t).
-func genR8Q5(a *Asm, M int) {
+//
+// The AVX-512 VNNI form (suffix v, YMM registers) starts each row's sums
+// at the record's −16·Σa and adds the products with one VPDPBUSD per
+// chunk half against the activation bytes broadcast from memory: the same
+// exact sums, so the same bits.
+func genR8Q5(a *Asm, M int, vnni bool) {
 	name, lbl := fmt.Sprintf("r8Q5_0m%d", M), fmt.Sprintf("r8q5_%d", M)
+	if vnni {
+		name, lbl = name+"v", lbl+"v"
+	}
 	P := func(t int) string { return fmt.Sprintf("Y%d", 7+t) }
 	acc := func(t int) string {
 		if M == 4 {
@@ -956,7 +966,18 @@ func genR8Q5(a *Asm, M int) {
 		}
 		c0, c1 := 2*hp, 2*hp+1
 		offs := []int{2 + 4*c0, 18 + 4*c0, 2 + 4*c1, 18 + 4*c1}
-		for t := 0; t < M; t++ {
+		for t := 0; t < M && vnni; t++ {
+			if hp == 0 {
+				a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), %s", 8*t+4, P(t)))
+			}
+			for i, off := range offs {
+				a.I("VPDPBUSD.BCST", fmt.Sprintf("%s, Y%d, %s", kr8Act(t, off), i, P(t)))
+			}
+			if hp == 1 {
+				r8Q5Finish(a, M, t, P(t), acc(t))
+			}
+		}
+		for t := 0; t < M && !vnni; t++ {
 			for i, off := range offs {
 				a.I("VPBROADCASTD", kr8Act(t, off)+", Y4")
 				if i == 0 {
@@ -974,17 +995,7 @@ func genR8Q5(a *Asm, M int) {
 			a.I("VPADDD", "Y6, "+P(t)+", "+P(t))
 			a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), Y4", 8*t+4))
 			a.I("VPADDD", "Y4, "+P(t)+", "+P(t))
-			a.I("VCVTDQ2PS", P(t)+", "+P(t))
-			a.I("VCVTPH2PS", "(AX), Y4")
-			a.I("VBROADCASTSS", fmt.Sprintf("%d(DI), Y5", 8*t))
-			a.I("VMULPS", "Y5, Y4, Y4")
-			if M == 4 {
-				a.I("VMOVUPS", acc(t)+", Y5")
-				a.I("VFMADD231PS", P(t)+", Y4, Y5")
-				a.I("VMOVUPS", "Y5, "+acc(t))
-			} else {
-				a.I("VFMADD231PS", P(t)+", Y4, "+acc(t))
-			}
+			r8Q5Finish(a, M, t, P(t), acc(t))
 		}
 	}
 	a.I("ADDQ", "$176, AX")
@@ -997,4 +1008,20 @@ func genR8Q5(a *Asm, M int) {
 	a.I("JNZ", lbl+"_b")
 	kr8StoreRows(a, M, acc, nil)
 	kr8Epilogue(a, lbl)
+}
+
+// r8Q5Finish converts activation row t's block sums P (the bias added) and
+// multiply-adds them by d_w·d_a into its float accumulator acc.
+func r8Q5Finish(a *Asm, M, t int, P, acc string) {
+	a.I("VCVTDQ2PS", P+", "+P)
+	a.I("VCVTPH2PS", "(AX), Y4")
+	a.I("VBROADCASTSS", fmt.Sprintf("%d(DI), Y5", 8*t))
+	a.I("VMULPS", "Y5, Y4, Y4")
+	if M == 4 {
+		a.I("VMOVUPS", acc+", Y5")
+		a.I("VFMADD231PS", P+", Y4, Y5")
+		a.I("VMOVUPS", "Y5, "+acc)
+		return
+	}
+	a.I("VFMADD231PS", P+", Y4, "+acc)
 }
