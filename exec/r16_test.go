@@ -50,11 +50,11 @@ func TestR8MatchesLlamaCpp(t *testing.T) {
 	// Q3_K and Q2_K go to the eight-row layouts only in the AVX2 tier's
 	// packing (passes.packedR8VNNI)
 	packedMatchesLlamaCpp(t, "avx2", quant.R8Rows, "llama-synth-q3_k", "llama-synth-q2_k")
-	// and Q5_0 to Q5_0r8 (the sixteen-row layouts' order)
-	packedMatchesLlamaCpp(t, "avx2", quant.R8Rows, "llama-synth-q5_0", "qwen2-synth-q4_k_m")
+	// and Q5_0, Q4_0 to Q5_0r8, Q4_0r8 (the sixteen-row layouts' order)
+	packedMatchesLlamaCpp(t, "avx2", quant.R8Rows, "llama-synth-q5_0", "llama-synth-q4_0", "qwen2-synth-q4_k_m")
 }
 
-// TestR8Q5MatchesR16: a model's Q5_0 weights in the eight-row layout
+// TestR8Q5MatchesR16: a model's Q5_0 (Q4_0) weights in the eight-row layout
 // (pack-weights avx2, AVX2 kernels) give every logit the bits they give in
 // the sixteen-row layout (pack-weights avx512, AVX-512 VNNI kernels): the
 // two layouts share one float order.
@@ -65,9 +65,15 @@ func TestR8Q5MatchesR16(t *testing.T) {
 	if _, err := cpu.NewMatMul(quant.Q5_0r8); err != nil {
 		t.Skipf("no eight-row kernels here: %v", err)
 	}
+	for _, name := range []string{"llama-synth-q5_0", "llama-synth-q4_0"} {
+		r8MatchesR16(t, name)
+	}
+}
+
+func r8MatchesR16(t *testing.T, name string) {
 	var logits [2][2][]float32
 	for i, tier := range []string{"avx2", "avx512"} {
-		f, g, mem := compilePacked(t, "llama-synth-q5_0", tier, 64)
+		f, g, mem := compilePacked(t, name, tier, 64)
 		m, err := exec.New(g, mem, packedSource(f, g), exec.Config{Threads: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +83,7 @@ func TestR8Q5MatchesR16(t *testing.T) {
 	}
 	for j, what := range []string{"batch", "step"} {
 		if n, worst := diffBits(logits[0][j], logits[1][j]); n != 0 {
-			t.Errorf("%s: %d logits of the q5_0r8 plan differ from the q5_0r16 plan's (worst %.3g)", what, n, worst)
+			t.Errorf("%s %s: %d logits of the eight-row plan differ from the sixteen-row plan's (worst %.3g)", name, what, n, worst)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // TestPackWeights: with Pack "avx2" every Q5_0 (Q4_0) weight that only
 // mat-muls (as their weight) and row lookups (as their table: the token
-// embedding) read, with a multiple of 8 (4) rows, becomes Q5_0r8 (Q4_0x4), and
+// embedding) read, with a multiple of 8 rows, becomes Q5_0r8 (Q4_0r8), and
 // with Pack "avx512" every such Q5_0 (Q8_0, Q4_0) weight with a multiple
 // of 16 rows becomes Q5_0r16 (Q8_0r16, Q4_0r16), and its readers' kernels say so; the
 // other types stay; without Pack nothing changes; an unknown tier is an
@@ -25,7 +25,7 @@ func TestPackWeights(t *testing.T) {
 		plain, x4 quant.Type
 	}{
 		{"llama-synth-q5_0", "avx2", quant.Q5_0, quant.Q5_0r8},
-		{"llama-synth-q4_0", "avx2", quant.Q4_0, quant.Q4_0x4},
+		{"llama-synth-q4_0", "avx2", quant.Q4_0, quant.Q4_0r8},
 		{"llama-synth-q5_0", "avx512", quant.Q5_0, quant.Q5_0r16},
 		{"llama-synth-q8_0", "avx512", quant.Q8_0, quant.Q8_0r16},
 		{"llama-synth-q4_0", "avx512", quant.Q4_0, quant.Q4_0r16},

@@ -34,36 +34,78 @@ import (
 // of the block's one load of fifth bits complete them.
 const Q5_0r8 Type = 1<<18 | Q5_0
 
+// Q4_0r8 is Q4_0 in the eight-row layout: Q5_0r8's without the fifth
+// bits, block b of a tile at 144·b: the 8 rows' d at 0, row r's quant
+// bytes 4c..4c+3 at 16 + 32c + 4r. Its order (quant values q−8) is
+// DotR16's too, and llama.cpp's for its repacked Q4_0
+// (ggml_gemv_q4_0_8x8_q8_0), which it runs by default on AVX2 CPUs.
+const Q4_0r8 Type = 1<<18 | Q4_0
+
 // r8Q5Block is the bytes of one block of a Q5_0r8 tile.
 const r8Q5Block = R8Rows * blockQ5_0
 
+// r8LegGeom returns, for Q5_0r8 or Q4_0r8, the GGUF block size, the
+// tile's block size and the offset of the quants in it.
+func r8LegGeom(t Type) (bs, tb, q int) {
+	if t == Q4_0r8 {
+		return blockQ4_0, R8Rows * blockQ4_0, 16
+	}
+	return blockQ5_0, r8Q5Block, 48
+}
+
 // PackedR8Legacy is the eight-row type of a legacy type t (Q5_0r8 of
-// Q5_0), 0 for any other.
+// Q5_0, Q4_0r8 of Q4_0), 0 for any other.
 func PackedR8Legacy(t Type) Type {
-	if t == Q5_0 {
+	switch t {
+	case Q5_0:
 		return Q5_0r8
+	case Q4_0:
+		return Q4_0r8
 	}
 	return 0
 }
 
-// packR8Q5 writes the rows of k elements in src (GGUF Q5_0) to dst in the
-// eight-row layout, a tile of eight rows at a time.
-func packR8Q5(dst, src []byte, k int) error {
+// packR8Leg writes the rows of k elements in src (GGUF Q5_0 or Q4_0) to
+// dst in the eight-row layout t, a tile of eight rows at a time.
+func packR8Leg(t Type, dst, src []byte, k int) error {
+	bs, tb, _ := r8LegGeom(t)
 	nb := k / QK
-	tile := R8Rows * nb * blockQ5_0
+	tile := R8Rows * nb * bs
 	if k%QK != 0 || tile == 0 || len(src)%tile != 0 || len(dst) != len(src) {
-		return fmt.Errorf("quant: Pack: %d bytes are not whole tiles of 8 q5_0 rows of %d elements", len(src), k)
+		return fmt.Errorf("quant: Pack: %d bytes are not whole tiles of 8 %s rows of %d elements", len(src), Unpacked(t), k)
 	}
 	for o := 0; o < len(src); o += tile {
 		for b := 0; b < nb; b++ {
-			sb := dst[o+b*r8Q5Block : o+(b+1)*r8Q5Block]
-			clear(sb[16:48])
+			sb := dst[o+b*tb : o+(b+1)*tb]
+			if t == Q5_0r8 {
+				clear(sb[16:48])
+			}
 			for r := 0; r < R8Rows; r++ {
-				r8Q5Row(src[o+(r*nb+b)*blockQ5_0:o+(r*nb+b+1)*blockQ5_0], sb, r, true)
+				x := src[o+(r*nb+b)*bs : o+(r*nb+b+1)*bs]
+				if t == Q4_0r8 {
+					r8Q4Row(x, sb, r, true)
+					continue
+				}
+				r8Q5Row(x, sb, r, true)
 			}
 		}
 	}
 	return nil
+}
+
+// r8Q4Row is r8Q5Row for Q4_0r8.
+func r8Q4Row(x, sb []byte, r int, pack bool) {
+	if pack {
+		copy(sb[2*r:2*r+2], x[0:2])
+		for c := 0; c < 4; c++ {
+			copy(sb[16+32*c+4*r:16+32*c+4*r+4], x[2+4*c:2+4*c+4])
+		}
+		return
+	}
+	copy(x[0:2], sb[2*r:2*r+2])
+	for c := 0; c < 4; c++ {
+		copy(x[2+4*c:2+4*c+4], sb[16+32*c+4*r:16+32*c+4*r+4])
+	}
 }
 
 // r8Q5Row copies row r's GGUF Q5_0 block x to (pack) or from (!pack) its
@@ -99,11 +141,13 @@ func r8Q5Row(x, sb []byte, r int, pack bool) {
 	}
 }
 
-// dotR8Q5 is DotR8 for Q5_0r8: a is one Q8_0 activation row of nb blocks.
-func dotR8Q5(tile, a []byte, nb int, y []float32) {
+// dotR8Q5 is DotR8 for Q5_0r8 and Q4_0r8: a is one Q8_0 activation row of
+// nb blocks.
+func dotR8Q5(t Type, tile, a []byte, nb int, y []float32) {
+	_, tb, qo := r8LegGeom(t)
 	var acc [R8Rows]float32
 	for b := 0; b < nb; b++ {
-		sb := tile[b*r8Q5Block : (b+1)*r8Q5Block]
+		sb := tile[b*tb : (b+1)*tb]
 		ya := a[b*blockQ8_0 : (b+1)*blockQ8_0]
 		da := halfAt(ya)
 		qy := ya[2:34]
@@ -111,10 +155,13 @@ func dotR8Q5(tile, a []byte, nb int, y []float32) {
 			var s int32
 			for c := 0; c < 4; c++ {
 				for i := 0; i < 4; i++ {
-					q := int32(sb[48+32*c+4*r+i])
-					hb := int32(sb[16+4*r+i])
-					lo := q&15 | (hb>>(2*c)&1)<<4 - 16
-					hi := q>>4 | (hb>>(2*c+1)&1)<<4 - 16
+					q := int32(sb[qo+32*c+4*r+i])
+					lo, hi := q&15-8, q>>4-8
+					if t == Q5_0r8 {
+						hb := int32(sb[16+4*r+i])
+						lo = q&15 | (hb>>(2*c)&1)<<4 - 16
+						hi = q>>4 | (hb>>(2*c+1)&1)<<4 - 16
+					}
 					s += lo*int32(int8(qy[4*c+i])) + hi*int32(int8(qy[16+4*c+i]))
 				}
 			}

@@ -13,15 +13,21 @@ import (
 // DotR16 (the sixteen-row layout's order, the same per row) for the same
 // rows.
 func TestQ5_0r8(t *testing.T) {
+	for _, plain := range []Type{Q5_0, Q4_0} {
+		testR8Legacy(t, plain)
+	}
+}
+
+func testR8Legacy(t *testing.T, plain Type) {
 	r := rand.New(rand.NewPCG(5, 8))
-	pt := PackedR8Legacy(Q5_0)
-	if Unpacked(pt) != Q5_0 || GroupRows(pt) != 8 || !pt.PlanOnly() || pt.VecDotType() != Q8_0 || pt.TypeSize() != 22 {
+	pt := PackedR8Legacy(plain)
+	if Unpacked(pt) != plain || GroupRows(pt) != 8 || !pt.PlanOnly() || pt.VecDotType() != Q8_0 || pt.TypeSize() != plain.TypeSize() {
 		t.Fatalf("%s: type traits wrong", pt)
 	}
 	for _, k := range []int{32, 96, 896, 4864} {
 		nb := k / QK
-		rs := nb * 22
-		src := r16TestRows(r, Q5_0, 16, k)
+		rs := nb * plain.TypeSize()
+		src := r16TestRows(r, plain, 16, k)
 		raw := bytes.Clone(src)
 		for i := range raw[:rs*8] {
 			raw[i] = byte(r.Uint32())
@@ -36,7 +42,7 @@ func TestQ5_0r8(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(row, raw[n*rs:(n+1)*rs]) {
-				t.Fatalf("K=%d row %d: unpacked bytes differ", k, n)
+				t.Fatalf("%s K=%d row %d: unpacked bytes differ", pt, k, n)
 			}
 		}
 		if err := Pack(pt, dst[:len(dst)-rs], src[:len(src)-rs], k); err == nil {
@@ -46,7 +52,7 @@ func TestQ5_0r8(t *testing.T) {
 			t.Fatal(err)
 		}
 		r16 := make([]byte, len(src))
-		if err := Pack(Q5_0r16, r16, src, k); err != nil {
+		if err := Pack(PackedR16(plain), r16, src, k); err != nil {
 			t.Fatal(err)
 		}
 		x := make([]float32, k)
@@ -61,11 +67,11 @@ func TestQ5_0r8(t *testing.T) {
 		var y16 [16]float32
 		DotR8(pt, dst, a, nb, y8[:8])
 		DotR8(pt, dst[8*rs:], a, nb, y8[8:])
-		DotR16(Q5_0r16, r16, a, nb, y16[:])
-		dot := DotFor(Q5_0)
+		DotR16(PackedR16(plain), r16, a, nb, y16[:])
+		dot := DotFor(plain)
 		for n := 0; n < 16; n++ {
 			if math.Float32bits(y8[n]) != math.Float32bits(y16[n]) {
-				t.Errorf("K=%d row %d: %v, DotR16 %v", k, n, y8[n], y16[n])
+				t.Errorf("%s K=%d row %d: %v, DotR16 %v", pt, k, n, y8[n], y16[n])
 			}
 			want := dot(k, src[n*rs:(n+1)*rs], a)
 			if d := math.Abs(float64(y8[n] - want)); d > 1e-5*math.Sqrt(float64(k))*(1+math.Abs(float64(want))) {

@@ -116,6 +116,7 @@ var table = map[Type]traits{
 	Q3_Kr8: {"q3_Kr8", QKK, 110, false, true},
 	Q2_Kr8: {"q2_Kr8", QKK, 84, false, true},
 	Q5_0r8: {"q5_0r8", QK, 22, false, true},
+	Q4_0r8: {"q4_0r8", QK, 18, false, true},
 }
 
 // Q5_0x4 is minfer's own type id (outside ggml's numbering) for Q5_0
@@ -210,7 +211,7 @@ func equalFold(a, b string) bool {
 // before a dot product with weights of type t (ggml's vec_dot_type).
 func (t Type) VecDotType() Type {
 	switch t {
-	case Q4_0, Q5_0, Q8_0, Q5_0x4, Q4_0x4, Q8_0r16, Q5_0r16, Q4_0r16, Q5_0r8:
+	case Q4_0, Q5_0, Q8_0, Q5_0x4, Q4_0x4, Q8_0r16, Q5_0r16, Q4_0r16, Q5_0r8, Q4_0r8:
 		return Q8_0
 	case Q4_1, Q5_1:
 		return Q8_1

@@ -140,7 +140,7 @@ func BenchmarkHalfDecode(b *testing.B) {
 	}
 }
 
-// TestR8Q5Kernels is TestKR8Kernels for Q5_0r8: every kernel, through
+// TestR8Q5Kernels is TestKR8Kernels for Q5_0r8 and Q4_0r8: every kernel, through
 // MatMul.Run, bit for bit against quant.DotR8 (DotR16's order).
 func TestR8Q5Kernels(t *testing.T) {
 	if !hasAVX2 {
@@ -150,17 +150,23 @@ func TestR8Q5Kernels(t *testing.T) {
 	if hasVNNI {
 		form = "AVX-512 VNNI"
 	}
-	t.Logf("checking the %s forms of the Q5_0r8 kernels (MINFER_NO_AVX512=1 checks the AVX2 ones)", form)
+	t.Logf("checking the %s forms of the Q5_0r8 and Q4_0r8 kernels (MINFER_NO_AVX512=1 checks the AVX2 ones)", form)
 	r := rand.New(rand.NewPCG(8, 5))
 	const N = 80
-	pt := quant.Q5_0r8
+	for _, plain := range []quant.Type{quant.Q5_0, quant.Q4_0} {
+		testR8LegKernels(t, r, plain, N)
+	}
+}
+
+func testR8LegKernels(t *testing.T, r *rand.Rand, plain quant.Type, N int) {
+	pt := quant.PackedR8Legacy(plain)
 	k, err := NewMatMul(pt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, K := range []int{32, 96, 896, 4864} {
 		for kind := 0; kind < 3; kind++ {
-			src, wrb := rowTestWeights(t, r, quant.Q5_0, N, K, kind)
+			src, wrb := rowTestWeights(t, r, plain, N, K, kind)
 			w := make([]byte, len(src))
 			if err := quant.Pack(pt, w, src, K); err != nil {
 				t.Fatal(err)
@@ -194,54 +200,59 @@ func TestR8Q5Kernels(t *testing.T) {
 	}
 }
 
-// BenchmarkR8Q5 times the eight-row Q5_0 kernels beside the GGUF and
+// BenchmarkR8Q5 times the eight-row Q5_0 and Q4_0 kernels beside the GGUF and
 // four-row layouts' (the paths MatMul.Run takes for each on this tier),
 // per weight row and activation row, N = 1024 rows in L2.
 func BenchmarkR8Q5(b *testing.B) {
 	const N = 1024
 	r := rand.New(rand.NewPCG(18, 5))
-	for _, K := range []int{896, 4864} {
-		src, _ := rowTestWeights(b, r, quant.Q5_0, N, K, 0)
-		for _, wt := range []quant.Type{quant.Q5_0, quant.Q5_0x4, quant.Q5_0r8} {
-			k, err := NewMatMul(wt)
-			if err != nil {
-				b.Logf("%s: %v", wt, err)
-				continue
-			}
-			w := src
-			if wt != quant.Q5_0 {
-				w = make([]byte, len(src))
-				if err := quant.Pack(wt, w, src, K); err != nil {
-					b.Fatal(err)
+	for _, tc := range []struct{ plain, x4, r8 quant.Type }{{quant.Q5_0, quant.Q5_0x4, quant.Q5_0r8}, {quant.Q4_0, quant.Q4_0x4, quant.Q4_0r8}} {
+		for _, K := range []int{896, 4864} {
+			src, _ := rowTestWeights(b, r, tc.plain, N, K, 0)
+			for _, wt := range []quant.Type{tc.plain, tc.x4, tc.r8} {
+				k, err := NewMatMul(wt)
+				if err != nil {
+					b.Logf("%s: %v", wt, err)
+					continue
 				}
-			}
-			arb := k.ActRowBytes(K)
-			for _, M := range []int{1, 4, 64} {
-				x := make([]float32, M*K)
-				for i := range x {
-					x[i] = float32(r.NormFloat64())
-				}
-				act := make([]byte, M*arb)
-				k.QuantizeRows(x, K, 0, M, act)
-				y := make([]float32, M*N)
-				b.Run(fmt.Sprintf("%s/K=%d/M=%d", wt, K, M), func(b *testing.B) {
-					for b.Loop() {
-						k.Run(K, w, act, M, y, N, 0, N)
+				w := src
+				if wt != tc.plain {
+					w = make([]byte, len(src))
+					if err := quant.Pack(wt, w, src, K); err != nil {
+						b.Fatal(err)
 					}
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N/float64(M), "ns/row/tok")
-				})
+				}
+				arb := k.ActRowBytes(K)
+				for _, M := range []int{1, 4, 64} {
+					x := make([]float32, M*K)
+					for i := range x {
+						x[i] = float32(r.NormFloat64())
+					}
+					act := make([]byte, M*arb)
+					k.QuantizeRows(x, K, 0, M, act)
+					y := make([]float32, M*N)
+					b.Run(fmt.Sprintf("%s/K=%d/M=%d", wt, K, M), func(b *testing.B) {
+						for b.Loop() {
+							k.Run(K, w, act, M, y, N, 0, N)
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N/float64(M), "ns/row/tok")
+					})
+				}
 			}
 		}
 	}
 }
 
-// BenchmarkR8Q5Decode is BenchmarkKR8Decode for Q5_0 in its three layouts.
+// BenchmarkR8Q5Decode is BenchmarkKR8Decode for Q5_0 and Q4_0 in their
+// three layouts.
 func BenchmarkR8Q5Decode(b *testing.B) {
 	r := rand.New(rand.NewPCG(20, 5))
 	var dram []byte
-	for _, K := range []int{896, 4864} {
-		for _, wt := range []quant.Type{quant.Q5_0, quant.Q5_0x4, quant.Q5_0r8} {
-			packedDecodeVsRead(b, r, &dram, quant.Q5_0, wt, K)
+	for _, plain := range []quant.Type{quant.Q5_0, quant.Q4_0} {
+		for _, K := range []int{896, 4864} {
+			for _, wt := range []quant.Type{plain, quant.PackedX4(plain), quant.PackedR8Legacy(plain)} {
+				packedDecodeVsRead(b, r, &dram, plain, wt, K)
+			}
 		}
 	}
 }

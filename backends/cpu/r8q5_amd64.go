@@ -11,7 +11,7 @@ import (
 	"github.com/minfer/minfer/quant"
 )
 
-// The AVX2 kernels of the eight-row Q5_0 layout Q5_0r8 (quant/q5_0r8.go;
+// The AVX2 kernels of the eight-row legacy layouts Q5_0r8 and Q4_0r8 (quant/q5_0r8.go;
 // internal/asmgen/kr8.go, genR8Q5): one kernel per activation row count
 // 1..4, more rows in chunks of at most 4 over spans of weight tiles, every
 // output the bits of quant.DotR8 of its tile (which are DotR16's). They
@@ -42,18 +42,60 @@ func r8Q5_0m3v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float
 //go:noescape
 func r8Q5_0m4v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
-// r8Q5Kernels are the kernels by activation row count (index M-1): the
-// AVX2 forms, replaced at start-up by the AVX-512 VNNI ones (VPDPBUSD on
-// YMM, the same bits) where that tier runs.
-var r8Q5Kernels = [4]kr8Kernel{r8Q5_0m1, r8Q5_0m2, r8Q5_0m3, r8Q5_0m4}
+//go:noescape
+func r8Q4_0m1(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_0m2(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_0m3(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_0m4(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_0m1v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_0m2v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_0m3v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_0m4v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+// r8LegKernels are the kernels of Q5_0r8 and Q4_0r8 by activation row
+// count (index M-1): the AVX2 forms, replaced at start-up by the AVX-512
+// VNNI ones (VPDPBUSD on YMM, the same bits) where that tier runs.
+var r8LegKernels = map[quant.Type]*[4]kr8Kernel{
+	quant.Q5_0r8: {r8Q5_0m1, r8Q5_0m2, r8Q5_0m3, r8Q5_0m4},
+	quant.Q4_0r8: {r8Q4_0m1, r8Q4_0m2, r8Q4_0m3, r8Q4_0m4},
+}
+
+// r8LegVNNI are the AVX-512 VNNI forms of r8LegKernels.
+var r8LegVNNI = map[quant.Type]*[4]kr8Kernel{
+	quant.Q5_0r8: {r8Q5_0m1v, r8Q5_0m2v, r8Q5_0m3v, r8Q5_0m4v},
+	quant.Q4_0r8: {r8Q4_0m1v, r8Q4_0m2v, r8Q4_0m3v, r8Q4_0m4v},
+}
+
+// r8LegBias is the factor of Σa in the records of eight-row layout t:
+// its quants' offset, negated.
+func r8LegBias(t quant.Type) int32 {
+	if t == quant.Q4_0r8 {
+		return -8
+	}
+	return -16
+}
 
 // r8Q5RecKind is the actKey kind of the kernels' records.
 const r8Q5RecKind = 809
 
 // r8Q5Records writes the records of M Q8_0 activation rows (arb bytes
 // apart) of nb blocks: per block b and row t, at 8·(b·M+t), d_a as a
-// float32 and −16·Σ a as an int32.
-func r8Q5Records(rec []byte, act []byte, arb, M, nb int) {
+// float32 and bias·Σ a as an int32.
+func r8Q5Records(rec []byte, act []byte, arb, M, nb int, bias int32) {
 	_ = rec[8*nb*M-1]
 	for t := 0; t < M; t++ {
 		row := act[t*arb : t*arb+nb*34]
@@ -65,17 +107,17 @@ func r8Q5Records(rec []byte, act []byte, arb, M, nb int) {
 			}
 			o := rec[8*(b*M+t):]
 			binary.LittleEndian.PutUint32(o, math.Float32bits(quant.FP16ToFP32(binary.LittleEndian.Uint16(blk))))
-			binary.LittleEndian.PutUint32(o[4:], uint32(-16*s))
+			binary.LittleEndian.PutUint32(o[4:], uint32(bias*s))
 		}
 	}
 }
 
 // r8Q5Check panics unless the shapes are what the kernels read: whole
 // tiles of wrb-byte rows under n1, M rows of nb Q8_0 blocks.
-func r8Q5Check(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) int {
+func r8Q5Check(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int) int {
 	nb := K / quant.QK
-	if K%quant.QK != 0 || wrb != nb*22 || n0 < 0 || M < 1 || (M > 1 && arb < nb*34) || (M > 1 && ldy < n1) {
-		panic(fmt.Sprintf("cpu: q5_0r8 mat-mul: bad shape K=%d wrb=%d M=%d arb=%d ldy=%d rows %d..%d", K, wrb, M, arb, ldy, n0, n1))
+	if K%quant.QK != 0 || wrb != nb*t.TypeSize() || n0 < 0 || M < 1 || (M > 1 && arb < nb*34) || (M > 1 && ldy < n1) {
+		panic(fmt.Sprintf("cpu: %s mat-mul: bad shape K=%d wrb=%d M=%d arb=%d ldy=%d rows %d..%d", t, K, wrb, M, arb, ldy, n0, n1))
 	}
 	g1 := (n1 + quant.R8Rows - 1) / quant.R8Rows
 	_ = w[g1*quant.R8Rows*wrb-1]
@@ -89,33 +131,46 @@ func r8Q5Check(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ld
 // floats).
 const r8Q5Scratch = 32*kr8MaxM + 4*quant.R8Rows*4
 
-// r8Q5Rows is the RowsFunc of Q5_0r8 (one activation row: decode).
-func r8Q5Rows(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
+// r8Q5Rows is the RowsFunc of Q5_0r8 or Q4_0r8 (one activation row:
+// decode).
+func r8Q5Rows(t quant.Type) RowsFunc {
+	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
+		r8Q5RowsRun(t, K, w, wrb, a, y, n0, n1)
+	}
+}
+
+func r8Q5RowsRun(t quant.Type, K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
 	if n1 <= n0 {
 		return
 	}
-	nb := r8Q5Check(K, w, wrb, a, 0, 1, y, 0, n0, n1)
+	nb := r8Q5Check(t, K, w, wrb, a, 0, 1, y, 0, n0, n1)
 	if nb == 0 {
 		clear(y[n0:n1])
 		return
 	}
 	bp := smallRecs.Get().(*[]byte)
 	b := aligned32(bp, r8Q5Scratch+8*nb)
-	r8Q5Records(b[r8Q5Scratch:], a, 0, 1, nb)
+	r8Q5Records(b[r8Q5Scratch:], a, 0, 1, nb, r8LegBias(t))
 	rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[r8Q5Scratch])), 4*nb)
-	kr8Run(&r8Q5Kernels, 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[32*kr8MaxM])))
+	kr8Run(r8LegKernels[t], 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[32*kr8MaxM])))
 	smallRecs.Put(bp)
 }
 
-// r8Q5Small is the kernel of Q5_0r8 for M ≥ 2 activation rows, the
-// records taken from c when it holds them: chunks of at most 4 rows (as
-// even as possible), all of them over one span of weight tiles before the
-// next.
-func r8Q5Small(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
+// r8Q5Small is the kernel of Q5_0r8 or Q4_0r8 for M ≥ 2 activation
+// rows, the records taken from c when it holds them: chunks of at most 4
+// rows (as even as possible), all of them over one span of weight tiles
+// before the next.
+func r8Q5Small(t quant.Type) GemmCachedFunc {
+	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
+		r8Q5SmallRun(t, K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
+	}
+}
+
+func r8Q5SmallRun(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
 	if n1 <= n0 || M <= 0 {
 		return
 	}
-	nb := r8Q5Check(K, w, wrb, act, arb, M, y, ldy, n0, n1)
+	nb := r8Q5Check(t, K, w, wrb, act, arb, M, y, ldy, n0, n1)
 	if nb == 0 {
 		for m := 0; m < M; m++ {
 			clear(y[m*ldy+n0 : m*ldy+n1])
@@ -130,13 +185,14 @@ func r8Q5Small(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ld
 		m0 := 0
 		for i := 1; i <= nc; i++ {
 			m1 := M * i / nc
-			r8Q5Records(dst[8*nb*m0:], act[m0*arb:], arb, m1-m0, nb)
+			r8Q5Records(dst[8*nb*m0:], act[m0*arb:], arb, m1-m0, nb, r8LegBias(t))
 			m0 = m1
 		}
 	}
 	var b []byte
 	if c != nil {
-		b = c.derived(actKey{act: &act[0], arb: arb, nb: nb, M: M, kind: r8Q5RecKind}, n, fill)
+		// the records depend on the bias: one kind per layout
+		b = c.derived(actKey{act: &act[0], arb: arb, nb: nb, M: M, kind: r8Q5RecKind + int(t&0xff)}, n, fill)
 	} else {
 		b = aligned32(bp, n+r8Q5Scratch)[r8Q5Scratch:]
 		fill(b)
@@ -153,7 +209,7 @@ func r8Q5Small(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ld
 		for i := 1; i <= nc; i++ {
 			m1 := M * i / nc
 			rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[8*nb*m0])), 4*nb*(m1-m0))
-			kr8Run(&r8Q5Kernels, m1-m0, w, wrb, nb, act[m0*arb:], arb, rec, scr, y[m0*ldy:], ldy, s0, s1, tmp)
+			kr8Run(r8LegKernels[t], m1-m0, w, wrb, nb, act[m0*arb:], arb, rec, scr, y[m0*ldy:], ldy, s0, s1, tmp)
 			m0 = m1
 		}
 		s0 = s1
@@ -165,11 +221,13 @@ func init() {
 	if !hasAVX2 {
 		return
 	}
-	tier := "avx2"
-	if hasVNNI {
-		r8Q5Kernels, tier = [4]kr8Kernel{r8Q5_0m1v, r8Q5_0m2v, r8Q5_0m3v, r8Q5_0m4v}, "avx512vnni"
+	for _, t := range []quant.Type{quant.Q5_0r8, quant.Q4_0r8} {
+		tier := "avx2"
+		if hasVNNI {
+			r8LegKernels[t], tier = r8LegVNNI[t], "avx512vnni"
+		}
+		registerRows(t, tier, r8Q5Rows(t))
+		registerSmallCached(t, tier, 2, math.MaxInt, r8Q5Small(t))
+		smallUpTo(t, math.MaxInt)
 	}
-	registerRows(quant.Q5_0r8, tier, r8Q5Rows)
-	registerSmallCached(quant.Q5_0r8, tier, 2, math.MaxInt, r8Q5Small)
-	smallUpTo(quant.Q5_0r8, math.MaxInt)
 }

@@ -103,9 +103,11 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 			}
 		}
 	}
-	for _, vnni := range []bool{false, true} {
-		for m := 1; m <= 4; m++ {
-			genR8Q5(a, m, vnni)
+	for _, q4 := range []bool{false, true} {
+		for _, vnni := range []bool{false, true} {
+			for m := 1; m <= 4; m++ {
+				genR8Q5(a, m, vnni, q4)
+			}
 		}
 	}
 	for _, kind := range []kr8SKind{kr8Q6, kr8Q3, kr8Q2} {
@@ -908,8 +910,16 @@ func kr8SQuants(a *Asm, kind kr8SKind, n, g int) {
 // at the record's −16·Σa and adds the products with one VPDPBUSD per
 // chunk half against the activation bytes broadcast from memory: the same
 // exact sums, so the same bits.
-func genR8Q5(a *Asm, M int, vnni bool) {
+//
+// Q4_0r8's kernel (q4) is the same without the fifth bits: its blocks are
+// 144 bytes, the quants at 16, the record's bias −8·Σa.
+func genR8Q5(a *Asm, M int, vnni, q4 bool) {
 	name, lbl := fmt.Sprintf("r8Q5_0m%d", M), fmt.Sprintf("r8q5_%d", M)
+	bsz, qo := 176, 48
+	if q4 {
+		name, lbl = fmt.Sprintf("r8Q4_0m%d", M), fmt.Sprintf("r8q4_%d", M)
+		bsz, qo = 144, 16
+	}
 	if vnni {
 		name, lbl = name+"v", lbl+"v"
 	}
@@ -935,20 +945,25 @@ func genR8Q5(a *Asm, M int, vnni bool) {
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_b")
 	if M == 1 {
-		for o := 0; o < 176; o += 64 {
+		for o := 0; o < bsz; o += 64 {
 			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
 		}
 	}
-	a.I("VMOVDQU", "16(AX), Y13")
+	if !q4 {
+		a.I("VMOVDQU", "16(AX), Y13")
+	}
 	for hp := 0; hp < 2; hp++ {
 		for cc := 0; cc < 2; cc++ {
 			c := 2*hp + cc
 			lo, hi := fmt.Sprintf("Y%d", 2*cc), fmt.Sprintf("Y%d", 2*cc+1)
-			a.I("VMOVDQU", fmt.Sprintf("%d(AX), %s", 48+32*c, lo))
+			a.I("VMOVDQU", fmt.Sprintf("%d(AX), %s", qo+32*c, lo))
 			a.I("VPSRLW", "$4, "+lo+", "+hi)
 			a.I("VPAND", "Y15, "+lo+", "+lo)
 			a.I("VPAND", "Y15, "+hi+", "+hi)
 			for h, dst := range []string{lo, hi} {
+				if q4 {
+					break
+				}
 				// bit 2c+h of each fifth-bit byte to bit 4 (16-bit shifts
 				// by at most 4 move no other byte's bit there)
 				switch k := 4 - (2*c + h); {
@@ -998,7 +1013,7 @@ func genR8Q5(a *Asm, M int, vnni bool) {
 			r8Q5Finish(a, M, t, P(t), acc(t))
 		}
 	}
-	a.I("ADDQ", "$176, AX")
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", bsz))
 	a.I("ADDQ", "$34, SI")
 	if M > 3 {
 		a.I("ADDQ", "$34, R9")
