@@ -50,8 +50,9 @@ func TestR8MatchesLlamaCpp(t *testing.T) {
 	// Q3_K and Q2_K go to the eight-row layouts only in the AVX2 tier's
 	// packing (passes.packedR8VNNI)
 	packedMatchesLlamaCpp(t, "avx2", quant.R8Rows, "llama-synth-q3_k", "llama-synth-q2_k")
-	// and Q5_0, Q4_0 to Q5_0r8, Q4_0r8 (the sixteen-row layouts' order)
-	packedMatchesLlamaCpp(t, "avx2", quant.R8Rows, "llama-synth-q5_0", "llama-synth-q4_0", "qwen2-synth-q4_k_m")
+	// and Q5_0, Q4_0 to Q5_0r8, Q4_0r8 (the sixteen-row layouts' order),
+	// Q5_1, Q4_1 to Q5_1r8, Q4_1r8
+	packedMatchesLlamaCpp(t, "avx2", quant.R8Rows, "llama-synth-q5_0", "llama-synth-q4_0", "llama-synth-q5_1", "llama-synth-q4_1", "qwen2-synth-q4_k_m")
 }
 
 // TestR8Q5MatchesR16: a model's Q5_0 (Q4_0) weights in the eight-row layout

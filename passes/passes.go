@@ -24,7 +24,7 @@ type Options struct {
 	// f32, f16 and q8_0 caches) instead of the non-flash ones.
 	FlashAttn bool
 	// Pack names the SIMD tier whose weight layouts pack-weights writes:
-	// "avx2" (Q5_0 mat-mul weights to Q5_0r8, Q4_0 to Q4_0x4), "avx512"
+	// "avx2" (Q5_0, Q4_0, Q5_1, Q4_1 mat-mul weights to Q5_0r8 .. Q4_1r8), "avx512"
 	// (Q8_0, Q5_0 and Q4_0 to Q8_0r16, Q5_0r16, Q4_0r16: another float order, see
 	// quant/r16.go), both with K-quants to the eight-row layouts (another
 	// float order, see quant/kr8.go: "avx2" Q2_K..Q6_K, "avx512" Q4_K..Q6_K),
@@ -526,11 +526,11 @@ func packedR8VNNI(t quant.Type) quant.Type {
 // packWeights rewrites the type of mat-mul weights to minfer's own
 // layouts for a SIMD tier (o.Pack):
 //
-//   - "avx2": Q5_0 to Q5_0r8 (quant/q5_0r8.go: eight rows in the lanes of
-//     a YMM register, the sixteen-row layouts' float order, so the same
-//     bits as Q5_0r16), Q4_0 to Q4_0x4 (quant/q4_0x4.go: the same bytes per
-//     row, four rows' blocks together, ggml's vec_dot float order), and
-//     the K-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K to Q2_Kr8 .. Q6_Kr8;
+//   - "avx2": Q5_0, Q4_0, Q5_1, Q4_1 to Q5_0r8 .. Q4_1r8 (quant/q5_0r8.go:
+//     eight rows in the lanes of a YMM register; for Q5_0 and Q4_0 the
+//     sixteen-row layouts' float order, so the same bits as Q5_0r16,
+//     Q4_0r16), and the K-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K to Q2_Kr8 ..
+//     Q6_Kr8;
 //   - "avx512": Q8_0, Q5_0 and Q4_0 to Q8_0r16, Q5_0r16 and Q4_0r16
 //     (quant/r16.go: the same bytes per row, sixteen rows together, for
 //     the AVX-512 VNNI kernels that put a row in each lane), and Q4_K,

@@ -182,14 +182,10 @@ func unpackRowR8(t Type, dst, group []byte, nb, r int) error {
 	if r < 0 || r >= R8Rows || len(dst) < nb*bs || len(group) < R8Rows*nb*bs {
 		return fmt.Errorf("quant: UnpackRow: %s row %d of %d blocks from %d into %d bytes", t, r, nb, len(group), len(dst))
 	}
-	if t == Q5_0r8 || t == Q4_0r8 {
-		_, tb, _ := r8LegGeom(t)
+	if PackedR8Legacy(Unpacked(t)) == t {
+		g := r8LegGeom(t)
 		for b := 0; b < nb; b++ {
-			if t == Q4_0r8 {
-				r8Q4Row(dst[b*bs:(b+1)*bs], group[b*tb:(b+1)*tb], r, false)
-				continue
-			}
-			r8Q5Row(dst[b*bs:(b+1)*bs], group[b*tb:(b+1)*tb], r, false)
+			r8LegRow(g, dst[b*bs:(b+1)*bs], group[b*g.tb:(b+1)*g.tb], r, false)
 		}
 		return nil
 	}
@@ -284,8 +280,8 @@ func DotR8(t Type, tile, a []byte, nb int, y []float32) {
 		dotR8Q6(tile, a, nb, y)
 		return
 	}
-	if t == Q5_0r8 || t == Q4_0r8 {
-		dotR8Q5(t, tile, a, nb, y)
+	if PackedR8Legacy(Unpacked(t)) == t {
+		dotR8Leg(t, tile, a, nb, y)
 		return
 	}
 	if t == Q3_Kr8 || t == Q2_Kr8 {

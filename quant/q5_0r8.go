@@ -41,133 +41,153 @@ const Q5_0r8 Type = 1<<18 | Q5_0
 // (ggml_gemv_q4_0_8x8_q8_0), which it runs by default on AVX2 CPUs.
 const Q4_0r8 Type = 1<<18 | Q4_0
 
-// r8Q5Block is the bytes of one block of a Q5_0r8 tile.
-const r8Q5Block = R8Rows * blockQ5_0
+// Q5_1r8 and Q4_1r8 are Q5_1 and Q4_1 in the eight-row layout: Q5_0r8's
+// and Q4_0r8's with the 8 rows' m (f16) at 16 and everything after it 16
+// bytes further (blocks of 192 and 160 bytes), the quants unsigned (no
+// offset), against Q8_1 activations (d_a, s_a = d_a·Σa). Per (row,
+// activation row, block)
+//
+//	acc  = fma(float32(d_w·d_a), float32(Σ_i x_i·y_i), acc)
+//	accm = fma(m_w, s_a, accm)                                result acc + accm
+//
+// (ggml's vec_dot sums the m·s products apart too and adds them at the
+// end; llama.cpp has no repacked Q4_1/Q5_1 kernels).
+const (
+	Q5_1r8 Type = 1<<18 | Q5_1
+	Q4_1r8 Type = 1<<18 | Q4_1
+)
 
-// r8LegGeom returns, for Q5_0r8 or Q4_0r8, the GGUF block size, the
-// tile's block size and the offset of the quants in it.
-func r8LegGeom(t Type) (bs, tb, q int) {
-	if t == Q4_0r8 {
-		return blockQ4_0, R8Rows * blockQ4_0, 16
+// r8Leg is the geometry of an eight-row legacy layout: GGUF block bytes,
+// tile block bytes, offsets in the tile block of the quants, fifth bits
+// (−1: none) and m (−1: none), offsets in the GGUF block of the quants, qh
+// and m, and the quants' offset (subtracted).
+type r8Leg struct{ bs, tb, q, h, m, xq, xh, xm, off int }
+
+// r8LegGeom returns the geometry of Q5_0r8, Q4_0r8, Q5_1r8 or Q4_1r8.
+func r8LegGeom(t Type) r8Leg {
+	switch t {
+	case Q4_0r8:
+		return r8Leg{blockQ4_0, 144, 16, -1, -1, 2, -1, -1, 8}
+	case Q5_1r8:
+		return r8Leg{blockQ5_1, 192, 64, 32, 16, 8, 4, 2, 0}
+	case Q4_1r8:
+		return r8Leg{blockQ4_1, 160, 32, -1, 16, 4, -1, 2, 0}
 	}
-	return blockQ5_0, r8Q5Block, 48
+	return r8Leg{blockQ5_0, 176, 48, 16, -1, 6, 2, -1, 16}
 }
 
 // PackedR8Legacy is the eight-row type of a legacy type t (Q5_0r8 of
-// Q5_0, Q4_0r8 of Q4_0), 0 for any other.
+// Q5_0, …, Q4_1r8 of Q4_1), 0 for any other.
 func PackedR8Legacy(t Type) Type {
 	switch t {
-	case Q5_0:
-		return Q5_0r8
-	case Q4_0:
-		return Q4_0r8
+	case Q5_0, Q4_0, Q5_1, Q4_1:
+		return 1<<18 | t
 	}
 	return 0
 }
 
-// packR8Leg writes the rows of k elements in src (GGUF Q5_0 or Q4_0) to
+// packR8Leg writes the rows of k elements in src (GGUF Unpacked(t)) to
 // dst in the eight-row layout t, a tile of eight rows at a time.
 func packR8Leg(t Type, dst, src []byte, k int) error {
-	bs, tb, _ := r8LegGeom(t)
+	g := r8LegGeom(t)
 	nb := k / QK
-	tile := R8Rows * nb * bs
+	tile := R8Rows * nb * g.bs
 	if k%QK != 0 || tile == 0 || len(src)%tile != 0 || len(dst) != len(src) {
 		return fmt.Errorf("quant: Pack: %d bytes are not whole tiles of 8 %s rows of %d elements", len(src), Unpacked(t), k)
 	}
 	for o := 0; o < len(src); o += tile {
 		for b := 0; b < nb; b++ {
-			sb := dst[o+b*tb : o+(b+1)*tb]
-			if t == Q5_0r8 {
-				clear(sb[16:48])
+			sb := dst[o+b*g.tb : o+(b+1)*g.tb]
+			if g.h >= 0 {
+				clear(sb[g.h : g.h+32])
 			}
 			for r := 0; r < R8Rows; r++ {
-				x := src[o+(r*nb+b)*bs : o+(r*nb+b+1)*bs]
-				if t == Q4_0r8 {
-					r8Q4Row(x, sb, r, true)
-					continue
-				}
-				r8Q5Row(x, sb, r, true)
+				r8LegRow(g, src[o+(r*nb+b)*g.bs:o+(r*nb+b+1)*g.bs], sb, r, true)
 			}
 		}
 	}
 	return nil
 }
 
-// r8Q4Row is r8Q5Row for Q4_0r8.
-func r8Q4Row(x, sb []byte, r int, pack bool) {
-	if pack {
-		copy(sb[2*r:2*r+2], x[0:2])
-		for c := 0; c < 4; c++ {
-			copy(sb[16+32*c+4*r:16+32*c+4*r+4], x[2+4*c:2+4*c+4])
+// r8LegRow copies row r's GGUF block x to (pack) or from (!pack) its
+// place in block sb of an eight-row tile of geometry g. Packing ORs the
+// fifth bits into the tile, which the caller clears first.
+func r8LegRow(g r8Leg, x, sb []byte, r int, pack bool) {
+	cp := func(tile, gguf []byte) {
+		if pack {
+			copy(tile, gguf)
+		} else {
+			copy(gguf, tile)
 		}
+	}
+	cp(sb[2*r:2*r+2], x[0:2])
+	if g.m >= 0 {
+		cp(sb[g.m+2*r:g.m+2*r+2], x[g.xm:g.xm+2])
+	}
+	for c := 0; c < 4; c++ {
+		cp(sb[g.q+32*c+4*r:g.q+32*c+4*r+4], x[g.xq+4*c:g.xq+4*c+4])
+	}
+	if g.h < 0 {
 		return
 	}
-	copy(x[0:2], sb[2*r:2*r+2])
-	for c := 0; c < 4; c++ {
-		copy(x[2+4*c:2+4*c+4], sb[16+32*c+4*r:16+32*c+4*r+4])
-	}
-}
-
-// r8Q5Row copies row r's GGUF Q5_0 block x to (pack) or from (!pack) its
-// place in block sb of an eight-row tile. Packing ORs the fifth bits into
-// the tile, which the caller clears first.
-func r8Q5Row(x, sb []byte, r int, pack bool) {
+	qh := x[g.xh : g.xh+4]
 	if !pack {
-		clear(x[2:6])
+		clear(qh)
 	}
 	for c := 0; c < 4; c++ {
 		for i := 0; i < 4; i++ {
-			p := 16 + 4*r + i
+			p := g.h + 4*r + i
 			for h := 0; h < 2; h++ {
 				e := 16*h + 4*c + i // the element
 				if pack {
-					sb[p] |= (x[2+e/8] >> (e % 8) & 1) << (2*c + h)
+					sb[p] |= (qh[e/8] >> (e % 8) & 1) << (2*c + h)
 				} else {
-					x[2+e/8] |= (sb[p] >> (2*c + h) & 1) << (e % 8)
+					qh[e/8] |= (sb[p] >> (2*c + h) & 1) << (e % 8)
 				}
 			}
 		}
 	}
-	if pack {
-		copy(sb[2*r:2*r+2], x[0:2])
-		for c := 0; c < 4; c++ {
-			copy(sb[48+32*c+4*r:48+32*c+4*r+4], x[6+4*c:6+4*c+4])
-		}
-		return
-	}
-	copy(x[0:2], sb[2*r:2*r+2])
-	for c := 0; c < 4; c++ {
-		copy(x[6+4*c:6+4*c+4], sb[48+32*c+4*r:48+32*c+4*r+4])
-	}
 }
 
-// dotR8Q5 is DotR8 for Q5_0r8 and Q4_0r8: a is one Q8_0 activation row of
-// nb blocks.
-func dotR8Q5(t Type, tile, a []byte, nb int, y []float32) {
-	_, tb, qo := r8LegGeom(t)
-	var acc [R8Rows]float32
+// dotR8Leg is DotR8 for the eight-row legacy layouts: a is one Q8_0 (Q8_1
+// for Q5_1r8, Q4_1r8) activation row of nb blocks.
+func dotR8Leg(t Type, tile, a []byte, nb int, y []float32) {
+	g := r8LegGeom(t)
+	ab := blockQ8_0
+	if g.m >= 0 {
+		ab = blockQ8_1
+	}
+	var acc, accm [R8Rows]float32
 	for b := 0; b < nb; b++ {
-		sb := tile[b*tb : (b+1)*tb]
-		ya := a[b*blockQ8_0 : (b+1)*blockQ8_0]
+		sb := tile[b*g.tb : (b+1)*g.tb]
+		ya := a[b*ab : (b+1)*ab]
 		da := halfAt(ya)
-		qy := ya[2:34]
+		qy := ya[ab-32 : ab]
 		for r := 0; r < R8Rows; r++ {
 			var s int32
 			for c := 0; c < 4; c++ {
 				for i := 0; i < 4; i++ {
-					q := int32(sb[qo+32*c+4*r+i])
-					lo, hi := q&15-8, q>>4-8
-					if t == Q5_0r8 {
-						hb := int32(sb[16+4*r+i])
-						lo = q&15 | (hb>>(2*c)&1)<<4 - 16
-						hi = q>>4 | (hb>>(2*c+1)&1)<<4 - 16
+					q := int32(sb[g.q+32*c+4*r+i])
+					lo, hi := q&15, q>>4
+					if g.h >= 0 {
+						hb := int32(sb[g.h+4*r+i])
+						lo |= (hb >> (2 * c) & 1) << 4
+						hi |= (hb >> (2*c + 1) & 1) << 4
 					}
-					s += lo*int32(int8(qy[4*c+i])) + hi*int32(int8(qy[16+4*c+i]))
+					s += (lo-int32(g.off))*int32(int8(qy[4*c+i])) + (hi-int32(g.off))*int32(int8(qy[16+4*c+i]))
 				}
 			}
 			d := float32(halfAt(sb[2*r:]) * da)
 			acc[r] = ggmlf32.FMA32(d, float32(s), acc[r])
+			if g.m >= 0 {
+				accm[r] = ggmlf32.FMA32(halfAt(sb[g.m+2*r:]), halfAt(ya[2:]), accm[r])
+			}
 		}
 	}
-	copy(y[:R8Rows], acc[:])
+	for r := range R8Rows {
+		y[r] = acc[r]
+		if g.m >= 0 {
+			y[r] = acc[r] + accm[r]
+		}
+	}
 }

@@ -110,6 +110,10 @@ func Unpacked(t Type) Type {
 		return Q5_0
 	case Q4_0r8:
 		return Q4_0
+	case Q5_1r8:
+		return Q5_1
+	case Q4_1r8:
+		return Q4_1
 	}
 	return 0
 }
@@ -122,7 +126,7 @@ func GroupRows(t Type) int {
 		return 4
 	case Q8_0r16, Q5_0r16, Q4_0r16:
 		return R16Rows
-	case Q2_Kr8, Q3_Kr8, Q4_Kr8, Q5_Kr8, Q6_Kr8, Q5_0r8, Q4_0r8:
+	case Q2_Kr8, Q3_Kr8, Q4_Kr8, Q5_Kr8, Q6_Kr8, Q5_0r8, Q4_0r8, Q5_1r8, Q4_1r8:
 		return R8Rows
 	}
 	return 0
@@ -137,7 +141,7 @@ func Pack(t Type, dst, src []byte, k int) error {
 		return PackX4(Unpacked(t), dst, src, k)
 	case Q2_Kr8, Q3_Kr8, Q4_Kr8, Q5_Kr8, Q6_Kr8:
 		return packR8(t, dst, src, k)
-	case Q5_0r8, Q4_0r8:
+	case Q5_0r8, Q4_0r8, Q5_1r8, Q4_1r8:
 		return packR8Leg(t, dst, src, k)
 	case Q8_0r16, Q5_0r16, Q4_0r16:
 	default:
@@ -201,7 +205,7 @@ func UnpackRow(t Type, dst, group []byte, nb, r int) error {
 	switch t {
 	case Q5_0x4, Q4_0x4:
 		return UnpackRowX4(t, dst, group, nb, r)
-	case Q2_Kr8, Q3_Kr8, Q4_Kr8, Q5_Kr8, Q6_Kr8, Q5_0r8, Q4_0r8:
+	case Q2_Kr8, Q3_Kr8, Q4_Kr8, Q5_Kr8, Q6_Kr8, Q5_0r8, Q4_0r8, Q5_1r8, Q4_1r8:
 		return unpackRowR8(t, dst, group, nb, r)
 	case Q8_0r16, Q5_0r16, Q4_0r16:
 	default:

@@ -117,6 +117,8 @@ var table = map[Type]traits{
 	Q2_Kr8: {"q2_Kr8", QKK, 84, false, true},
 	Q5_0r8: {"q5_0r8", QK, 22, false, true},
 	Q4_0r8: {"q4_0r8", QK, 18, false, true},
+	Q5_1r8: {"q5_1r8", QK, 24, false, true},
+	Q4_1r8: {"q4_1r8", QK, 20, false, true},
 }
 
 // Q5_0x4 is minfer's own type id (outside ggml's numbering) for Q5_0
@@ -213,7 +215,7 @@ func (t Type) VecDotType() Type {
 	switch t {
 	case Q4_0, Q5_0, Q8_0, Q5_0x4, Q4_0x4, Q8_0r16, Q5_0r16, Q4_0r16, Q5_0r8, Q4_0r8:
 		return Q8_0
-	case Q4_1, Q5_1:
+	case Q4_1, Q5_1, Q4_1r8, Q5_1r8:
 		return Q8_1
 	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q2_Kr8, Q3_Kr8, Q4_Kr8, Q5_Kr8, Q6_Kr8:
 		return Q8_K

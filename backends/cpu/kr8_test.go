@@ -153,7 +153,7 @@ func TestR8Q5Kernels(t *testing.T) {
 	t.Logf("checking the %s forms of the Q5_0r8 and Q4_0r8 kernels (MINFER_NO_AVX512=1 checks the AVX2 ones)", form)
 	r := rand.New(rand.NewPCG(8, 5))
 	const N = 80
-	for _, plain := range []quant.Type{quant.Q5_0, quant.Q4_0} {
+	for _, plain := range []quant.Type{quant.Q5_0, quant.Q4_0, quant.Q5_1, quant.Q4_1} {
 		testR8LegKernels(t, r, plain, N)
 	}
 }
@@ -200,16 +200,19 @@ func testR8LegKernels(t *testing.T, r *rand.Rand, plain quant.Type, N int) {
 	}
 }
 
-// BenchmarkR8Q5 times the eight-row Q5_0 and Q4_0 kernels beside the GGUF and
+// BenchmarkR8Q5 times the eight-row legacy kernels beside the GGUF and
 // four-row layouts' (the paths MatMul.Run takes for each on this tier),
 // per weight row and activation row, N = 1024 rows in L2.
 func BenchmarkR8Q5(b *testing.B) {
 	const N = 1024
 	r := rand.New(rand.NewPCG(18, 5))
-	for _, tc := range []struct{ plain, x4, r8 quant.Type }{{quant.Q5_0, quant.Q5_0x4, quant.Q5_0r8}, {quant.Q4_0, quant.Q4_0x4, quant.Q4_0r8}} {
+	for _, tc := range []struct{ plain, x4, r8 quant.Type }{{quant.Q5_0, quant.Q5_0x4, quant.Q5_0r8}, {quant.Q4_0, quant.Q4_0x4, quant.Q4_0r8}, {quant.Q5_1, 0, quant.Q5_1r8}, {quant.Q4_1, 0, quant.Q4_1r8}} {
 		for _, K := range []int{896, 4864} {
 			src, _ := rowTestWeights(b, r, tc.plain, N, K, 0)
 			for _, wt := range []quant.Type{tc.plain, tc.x4, tc.r8} {
+				if wt == 0 {
+					continue // no four-row layout
+				}
 				k, err := NewMatMul(wt)
 				if err != nil {
 					b.Logf("%s: %v", wt, err)

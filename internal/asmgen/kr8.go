@@ -103,10 +103,10 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 			}
 		}
 	}
-	for _, q4 := range []bool{false, true} {
+	for _, kind := range []string{"5_0", "4_0", "5_1", "4_1"} {
 		for _, vnni := range []bool{false, true} {
 			for m := 1; m <= 4; m++ {
-				genR8Q5(a, m, vnni, q4)
+				genR8Q5(a, m, vnni, kind)
 			}
 		}
 	}
@@ -913,13 +913,26 @@ func kr8SQuants(a *Asm, kind kr8SKind, n, g int) {
 //
 // Q4_0r8's kernel (q4) is the same without the fifth bits: its blocks are
 // 144 bytes, the quants at 16, the record's bias −8·Σa.
-func genR8Q5(a *Asm, M int, vnni, q4 bool) {
-	name, lbl := fmt.Sprintf("r8Q5_0m%d", M), fmt.Sprintf("r8q5_%d", M)
-	bsz, qo := 176, 48
-	if q4 {
-		name, lbl = fmt.Sprintf("r8Q4_0m%d", M), fmt.Sprintf("r8q4_%d", M)
-		bsz, qo = 144, 16
+//
+// Q5_1r8's and Q4_1r8's (kind "5_1", "4_1") read Q8_1 activation blocks
+// (36 bytes, quants at 4), start the sums at zero (unsigned quants) and
+// per block also multiply-add the 8 rows' m (f16 at 16) by the record's
+// s_a into a second float accumulator (scr+128+32t), added at the end.
+func genR8Q5(a *Asm, M int, vnni bool, kind string) {
+	name, lbl := fmt.Sprintf("r8Q%sm%d", kind, M), fmt.Sprintf("r8q%s_%d", kind, M)
+	if kind == "5_0" || kind == "4_0" {
+		// the names the first two layouts were given
+		lbl = fmt.Sprintf("r8q%s_%d", kind[:1], M)
 	}
+	geo := map[string][3]int{"5_0": {176, 48, 16}, "4_0": {144, 16, -1}, "5_1": {192, 64, 32}, "4_1": {160, 32, -1}}[kind]
+	bsz, qo, ho := geo[0], geo[1], geo[2]
+	q4 := ho < 0
+	mins := kind == "5_1" || kind == "4_1"
+	ab, ao := 34, 2 // activation block bytes, offset of its quants
+	if mins {
+		ab, ao = 36, 4
+	}
+	accm := func(t int) string { return fmt.Sprintf("%d(DX)", 128+32*t) }
 	if vnni {
 		name, lbl = name+"v", lbl+"v"
 	}
@@ -939,6 +952,9 @@ func genR8Q5(a *Asm, M int, vnni, q4 bool) {
 		} else {
 			a.I("VXORPS", acc(t)+", "+acc(t)+", "+acc(t))
 		}
+		if mins {
+			a.I("VMOVDQA", "Y0, "+accm(t))
+		}
 	}
 	kr8RowPointers(a, M)
 	a.I("MOVQ", "R15, DI")
@@ -950,7 +966,7 @@ func genR8Q5(a *Asm, M int, vnni, q4 bool) {
 		}
 	}
 	if !q4 {
-		a.I("VMOVDQU", "16(AX), Y13")
+		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y13", ho))
 	}
 	for hp := 0; hp < 2; hp++ {
 		for cc := 0; cc < 2; cc++ {
@@ -980,9 +996,11 @@ func genR8Q5(a *Asm, M int, vnni, q4 bool) {
 			}
 		}
 		c0, c1 := 2*hp, 2*hp+1
-		offs := []int{2 + 4*c0, 18 + 4*c0, 2 + 4*c1, 18 + 4*c1}
+		offs := []int{ao + 4*c0, ao + 16 + 4*c0, ao + 4*c1, ao + 16 + 4*c1}
 		for t := 0; t < M && vnni; t++ {
-			if hp == 0 {
+			if hp == 0 && mins {
+				a.I("VPXOR", P(t)+", "+P(t)+", "+P(t))
+			} else if hp == 0 {
 				a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), %s", 8*t+4, P(t)))
 			}
 			for i, off := range offs {
@@ -990,6 +1008,9 @@ func genR8Q5(a *Asm, M int, vnni, q4 bool) {
 			}
 			if hp == 1 {
 				r8Q5Finish(a, M, t, P(t), acc(t))
+				if mins {
+					r8Q5Mins(a, t, accm(t))
+				}
 			}
 		}
 		for t := 0; t < M && !vnni; t++ {
@@ -1008,21 +1029,46 @@ func genR8Q5(a *Asm, M int, vnni, q4 bool) {
 			}
 			a.I("VPMADDWD", "Y14, Y6, Y6")
 			a.I("VPADDD", "Y6, "+P(t)+", "+P(t))
-			a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), Y4", 8*t+4))
-			a.I("VPADDD", "Y4, "+P(t)+", "+P(t))
+			if !mins {
+				a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), Y4", 8*t+4))
+				a.I("VPADDD", "Y4, "+P(t)+", "+P(t))
+			}
 			r8Q5Finish(a, M, t, P(t), acc(t))
+			if mins {
+				r8Q5Mins(a, t, accm(t))
+			}
 		}
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d, AX", bsz))
-	a.I("ADDQ", "$34, SI")
+	a.I("ADDQ", fmt.Sprintf("$%d, SI", ab))
 	if M > 3 {
-		a.I("ADDQ", "$34, R9")
+		a.I("ADDQ", fmt.Sprintf("$%d, R9", ab))
 	}
 	a.I("ADDQ", fmt.Sprintf("$%d, DI", 8*M))
 	a.I("DECQ", "BX")
 	a.I("JNZ", lbl+"_b")
-	kr8StoreRows(a, M, acc, nil)
+	if mins {
+		// acc + accm, through the mins' slot
+		for t := 0; t < M; t++ {
+			a.I("VMOVUPS", accm(t)+", Y0")
+			a.I("VADDPS", acc(t)+", Y0, Y0")
+			a.I("VMOVUPS", "Y0, "+accm(t))
+		}
+		kr8StoreRows(a, M, accm, nil)
+	} else {
+		kr8StoreRows(a, M, acc, nil)
+	}
 	kr8Epilogue(a, lbl)
+}
+
+// r8Q5Mins multiply-adds the 8 rows' m (f16 at 16) by activation row t's
+// s_a (the record's second float) into its mins accumulator accm.
+func r8Q5Mins(a *Asm, t int, accm string) {
+	a.I("VCVTPH2PS", "16(AX), Y4")
+	a.I("VBROADCASTSS", fmt.Sprintf("%d(DI), Y5", 8*t+4))
+	a.I("VMOVUPS", accm+", Y6")
+	a.I("VFMADD231PS", "Y5, Y4, Y6")
+	a.I("VMOVUPS", "Y6, "+accm)
 }
 
 // r8Q5Finish converts activation row t's block sums P (the bias added) and
