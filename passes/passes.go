@@ -555,7 +555,7 @@ func packWeights(g *ir.Graph, o *Options) error {
 		return nil
 	case "avx2":
 		packed = func(t quant.Type) quant.Type {
-			return cmp.Or(quant.PackedR8Legacy(t), quant.PackedX4(t), quant.PackedR8(t))
+			return cmp.Or(quant.PackedR8Legacy(t), quant.PackedR8(t))
 		}
 	case "avx512":
 		packed = func(t quant.Type) quant.Type { return cmp.Or(quant.PackedR16(t), packedR8VNNI(t)) }

@@ -65,7 +65,9 @@ func PackX4(t Type, dst, src []byte, k int) error {
 }
 
 // PackedX4 is the four-row type of t (Q5_0x4 of Q5_0, Q4_0x4 of Q4_0),
-// and Unpacked its inverse; both return 0 for any other type.
+// and Unpacked its inverse; both return 0 for any other type. Since the
+// twenty-first session the pack-weights pass writes the eight-row layouts
+// (PackedR8Legacy) instead; plans holding the four-row ones still run.
 func PackedX4(t Type) Type {
 	switch t {
 	case Q5_0:
