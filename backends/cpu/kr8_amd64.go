@@ -292,17 +292,13 @@ func kr8SmallRun(t quant.Type, ks *[4]kr8Kernel, K int, w []byte, wrb int, act [
 		}
 		return
 	}
-	nc := (M + kr8MaxM - 1) / kr8MaxM
 	bp := smallRecs.Get().(*[]byte)
 	// records per chunk, each chunk's rows together (the kernel's order)
 	n := 16 * nb * M
 	fill := func(dst []byte) {
-		m0 := 0
-		for i := 1; i <= nc; i++ {
-			m1 := M * i / nc
+		kr8Chunks(M, func(m0, m1 int) {
 			kr8Records(unsafe.Slice((*int16)(unsafe.Pointer(&dst[16*nb*m0])), 8*nb*(m1-m0)), act[m0*arb:], arb, m1-m0, nb)
-			m0 = m1
-		}
+		})
 	}
 	var b []byte
 	switch {
@@ -319,25 +315,43 @@ func kr8SmallRun(t quant.Type, ks *[4]kr8Kernel, K int, w []byte, wrb int, act [
 	scr := aligned32(bp, kr8Scratch)
 	tmp := (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&scr[64+96*kr8MaxM]))
 	rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[0])), n/2)
+	rpr := 0 // records (int16s) per activation row
+	if kr8Recs(t) {
+		rpr = 8 * nb
+	}
+	kr8Spans(ks, nb, w, wrb, act, arb, M, rec, rpr, scr, y, ldy, n0, n1, tmp)
+	smallRecs.Put(bp)
+}
+
+// kr8Chunks calls f for the chunks m0..m1 of M activation rows the
+// kernels take in turn: at most kr8MaxM rows each, as even as possible.
+func kr8Chunks(M int, f func(m0, m1 int)) {
+	nc := (M + kr8MaxM - 1) / kr8MaxM
+	m0 := 0
+	for i := 1; i <= nc; i++ {
+		m1 := M * i / nc
+		f(m0, m1)
+		m0 = m1
+	}
+}
+
+// kr8Spans runs the kernels ks of an eight-row layout for M activation
+// rows over the weight rows n0..n1 in chunks (kr8Chunks), all of them over
+// one span of weight tiles (kr8SpanBytes, in L2) before the next; chunk
+// m0.. reads its records at rec[rpr·m0:] (rpr int16s per activation row,
+// 0 where every chunk reads the same).
+func kr8Spans(ks *[4]kr8Kernel, nb int, w []byte, wrb int, act []byte, arb, M int, rec []int16, rpr int, scr []byte, y []float32, ldy, n0, n1 int, tmp *[4 * quant.R8Rows]float32) {
 	span := max(quant.R8Rows, kr8SpanBytes/wrb/quant.R8Rows*quant.R8Rows)
 	for s0 := n0; s0 < n1; {
 		s1 := min(n1, (s0/quant.R8Rows+1)*quant.R8Rows+span-quant.R8Rows)
-		if nc == 1 {
+		if M <= kr8MaxM {
 			s1 = n1
 		}
-		m0 := 0
-		for i := 1; i <= nc; i++ {
-			m1 := M * i / nc
-			r := rec
-			if kr8Recs(t) {
-				r = rec[8*nb*m0:]
-			}
-			kr8Run(ks, m1-m0, w, wrb, nb, act[m0*arb:], arb, r, scr, y[m0*ldy:], ldy, s0, s1, tmp)
-			m0 = m1
-		}
+		kr8Chunks(M, func(m0, m1 int) {
+			kr8Run(ks, m1-m0, w, wrb, nb, act[m0*arb:], arb, rec[rpr*m0:], scr, y[m0*ldy:], ldy, s0, s1, tmp)
+		})
 		s0 = s1
 	}
-	smallRecs.Put(bp)
 }
 
 func init() {

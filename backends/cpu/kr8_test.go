@@ -27,43 +27,51 @@ func TestKR8Kernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
 	const N = 80
 	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.Q2_K} {
-		pt := quant.PackedR8(plain)
-		k, err := NewMatMul(pt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, K := range []int{256, 768, 3072} {
-			for kind := 0; kind < 3; kind++ {
-				src, wrb := rowTestWeights(t, r, plain, N, K, kind)
-				w := make([]byte, len(src))
-				if err := quant.Pack(pt, w, src, K); err != nil {
-					t.Fatal(err)
+		checkR8Layout(t, r, quant.PackedR8(plain), []int{256, 768, 3072}, N)
+	}
+}
+
+// checkR8Layout checks eight-row layout pt's kernels through MatMul.Run,
+// bit for bit against quant.DotR8, for N weight rows of each K: random,
+// raw-byte and extreme weights; 1..13 activation rows, among them a zero
+// row and one of ±127 quants; row ranges that cut tiles at either end.
+func checkR8Layout(t *testing.T, r *rand.Rand, pt quant.Type, Ks []int, N int) {
+	plain := quant.Unpacked(pt)
+	k, err := NewMatMul(pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, K := range Ks {
+		for kind := 0; kind < 3; kind++ {
+			src, wrb := rowTestWeights(t, r, plain, N, K, kind)
+			w := make([]byte, len(src))
+			if err := quant.Pack(pt, w, src, K); err != nil {
+				t.Fatal(err)
+			}
+			nb := K / plain.BlockSize()
+			arb := k.ActRowBytes(K)
+			for _, M := range []int{1, 2, 3, 4, 5, 7, 9, 13} {
+				x := make([]float32, M*K)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
 				}
-				nb := K / quant.QKK
-				arb := k.ActRowBytes(K)
-				for _, M := range []int{1, 2, 3, 4, 5, 7, 9, 13} {
-					x := make([]float32, M*K)
-					for i := range x {
-						x[i] = float32(r.NormFloat64())
-					}
-					if M > 2 {
-						clear(x[K : 2*K]) // a zero row
-					}
-					if M > 3 {
-						for i := 2 * K; i < 3*K; i++ {
-							x[i] = float32(100 * (2*float64(i%2) - 1)) // ±127 quants
-						}
-					}
-					act := make([]byte, M*arb)
-					k.QuantizeRows(x, K, 0, M, act)
-					want := make([]float32, M*N)
-					for m := 0; m < M; m++ {
-						for g := 0; g < N/8; g++ {
-							quant.DotR8(pt, w[g*8*wrb:], act[m*arb:], nb, want[m*N+8*g:])
-						}
-					}
-					checkRunRanges(t, k, fmt.Sprintf("%s K=%d kind %d", pt, K, kind), K, w, act, M, N, want, [][2]int{{0, N}, {5, 75}, {8, 24}, {3, 6}, {20, 21}, {0, 56}})
+				if M > 2 {
+					clear(x[K : 2*K]) // a zero row
 				}
+				if M > 3 {
+					for i := 2 * K; i < 3*K; i++ {
+						x[i] = float32(100 * (2*float64(i%2) - 1)) // ±127 quants
+					}
+				}
+				act := make([]byte, M*arb)
+				k.QuantizeRows(x, K, 0, M, act)
+				want := make([]float32, M*N)
+				for m := 0; m < M; m++ {
+					for g := 0; g < N/8; g++ {
+						quant.DotR8(pt, w[g*8*wrb:], act[m*arb:], nb, want[m*N+8*g:])
+					}
+				}
+				checkRunRanges(t, k, fmt.Sprintf("%s K=%d kind %d", pt, K, kind), K, w, act, M, N, want, [][2]int{{0, N}, {5, 75}, {8, 24}, {3, 6}, {20, 21}, {0, 56}})
 			}
 		}
 	}
@@ -76,38 +84,48 @@ func BenchmarkKR8(b *testing.B) {
 	r := rand.New(rand.NewPCG(18, 19))
 	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.Q2_K} {
 		for _, K := range []int{1024, 3072} {
-			pt := quant.PackedR8(plain)
-			src, _ := rowTestWeights(b, r, plain, N, K, 0)
-			packed := make([]byte, len(src))
-			if err := quant.Pack(pt, packed, src, K); err != nil {
+			benchLayouts(b, r, N, K, []quant.Type{plain, quant.PackedR8(plain)}, []int{1, 2, 4, 8, 64})
+		}
+	}
+}
+
+// benchLayouts times MatMul.Run for the weight types wts (the first the
+// GGUF type, the others its packed layouts, 0 skipped) on the same N rows
+// of K random weights, per weight row and activation row, for each of Ms
+// activation rows.
+func benchLayouts(b *testing.B, r *rand.Rand, N, K int, wts []quant.Type, Ms []int) {
+	src, _ := rowTestWeights(b, r, wts[0], N, K, 0)
+	for _, wt := range wts {
+		if wt == 0 {
+			continue
+		}
+		k, err := NewMatMul(wt)
+		if err != nil {
+			b.Logf("%s: %v", wt, err)
+			continue
+		}
+		w := src
+		if wt != wts[0] {
+			w = make([]byte, len(src))
+			if err := quant.Pack(wt, w, src, K); err != nil {
 				b.Fatal(err)
 			}
-			for _, wt := range []quant.Type{plain, pt} {
-				k, err := NewMatMul(wt)
-				if err != nil {
-					b.Skip(err)
-				}
-				w := src
-				if wt == pt {
-					w = packed
-				}
-				arb := k.ActRowBytes(K)
-				for _, M := range []int{1, 2, 4, 8, 64} {
-					x := make([]float32, M*K)
-					for i := range x {
-						x[i] = float32(r.NormFloat64())
-					}
-					act := make([]byte, M*arb)
-					k.QuantizeRows(x, K, 0, M, act)
-					y := make([]float32, M*N)
-					b.Run(fmt.Sprintf("%s/K=%d/M=%d", wt, K, M), func(b *testing.B) {
-						for b.Loop() {
-							k.Run(K, w, act, M, y, N, 0, N)
-						}
-						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N/float64(M), "ns/row/tok")
-					})
-				}
+		}
+		arb := k.ActRowBytes(K)
+		for _, M := range Ms {
+			x := make([]float32, M*K)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
 			}
+			act := make([]byte, M*arb)
+			k.QuantizeRows(x, K, 0, M, act)
+			y := make([]float32, M*N)
+			b.Run(fmt.Sprintf("%s/K=%d/M=%d", wt, K, M), func(b *testing.B) {
+				for b.Loop() {
+					k.Run(K, w, act, M, y, N, 0, N)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(N)/float64(M), "ns/row/tok")
+			})
 		}
 	}
 }
@@ -150,53 +168,11 @@ func TestR8Q5Kernels(t *testing.T) {
 	if hasVNNI {
 		form = "AVX-512 VNNI"
 	}
-	t.Logf("checking the %s forms of the Q5_0r8 and Q4_0r8 kernels (MINFER_NO_AVX512=1 checks the AVX2 ones)", form)
+	t.Logf("checking the %s forms of the eight-row legacy kernels (MINFER_NO_AVX512=1 checks the AVX2 ones)", form)
 	r := rand.New(rand.NewPCG(8, 5))
 	const N = 80
 	for _, plain := range []quant.Type{quant.Q5_0, quant.Q4_0, quant.Q5_1, quant.Q4_1} {
-		testR8LegKernels(t, r, plain, N)
-	}
-}
-
-func testR8LegKernels(t *testing.T, r *rand.Rand, plain quant.Type, N int) {
-	pt := quant.PackedR8Legacy(plain)
-	k, err := NewMatMul(pt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, K := range []int{32, 96, 896, 4864} {
-		for kind := 0; kind < 3; kind++ {
-			src, wrb := rowTestWeights(t, r, plain, N, K, kind)
-			w := make([]byte, len(src))
-			if err := quant.Pack(pt, w, src, K); err != nil {
-				t.Fatal(err)
-			}
-			nb := K / quant.QK
-			arb := k.ActRowBytes(K)
-			for _, M := range []int{1, 2, 3, 4, 5, 7, 9, 13} {
-				x := make([]float32, M*K)
-				for i := range x {
-					x[i] = float32(r.NormFloat64())
-				}
-				if M > 2 {
-					clear(x[K : 2*K])
-				}
-				if M > 3 {
-					for i := 2 * K; i < 3*K; i++ {
-						x[i] = float32(100 * (2*float64(i%2) - 1))
-					}
-				}
-				act := make([]byte, M*arb)
-				k.QuantizeRows(x, K, 0, M, act)
-				want := make([]float32, M*N)
-				for m := 0; m < M; m++ {
-					for g := 0; g < N/8; g++ {
-						quant.DotR8(pt, w[g*8*wrb:], act[m*arb:], nb, want[m*N+8*g:])
-					}
-				}
-				checkRunRanges(t, k, fmt.Sprintf("%s K=%d kind %d", pt, K, kind), K, w, act, M, N, want, [][2]int{{0, N}, {5, 75}, {8, 24}, {3, 6}, {20, 21}, {0, 56}})
-			}
-		}
+		checkR8Layout(t, r, quant.PackedR8Legacy(plain), []int{32, 96, 896, 4864}, N)
 	}
 }
 
@@ -208,40 +184,7 @@ func BenchmarkR8Q5(b *testing.B) {
 	r := rand.New(rand.NewPCG(18, 5))
 	for _, tc := range []struct{ plain, x4, r8 quant.Type }{{quant.Q5_0, quant.Q5_0x4, quant.Q5_0r8}, {quant.Q4_0, quant.Q4_0x4, quant.Q4_0r8}, {quant.Q5_1, 0, quant.Q5_1r8}, {quant.Q4_1, 0, quant.Q4_1r8}} {
 		for _, K := range []int{896, 4864} {
-			src, _ := rowTestWeights(b, r, tc.plain, N, K, 0)
-			for _, wt := range []quant.Type{tc.plain, tc.x4, tc.r8} {
-				if wt == 0 {
-					continue // no four-row layout
-				}
-				k, err := NewMatMul(wt)
-				if err != nil {
-					b.Logf("%s: %v", wt, err)
-					continue
-				}
-				w := src
-				if wt != tc.plain {
-					w = make([]byte, len(src))
-					if err := quant.Pack(wt, w, src, K); err != nil {
-						b.Fatal(err)
-					}
-				}
-				arb := k.ActRowBytes(K)
-				for _, M := range []int{1, 4, 64} {
-					x := make([]float32, M*K)
-					for i := range x {
-						x[i] = float32(r.NormFloat64())
-					}
-					act := make([]byte, M*arb)
-					k.QuantizeRows(x, K, 0, M, act)
-					y := make([]float32, M*N)
-					b.Run(fmt.Sprintf("%s/K=%d/M=%d", wt, K, M), func(b *testing.B) {
-						for b.Loop() {
-							k.Run(K, w, act, M, y, N, 0, N)
-						}
-						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/N/float64(M), "ns/row/tok")
-					})
-				}
-			}
+			benchLayouts(b, r, N, K, []quant.Type{tc.plain, tc.x4, tc.r8}, []int{1, 4, 64})
 		}
 	}
 }

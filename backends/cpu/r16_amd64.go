@@ -132,25 +132,30 @@ const r16RecKind = 512
 // apart) of nb blocks: per block b and row t, at 2·(b·M+t), the int32
 // -128·Σ of the block's quants and d_a as float32 bits.
 func r16Records(rec []uint32, act []byte, arb, M, nb int) {
-	const lo = 0x00FF00FF00FF00FF
 	_ = rec[2*nb*M-1]
 	for t := 0; t < M; t++ {
 		row := act[t*arb : t*arb+nb*34]
 		for b := 0; b < nb; b++ {
 			blk := row[34*b : 34*b+34]
-			// Σ int8(q) = Σ (q XOR 0x80) - 32·128, the unsigned bytes
-			// summed eight at a time in 16-bit fields.
-			var s uint64
-			for i := 2; i < 34; i += 8 {
-				v := binary.LittleEndian.Uint64(blk[i:]) ^ 0x8080808080808080
-				s += v&lo + v>>8&lo
-			}
-			sum := int32(s*0x0001000100010001>>48) - 32*128
+			sum := q8_0Sum(blk)
 			i := 2 * (b*M + t)
 			rec[i] = uint32(-128 * sum)
 			rec[i+1] = math.Float32bits(quant.FP16ToFP32(uint16(blk[0]) | uint16(blk[1])<<8))
 		}
 	}
+}
+
+// q8_0Sum is the sum of the 32 signed quants of a Q8_0 block: Σ int8(q) =
+// Σ (q XOR 0x80) − 32·128, the unsigned bytes summed eight at a time in
+// 16-bit fields.
+func q8_0Sum(blk []byte) int32 {
+	const lo = 0x00FF00FF00FF00FF
+	var s uint64
+	for i := 2; i < 34; i += 8 {
+		v := binary.LittleEndian.Uint64(blk[i:]) ^ 0x8080808080808080
+		s += v&lo + v>>8&lo
+	}
+	return int32(s*0x0001000100010001>>48) - 32*128
 }
 
 // r16Run runs kernel f (M activation rows) over the weight rows n0..n1:

@@ -168,11 +168,7 @@ func r8Q5Records(rec []byte, act []byte, arb, M, nb int, bias int32) {
 				binary.LittleEndian.PutUint32(o[4:], math.Float32bits(quant.FP16ToFP32(binary.LittleEndian.Uint16(blk[2:]))))
 				continue
 			}
-			var s int32
-			for _, q := range blk[2:34] {
-				s += int32(int8(q))
-			}
-			binary.LittleEndian.PutUint32(o[4:], uint32(bias*s))
+			binary.LittleEndian.PutUint32(o[4:], uint32(bias*q8_0Sum(blk)))
 		}
 	}
 }
@@ -243,17 +239,13 @@ func r8Q5SmallRun(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int
 		}
 		return
 	}
-	nc := (M + kr8MaxM - 1) / kr8MaxM
 	bp := smallRecs.Get().(*[]byte)
 	// records per chunk, each chunk's rows together (the kernel's order)
 	n := 8 * nb * M
 	fill := func(dst []byte) {
-		m0 := 0
-		for i := 1; i <= nc; i++ {
-			m1 := M * i / nc
+		kr8Chunks(M, func(m0, m1 int) {
 			r8Q5Records(dst[8*nb*m0:], act[m0*arb:], arb, m1-m0, nb, r8LegBias(t))
-			m0 = m1
-		}
+		})
 	}
 	var b []byte
 	if c != nil {
@@ -265,21 +257,8 @@ func r8Q5SmallRun(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int
 	}
 	scr := aligned32(bp, r8Q5Scratch)
 	tmp := (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&scr[64*kr8MaxM]))
-	span := max(quant.R8Rows, kr8SpanBytes/wrb/quant.R8Rows*quant.R8Rows)
-	for s0 := n0; s0 < n1; {
-		s1 := min(n1, (s0/quant.R8Rows+1)*quant.R8Rows+span-quant.R8Rows)
-		if nc == 1 {
-			s1 = n1
-		}
-		m0 := 0
-		for i := 1; i <= nc; i++ {
-			m1 := M * i / nc
-			rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[8*nb*m0])), 4*nb*(m1-m0))
-			kr8Run(r8LegKernels[t], m1-m0, w, wrb, nb, act[m0*arb:], arb, rec, scr, y[m0*ldy:], ldy, s0, s1, tmp)
-			m0 = m1
-		}
-		s0 = s1
-	}
+	rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[0])), n/2)
+	kr8Spans(r8LegKernels[t], nb, w, wrb, act, arb, M, rec, 4*nb, scr, y, ldy, n0, n1, tmp)
 	smallRecs.Put(bp)
 }
 

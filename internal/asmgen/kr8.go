@@ -697,16 +697,7 @@ func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool) {
 		a.I("VPSUBD", acc(t)+", Y4, "+acc(t))
 	}
 	if kind == kr8Q2 {
-		a.I("VCVTPH2PS", "16(AX), Y0")
-		for t := 0; t < M; t++ {
-			a.I("VBROADCASTSS", kr8Act(t, 0)+", Y1")
-			a.I("VMULPS", "Y1, Y0, Y1")
-			a.I("VCVTDQ2PS", acc(t)+", Y2")
-			a.I("VMOVUPS", fmin(t)+", Y3")
-			a.I("VFMADD231PS", "Y2, Y1, Y3")
-			a.I("VMOVUPS", "Y3, "+fmin(t))
-			a.I("VPXOR", acc(t)+", "+acc(t)+", "+acc(t))
-		}
+		kr8ScaleInto(a, M, 16, acc, fmin, true)
 	}
 	// the group's four quant registers and the temporaries left
 	e, prod := []string{"Y3", "Y4", "Y0", "Y1"}, "Y5"
@@ -793,15 +784,7 @@ func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool) {
 			}
 		}
 	}
-	a.I("VCVTPH2PS", "(AX), Y0")
-	for t := 0; t < M; t++ {
-		a.I("VBROADCASTSS", kr8Act(t, 0)+", Y1")
-		a.I("VMULPS", "Y1, Y0, Y1")
-		a.I("VCVTDQ2PS", acc(t)+", Y2")
-		a.I("VMOVUPS", facc(t)+", Y3")
-		a.I("VFMADD231PS", "Y2, Y1, Y3")
-		a.I("VMOVUPS", "Y3, "+facc(t))
-	}
+	kr8ScaleInto(a, M, 0, acc, facc, false)
 	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
 	a.I("ADDQ", "$292, SI")
 	if M > 3 {
@@ -815,6 +798,29 @@ func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool) {
 		kr8StoreRows(a, M, facc, nil)
 	}
 	kr8Epilogue(a, lbl)
+}
+
+// kr8ScaleInto converts each activation row t's int32 sums acc(t) and
+// multiply-adds them, by the 8 rows' f16 scales at doff(AX) times the
+// row's d_a, into its float accumulator dst(t) in memory; zero clears
+// acc(t) after.
+func kr8ScaleInto(a *Asm, M, doff int, acc, dst func(int) string, zero bool) {
+	addr := "(AX)"
+	if doff != 0 {
+		addr = fmt.Sprintf("%d(AX)", doff)
+	}
+	a.I("VCVTPH2PS", addr+", Y0")
+	for t := 0; t < M; t++ {
+		a.I("VBROADCASTSS", kr8Act(t, 0)+", Y1")
+		a.I("VMULPS", "Y1, Y0, Y1")
+		a.I("VCVTDQ2PS", acc(t)+", Y2")
+		a.I("VMOVUPS", dst(t)+", Y3")
+		a.I("VFMADD231PS", "Y2, Y1, Y3")
+		a.I("VMOVUPS", "Y3, "+dst(t))
+		if zero {
+			a.I("VPXOR", acc(t)+", "+acc(t)+", "+acc(t))
+		}
+	}
 }
 
 // kr8SQuants loads group g of half n of the super-block at AX and leaves
@@ -976,23 +982,9 @@ func genR8Q5(a *Asm, M int, vnni bool, kind string) {
 			a.I("VPSRLW", "$4, "+lo+", "+hi)
 			a.I("VPAND", "Y15, "+lo+", "+lo)
 			a.I("VPAND", "Y15, "+hi+", "+hi)
-			for h, dst := range []string{lo, hi} {
-				if q4 {
-					break
-				}
-				// bit 2c+h of each fifth-bit byte to bit 4 (16-bit shifts
-				// by at most 4 move no other byte's bit there)
-				switch k := 4 - (2*c + h); {
-				case k > 0:
-					a.I("VPSLLW", fmt.Sprintf("$%d, Y13, Y4", k))
-					a.I("VPAND", "kr8Bit4<>(SB), Y4, Y4")
-				case k < 0:
-					a.I("VPSRLW", fmt.Sprintf("$%d, Y13, Y4", -k))
-					a.I("VPAND", "kr8Bit4<>(SB), Y4, Y4")
-				default:
-					a.I("VPAND", "kr8Bit4<>(SB), Y13, Y4")
-				}
-				a.I("VPOR", "Y4, "+dst+", "+dst)
+			if !q4 {
+				// bits 2c and 2c+1 of each fifth-bit byte, Q5_Kr8's scheme
+				kr8FifthBits(a, c, "Y13", lo, hi, "Y4")
 			}
 		}
 		c0, c1 := 2*hp, 2*hp+1
