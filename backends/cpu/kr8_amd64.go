@@ -18,7 +18,8 @@ import (
 // bits of quant.DotR8 of its tile. They need AVX2+FMA+F16C only; the
 // AVX-512 VNNI tier runs VPDPBUSD forms of them (kr8VNNIKernels), whose
 // exact integer sums give the same bits, so every tier gets the same
-// logits. The layouts have no other kernels, so a plan holding them needs
+// logits; where 512-bit operations run at full rate, ZMM forms of those
+// take two tiles at a time (kr8ZMMKernels: Q4_Kr8, Q5_Kr8, Q6_Kr8). The layouts have no other kernels, so a plan holding them needs
 // those features (plan.CheckCPU; NewMatMul names the recompile command
 // where they are missing).
 
@@ -144,6 +145,58 @@ func kr8Q2Km3v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float
 //go:noescape
 func kr8Q2Km4v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
+//go:noescape
+func kr8Q4Km1z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q4Km2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q4Km3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q4Km4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q5Km1z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q5Km2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q5Km3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q5Km4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q6Km1z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q6Km2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q6Km3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q6Km4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+// kr8ZMMKernels are the ZMM forms of the Q4_Kr8, Q5_Kr8 and Q6_Kr8 VNNI
+// kernels (internal/asmgen/kr8z.go): two tiles at once, one in each half of every
+// register, the same bits. kr8Run gives them the even runs of whole tiles
+// where kr8ZMM installed them (AVX-512 VNNI at full 512-bit rate).
+var kr8ZMMKernels = map[quant.Type]*[4]kr8Kernel{
+	quant.Q4_Kr8: {kr8Q4Km1z, kr8Q4Km2z, kr8Q4Km3z, kr8Q4Km4z},
+	quant.Q5_Kr8: {kr8Q5Km1z, kr8Q5Km2z, kr8Q5Km3z, kr8Q5Km4z},
+	quant.Q6_Kr8: {kr8Q6Km1z, kr8Q6Km2z, kr8Q6Km3z, kr8Q6Km4z},
+}
+
+// kr8ZMM is each eight-row layout's ZMM kernels where this CPU runs them
+// (a VNNI CPU that runs 512-bit operations at full rate: not Zen 4, whose
+// halves would gain nothing; MINFER_KQGEMM=avx2 drops them, as it drops
+// the other ZMM K-quant kernels), nil where it does not.
+var kr8ZMM = map[quant.Type]*[4]kr8Kernel{}
+
 // kr8VNNIKernels are the AVX-512 VNNI forms of the kernels (VPDPBUSD on
 // YMM: a quarter fewer instructions, the same bits),
 // which replace kr8Kernels' where the tier runs.
@@ -206,7 +259,10 @@ func kr8Records(rec []int16, act []byte, arb, M, nb int) {
 // n0..n1: the tiles inside the range in one call, a tile the range cuts
 // computed whole into tmp and only its rows in range stored (a row's bits
 // do not depend on its tile's other rows).
-func kr8Run(ks *[4]kr8Kernel, M int, w []byte, wrb, nb int, act []byte, arb int, rec []int16, scr []byte, y []float32, ldy, n0, n1 int, tmp *[4 * quant.R8Rows]float32) {
+//
+// zs, when not nil, are the ZMM forms for pairs of tiles: they take the
+// even part of the run of whole tiles, ks the odd tile left.
+func kr8Run(ks, zs *[4]kr8Kernel, M int, w []byte, wrb, nb int, act []byte, arb int, rec []int16, scr []byte, y []float32, ldy, n0, n1 int, tmp *[4 * quant.R8Rows]float32) {
 	const R = quant.R8Rows
 	f := ks[M-1]
 	tb := R * wrb
@@ -225,6 +281,10 @@ func kr8Run(ks *[4]kr8Kernel, M int, w []byte, wrb, nb int, act []byte, arb int,
 	if g1 > g0 && n1%R != 0 {
 		g1--
 		part(g1, g1*R, n1)
+	}
+	if p := (g1 - g0) &^ 1; zs != nil && p > 0 {
+		zs[M-1](&w[g0*tb], nb, &act[0], arb, rp, sp, &y[g0*R], ldy, p)
+		g0 += p
 	}
 	if g1 > g0 {
 		f(&w[g0*tb], nb, &act[0], arb, rp, sp, &y[g0*R], ldy, g1-g0)
@@ -248,7 +308,7 @@ func kr8Check(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int, y 
 // kr8Rows is the RowsFunc of eight-row layout t (one activation row:
 // decode). Only Q4_Kr8's and Q5_Kr8's kernels read records (kr8Recs).
 func kr8Rows(t quant.Type) RowsFunc {
-	ks := kr8Kernels[t]
+	ks, zs := kr8Kernels[t], kr8ZMM[t]
 	recs := kr8Recs(t)
 	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
 		if n1 <= n0 {
@@ -265,7 +325,7 @@ func kr8Rows(t quant.Type) RowsFunc {
 		if recs {
 			kr8Records(rec, a, 0, 1, nb)
 		}
-		kr8Run(&ks, 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[64+96*kr8MaxM])))
+		kr8Run(&ks, zs, 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[64+96*kr8MaxM])))
 		smallRecs.Put(bp)
 	}
 }
@@ -275,13 +335,13 @@ func kr8Rows(t quant.Type) RowsFunc {
 // (as even as possible), all of them over one span of weight tiles before
 // the next.
 func kr8Small(t quant.Type) GemmCachedFunc {
-	ks := kr8Kernels[t]
+	ks, zs := kr8Kernels[t], kr8ZMM[t]
 	return func(K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
-		kr8SmallRun(t, &ks, K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
+		kr8SmallRun(t, &ks, zs, K, w, wrb, act, arb, M, y, ldy, n0, n1, c)
 	}
 }
 
-func kr8SmallRun(t quant.Type, ks *[4]kr8Kernel, K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
+func kr8SmallRun(t quant.Type, ks, zs *[4]kr8Kernel, K int, w []byte, wrb int, act []byte, arb, M int, y []float32, ldy, n0, n1 int, c *ActCache) {
 	if n1 <= n0 || M <= 0 {
 		return
 	}
@@ -319,7 +379,7 @@ func kr8SmallRun(t quant.Type, ks *[4]kr8Kernel, K int, w []byte, wrb int, act [
 	if kr8Recs(t) {
 		rpr = 8 * nb
 	}
-	kr8Spans(ks, nb, w, wrb, act, arb, M, rec, rpr, scr, y, ldy, n0, n1, tmp)
+	kr8Spans(ks, zs, nb, w, wrb, act, arb, M, rec, rpr, scr, y, ldy, n0, n1, tmp)
 	smallRecs.Put(bp)
 }
 
@@ -339,8 +399,8 @@ func kr8Chunks(M int, f func(m0, m1 int)) {
 // rows over the weight rows n0..n1 in chunks (kr8Chunks), all of them over
 // one span of weight tiles (kr8SpanBytes, in L2) before the next; chunk
 // m0.. reads its records at rec[rpr·m0:] (rpr int16s per activation row,
-// 0 where every chunk reads the same).
-func kr8Spans(ks *[4]kr8Kernel, nb int, w []byte, wrb int, act []byte, arb, M int, rec []int16, rpr int, scr []byte, y []float32, ldy, n0, n1 int, tmp *[4 * quant.R8Rows]float32) {
+// 0 where every chunk reads the same); zs as kr8Run's.
+func kr8Spans(ks, zs *[4]kr8Kernel, nb int, w []byte, wrb int, act []byte, arb, M int, rec []int16, rpr int, scr []byte, y []float32, ldy, n0, n1 int, tmp *[4 * quant.R8Rows]float32) {
 	span := max(quant.R8Rows, kr8SpanBytes/wrb/quant.R8Rows*quant.R8Rows)
 	for s0 := n0; s0 < n1; {
 		s1 := min(n1, (s0/quant.R8Rows+1)*quant.R8Rows+span-quant.R8Rows)
@@ -348,7 +408,7 @@ func kr8Spans(ks *[4]kr8Kernel, nb int, w []byte, wrb int, act []byte, arb, M in
 			s1 = n1
 		}
 		kr8Chunks(M, func(m0, m1 int) {
-			kr8Run(ks, m1-m0, w, wrb, nb, act[m0*arb:], arb, rec[rpr*m0:], scr, y[m0*ldy:], ldy, s0, s1, tmp)
+			kr8Run(ks, zs, m1-m0, w, wrb, nb, act[m0*arb:], arb, rec[rpr*m0:], scr, y[m0*ldy:], ldy, s0, s1, tmp)
 		})
 		s0 = s1
 	}
@@ -362,6 +422,9 @@ func init() {
 		tier := "avx2"
 		if v, ok := kr8VNNIKernels[t]; ok && hasVNNI {
 			kr8Kernels[t], tier = v, "avx512vnni"
+			if z := kr8ZMMKernels[t]; z != nil && !zmmHalfRate() {
+				kr8ZMM[t], tier = z, "avx512vnni-zmm"
+			}
 		}
 		registerRows(t, tier, kr8Rows(t))
 		registerSmallCached(t, tier, 2, math.MaxInt, kr8Small(t))

@@ -214,7 +214,7 @@ func r8Q5RowsRun(t quant.Type, K int, w []byte, wrb int, a []byte, y []float32, 
 	b := aligned32(bp, r8Q5Scratch+8*nb)
 	r8Q5Records(b[r8Q5Scratch:], a, 0, 1, nb, r8LegBias(t))
 	rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[r8Q5Scratch])), 4*nb)
-	kr8Run(r8LegKernels[t], 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[64*kr8MaxM])))
+	kr8Run(r8LegKernels[t], nil, 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[64*kr8MaxM])))
 	smallRecs.Put(bp)
 }
 
@@ -258,7 +258,7 @@ func r8Q5SmallRun(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int
 	scr := aligned32(bp, r8Q5Scratch)
 	tmp := (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&scr[64*kr8MaxM]))
 	rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[0])), n/2)
-	kr8Spans(r8LegKernels[t], nb, w, wrb, act, arb, M, rec, 4*nb, scr, y, ldy, n0, n1, tmp)
+	kr8Spans(r8LegKernels[t], nil, nb, w, wrb, act, arb, M, rec, 4*nb, scr, y, ldy, n0, n1, tmp)
 	smallRecs.Put(bp)
 }
 

@@ -103,6 +103,21 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 			}
 		}
 	}
+	a.Comment("kr8zPairHi<e>, kr8zDupHD<jj>: kr8PairHi<e>, kr8DupHD<jj> in 64 bytes (the ZMM forms).")
+	for e := 0; e < 2; e++ {
+		kr8zMask(a, fmt.Sprintf("kr8zPairHi%d", e), func(r int) [4]int { return [4]int{0x80, 8*e + r, 0x80, 8*e + 4 + r} })
+	}
+	for jj := 0; jj < 4; jj++ {
+		kr8zMask(a, fmt.Sprintf("kr8zDupHD%d", jj), func(r int) [4]int { return [4]int{0x80, 0x80, 0x80, 4*jj + r} })
+	}
+	for _, q5 := range []bool{false, true} {
+		for m := 1; m <= 4; m++ {
+			genKR8Z(a, m, q5)
+		}
+	}
+	for m := 1; m <= 4; m++ {
+		genKR8SZ(a, m)
+	}
 	for _, kind := range []string{"5_0", "4_0", "5_1", "4_1"} {
 		for _, vnni := range []bool{false, true} {
 			for m := 1; m <= 4; m++ {
@@ -169,6 +184,14 @@ func kr8Scales(a *Asm, base int, S0, S1, M0, M1 string) {
 // the end when tiles or nb is 0), Y15 the 0x0F bytes, then the tile loop's
 // label.
 func kr8Prologue(a *Asm, name, lbl string) {
+	kr8Args(a, name, lbl)
+	a.I("VPBROADCASTQ", "kr8Nib<>(SB), Y15")
+	a.Label(lbl + "_tile")
+}
+
+// kr8Args starts the kernel and loads its arguments, as kr8Prologue
+// describes, up to the constants.
+func kr8Args(a *Asm, name, lbl string) {
 	a.Text(name, 0, 72)
 	a.I("MOVQ", "w+0(FP), AX")
 	a.I("MOVQ", "nb+8(FP), R8")
@@ -184,8 +207,6 @@ func kr8Prologue(a *Asm, name, lbl string) {
 	a.I("JZ", lbl+"_done")
 	a.I("TESTQ", "R8, R8")
 	a.I("JZ", lbl+"_done")
-	a.I("VPBROADCASTQ", "kr8Nib<>(SB), Y15")
-	a.Label(lbl + "_tile")
 }
 
 // kr8RowPointers points SI at activation row 0's first block and, for
@@ -395,19 +416,25 @@ func kr8FirstFlush(q5 bool) int {
 // qh bytes, tmp a temporary: each bit shifted to bit 4 (16-bit shifts by
 // at most 4 move no other byte's bit there) and masked.
 func kr8FifthBits(a *Asm, c int, qh, lo, hi, tmp string) {
+	kr8FifthBitsOps(a, c, qh, lo, hi, tmp, "VPAND", "VPOR", "kr8Bit4<>(SB)")
+}
+
+// kr8FifthBitsOps is kr8FifthBits with the AND and OR instructions and the
+// 0x10 bytes' operand given (the ZMM forms: VPANDD, VPORD, a register).
+func kr8FifthBitsOps(a *Asm, c int, qh, lo, hi, tmp, and, or, bit4 string) {
 	for h, dst := range []string{lo, hi} {
 		k := 4 - (2*c + h) // left shift taking bit 2c+h to bit 4
 		switch {
 		case k > 0:
 			a.I("VPSLLW", fmt.Sprintf("$%d, %s, %s", k, qh, tmp))
-			a.I("VPAND", "kr8Bit4<>(SB), "+tmp+", "+tmp)
+			a.I(and, bit4+", "+tmp+", "+tmp)
 		case k < 0:
 			a.I("VPSRLW", fmt.Sprintf("$%d, %s, %s", -k, qh, tmp))
-			a.I("VPAND", "kr8Bit4<>(SB), "+tmp+", "+tmp)
+			a.I(and, bit4+", "+tmp+", "+tmp)
 		default:
-			a.I("VPAND", "kr8Bit4<>(SB), "+qh+", "+tmp)
+			a.I(and, bit4+", "+qh+", "+tmp)
 		}
-		a.I("VPOR", tmp+", "+dst+", "+dst)
+		a.I(or, tmp+", "+dst+", "+dst)
 	}
 }
 

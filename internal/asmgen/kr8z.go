@@ -1,0 +1,389 @@
+package main
+
+import "fmt"
+
+// ZMM forms of the Q4_Kr8 and Q5_Kr8 VNNI kernels (in kr8_amd64.s): two
+// tiles of the same plan layout at once, tile i in the low 256 bits of
+// every register and tile i+1 in the high 256, so each instruction does
+// the work of two YMM ones where the CPU runs 512-bit operations at full
+// rate (Zen 5; on Zen 4 they are split in two and gain nothing). Every
+// 256-bit half runs exactly the YMM VNNI form's operations on its tile
+// (VPSHUFB works within 128-bit lanes, the rest lane by lane), so the
+// outputs are the same bits. The layout is unchanged: a plan packed for
+// any tier runs them.
+//
+// A group's 32 bytes of each tile come in by one VMOVDQU and one
+// VINSERTI64X4 (the second tile R13 = nb·super-block bytes further);
+// the scale bytes likewise; the eight f16 d (dmin) of each tile by
+// VMOVDQU + VINSERTI128, one VCVTPH2PS to sixteen floats. The activation
+// quads are broadcast to all sixteen lanes from memory (VPDPBUSD.BCST), as
+// on YMM: both tiles read the same activation rows.
+//
+//	func kr8Q4Km<M>z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+//
+// The arguments are the YMM kernels' (kr8.go), but tiles must be even (the
+// caller runs an odd last tile with the YMM kernel) and each pair's 16
+// outputs per activation row are stored together.
+//
+// Registers: Z0..Z3 temporaries; Z4+2t, Z5+2t activation row t's int32
+// sums of the chunk's two sub-blocks; Z12, Z13 the scales S0, S1; Z3 the
+// dmin of both tiles (then a temporary), Z14 their d; Z15 0x0F bytes, Z16 0x30, Z17 0x10; Z18,
+// Z19 kr8Pair0/1; Z20..Z23 kr8DupD0..3; Z24+t, Z28+t row t's float
+// accumulators of the sums and of the mins. Row t's int32 super-block sum
+// lives in a free register of Z6..Z11 where one is left (kr8zISum), else
+// in the scratch at 64·t(DX). AX tile i's super-block, R13 the tile
+// stride, SI activation row 0's block (R9 row 3's), R10 arb, DI the
+// records, BX super-blocks left, CX tile pairs left, R8 nb, R11 ldy in
+// bytes, R12 the output, R14 a, R15 rec.
+func genKR8Z(a *Asm, M int, q5 bool) {
+	name, lbl, sbs, sq := fmt.Sprintf("kr8Q4Km%dz", M), fmt.Sprintf("kr8q4k_%dz", M), 1152, 128
+	if q5 {
+		name, lbl, sbs, sq = fmt.Sprintf("kr8Q5Km%dz", M), fmt.Sprintf("kr8q5k_%dz", M), 1408, 384
+	}
+	z := func(i int) string { return fmt.Sprintf("Z%d", i) }
+	P0 := func(t int) string { return z(4 + 2*t) }
+	P1 := func(t int) string { return z(5 + 2*t) }
+	facc := func(t int) string { return z(24 + t) }
+	fmin := func(t int) string { return z(28 + t) }
+	isum := func(t int) string { return kr8zISum(M, t) }
+	load2 := func(off, dst int) { kr8zLoad2(a, off, dst) }
+	half2 := func(off, dst int) { kr8zHalves(a, off, dst) }
+	kr8zPrologue(a, name, lbl, sbs)
+	a.I("VPBROADCASTQ", "kr8Hi<>(SB), Z16")
+	a.I("VPBROADCASTQ", "kr8Bit4<>(SB), Z17")
+	for e := 0; e < 2; e++ {
+		a.I("VBROADCASTI64X4", fmt.Sprintf("kr8Pair%d<>(SB), Z%d", e, 18+e))
+	}
+	for jj := 0; jj < 4; jj++ {
+		a.I("VBROADCASTI64X4", fmt.Sprintf("kr8DupD%d<>(SB), Z%d", jj, 20+jj))
+	}
+	a.Label(lbl + "_tile")
+	for t := 0; t < M; t++ {
+		a.I("VPXORD", facc(t)+", "+facc(t)+", "+facc(t))
+		a.I("VPXORD", fmin(t)+", "+fmin(t)+", "+fmin(t))
+	}
+	kr8RowPointers(a, M)
+	a.I("MOVQ", "R15, DI")
+	a.I("MOVQ", "R8, BX")
+	a.Label(lbl + "_sb")
+	if M == 1 {
+		// decode streams the weights: both tiles' lines kr8PFDist ahead
+		for o := 0; o < sbs; o += 64 {
+			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
+			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)(R13*1)", kr8PFDist+o))
+		}
+	}
+	// scales and mins (kr8Scales on both tiles): S0 Z12, S1 Z13, M0 Z4, M1 Z5
+	load2(32, 0)
+	load2(64, 1)
+	load2(96, 2)
+	a.I("VPSLLW", "$4, Z2, Z13")
+	a.I("VPANDD", "Z16, Z13, Z13")
+	a.I("VPANDD", "Z15, Z0, Z12")
+	a.I("VPORD", "Z13, Z12, Z12")
+	a.I("VPSLLW", "$2, Z2, Z13")
+	a.I("VPANDD", "Z16, Z13, Z13")
+	a.I("VPSRLW", "$4, Z0, Z0")
+	a.I("VPANDD", "Z15, Z0, Z0")
+	a.I("VPORD", "Z13, Z0, Z4")
+	a.I("VPANDD", "Z16, Z2, Z0")
+	a.I("VPANDD", "Z15, Z1, Z13")
+	a.I("VPORD", "Z0, Z13, Z13")
+	a.I("VPSRLW", "$2, Z2, Z2")
+	a.I("VPANDD", "Z16, Z2, Z2")
+	a.I("VPSRLW", "$4, Z1, Z1")
+	a.I("VPANDD", "Z15, Z1, Z1")
+	a.I("VPORD", "Z2, Z1, Z5")
+	// the mins, by activation row, into the float accumulators
+	half2(16, 3)
+	for t := 0; t < M; t++ {
+		for p := 0; p < 4; p++ {
+			Mr := []string{"Z4", "Z5"}[p/2]
+			dst := "Z2"
+			if p > 0 {
+				dst = "Z0"
+			}
+			a.I("VPSHUFB", fmt.Sprintf("Z%d, %s, %s", 18+p%2, Mr, dst))
+			a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), Z1", 16*t+4*p))
+			a.I("VPMADDWD", "Z1, "+dst+", "+dst)
+			if p > 0 {
+				a.I("VPADDD", "Z0, Z2, Z2")
+			}
+		}
+		a.I("VBROADCASTSS", kr8Act(t, 0)+", Z1")
+		a.I("VMULPS", "Z1, Z3, Z1")
+		a.I("VCVTDQ2PS", "Z2, Z2")
+		a.I("VFMADD231PS", "Z2, Z1, "+fmin(t))
+	}
+	for c := 0; c < 4; c++ {
+		for t := 0; t < M; t++ {
+			a.I("VPXORD", P0(t)+", "+P0(t)+", "+P0(t))
+			a.I("VPXORD", P1(t)+", "+P1(t)+", "+P1(t))
+		}
+		for g := 0; g < 8; g++ {
+			load2(sq+256*c+32*g, 0)
+			a.I("VPSRLW", "$4, Z0, Z1")
+			a.I("VPANDD", "Z15, Z0, Z0")
+			a.I("VPANDD", "Z15, Z1, Z1")
+			if q5 {
+				load2(128+32*g, 3)
+				kr8FifthBitsOps(a, c, "Z3", "Z0", "Z1", "Z2", "VPANDD", "VPORD", "Z17")
+			}
+			for t := 0; t < M; t++ {
+				a.I("VPDPBUSD.BCST", kr8Act(t, 4+64*c+4*g)+", Z0, "+P0(t))
+				a.I("VPDPBUSD.BCST", kr8Act(t, 4+64*c+32+4*g)+", Z1, "+P1(t))
+			}
+		}
+		S := []string{"Z12", "Z13"}[c/2]
+		a.I("VPSHUFB", fmt.Sprintf("Z%d, %s, Z0", 20+(2*c)%4, S))
+		a.I("VPSHUFB", fmt.Sprintf("Z%d, %s, Z1", 20+(2*c+1)%4, S))
+		for t := 0; t < M; t++ {
+			a.I("VPMULLD", "Z0, "+P0(t)+", "+P0(t))
+			a.I("VPMULLD", "Z1, "+P1(t)+", "+P1(t))
+			s := isum(t)
+			switch {
+			case c == 0 && s[0] == 'Z':
+				a.I("VPADDD", P1(t)+", "+P0(t)+", "+s)
+			case c == 0:
+				a.I("VPADDD", P1(t)+", "+P0(t)+", "+P0(t))
+				a.I("VMOVDQU32", P0(t)+", "+s)
+			case s[0] == 'Z':
+				a.I("VPADDD", P1(t)+", "+P0(t)+", "+P0(t))
+				a.I("VPADDD", P0(t)+", "+s+", "+s)
+			default:
+				a.I("VPADDD", P1(t)+", "+P0(t)+", "+P0(t))
+				a.I("VPADDD", s+", "+P0(t)+", "+P0(t))
+				if c < 3 {
+					a.I("VMOVDQU32", P0(t)+", "+s)
+				}
+			}
+		}
+	}
+	half2(0, 14)
+	for t := 0; t < M; t++ {
+		s := isum(t)
+		if s[0] != 'Z' {
+			s = P0(t) // the last chunk left the sum there
+		}
+		a.I("VBROADCASTSS", kr8Act(t, 0)+", Z1")
+		a.I("VMULPS", "Z1, Z14, Z1")
+		a.I("VCVTDQ2PS", s+", Z2")
+		a.I("VFMADD231PS", "Z2, Z1, "+facc(t))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
+	a.I("ADDQ", "$292, SI")
+	if M > 3 {
+		a.I("ADDQ", "$292, R9")
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", 16*M))
+	a.I("DECQ", "BX")
+	a.I("JNZ", lbl+"_sb")
+	// y: both tiles' 16 outputs of each activation row
+	a.I("MOVQ", "R12, BX")
+	for t := 0; t < M; t++ {
+		a.I("VSUBPS", fmin(t)+", "+facc(t)+", Z0")
+		a.I("VMOVUPS", "Z0, (BX)")
+		if t < M-1 {
+			a.I("ADDQ", "R11, BX")
+		}
+	}
+	kr8zEpilogue(a, lbl)
+}
+
+// kr8zPrologue starts a ZMM two-tile kernel: the arguments (kr8Args), CX
+// the tile pairs, R13 the tile stride (nb super-blocks of sbs bytes), Z15
+// the 0x0F bytes. The caller loads its constants and writes the tile label.
+func kr8zPrologue(a *Asm, name, lbl string, sbs int) {
+	kr8Args(a, name, lbl)
+	a.I("SHRQ", "$1, CX")
+	a.I("JZ", lbl+"_done")
+	a.I("IMUL3Q", fmt.Sprintf("$%d, R8, R13", sbs))
+	a.I("VPBROADCASTQ", "kr8Nib<>(SB), Z15")
+}
+
+// kr8zEpilogue ends the tile-pair loop (AX, at tile i+1 after the super-
+// blocks, goes on to tile i+2; the outputs 16 floats on) and the kernel.
+func kr8zEpilogue(a *Asm, lbl string) {
+	a.I("ADDQ", "R13, AX")
+	a.I("ADDQ", "$64, R12")
+	a.I("DECQ", "CX")
+	a.I("JNZ", lbl+"_tile")
+	a.Label(lbl + "_done")
+	a.I("VZEROUPPER")
+	a.I("RET")
+}
+
+// kr8zLoad2 loads 32 bytes of both tiles into Z<dst>: tile i's at off(AX)
+// in the low half, tile i+1's (R13 further) in the high.
+func kr8zLoad2(a *Asm, off, dst int) {
+	a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y%d", off, dst))
+	a.I("VINSERTI64X4", fmt.Sprintf("$1, %d(AX)(R13*1), Z%d, Z%d", off, dst, dst))
+}
+
+// kr8zHalves converts the eight f16 at off(AX) of both tiles into sixteen
+// floats in Z<dst>.
+func kr8zHalves(a *Asm, off, dst int) {
+	a.I("VMOVDQU", fmt.Sprintf("%d(AX), X%d", off, dst))
+	a.I("VINSERTI128", fmt.Sprintf("$1, %d(AX)(R13*1), Y%d, Y%d", off, dst, dst))
+	a.I("VCVTPH2PS", fmt.Sprintf("Y%d, Z%d", dst, dst))
+}
+
+// kr8zMask writes kr8Mask's control as 64 bytes (the same in all four
+// 128-bit lanes), for ZMM instructions that take it from memory.
+func kr8zMask(a *Asm, name string, f func(r int) [4]int) {
+	for lane := 0; lane < 4; lane++ {
+		for h := 0; h < 2; h++ {
+			var v uint64
+			for k := 0; k < 2; k++ {
+				b := f(2*h + k)
+				for i := 0; i < 4; i++ {
+					v |= uint64(b[i]) << (8 * (4*k + i))
+				}
+			}
+			a.Raw("DATA %s<>+%d(SB)/8, $0x%016x", name, 16*lane+8*h, v)
+		}
+	}
+	a.Raw("GLOBL %s<>(SB), RODATA|NOPTR, $64", name)
+}
+
+// genKR8SZ writes the ZMM two-tile form of the Q6_Kr8 VNNI kernel
+// (genKR8S's, kind Q6) for M = 1..4 activation rows: each half of every
+// register runs the YMM form's operations on its tile, so the same bits.
+//
+// Registers: Z0..Z5 the group's quants and temporaries, Z6..Z9 the
+// quarter's scale dwords, Z10+t activation row t's int32 sums, Z14 the
+// 0x30 bytes, Z15 0x0F, Z16+4t+k row t's sums of sub-block k of the
+// quarter; the float accumulators at scr+64t; the VPSHUFB controls from
+// memory (kr8zPairHi<e>, kr8zDupHD<jj>). AX, R13, CX and the rest as
+// genKR8Z's.
+func genKR8SZ(a *Asm, M int) {
+	name, lbl, sbs := fmt.Sprintf("kr8Q6Km%dz", M), fmt.Sprintf("kr8q6k_%dz", M), kr8Q6.sbs()
+	P := func(t, k int) string { return fmt.Sprintf("Z%d", 16+4*t+k) }
+	acc := func(t int) string { return fmt.Sprintf("Z%d", 10+t) }
+	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 64*t) }
+	kr8zPrologue(a, name, lbl, sbs)
+	a.I("VPBROADCASTQ", "kr8Hi<>(SB), Z14")
+	a.Label(lbl + "_tile")
+	a.I("VPXORD", "Z0, Z0, Z0")
+	for t := 0; t < M; t++ {
+		a.I("VMOVDQU32", "Z0, "+facc(t))
+	}
+	kr8RowPointers(a, M)
+	a.I("MOVQ", "R8, BX")
+	a.Label(lbl + "_sb")
+	if M == 1 {
+		for o := 0; o < sbs; o += 64 {
+			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
+			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)(R13*1)", kr8PFDist+o))
+		}
+	}
+	// Z0..Z3: the scales as signed bytes; the sums start at −32 times the
+	// scaled bsums
+	for q := 0; q < 4; q++ {
+		kr8zLoad2(a, 16+32*q, q)
+	}
+	for t := 0; t < M; t++ {
+		for p := 0; p < 8; p++ {
+			a.I("VPSHUFB", fmt.Sprintf("kr8zPairHi%d<>(SB), Z%d, Z4", p%2, p/2))
+			a.I("VPSRAW", "$8, Z4, Z4")
+			a.I("VPBROADCASTD", kr8Act(t, 260+4*p)+", Z5")
+			if p == 0 {
+				a.I("VPMADDWD", "Z5, Z4, "+acc(t))
+				continue
+			}
+			a.I("VPMADDWD", "Z5, Z4, Z4")
+			a.I("VPADDD", "Z4, "+acc(t)+", "+acc(t))
+		}
+		a.I("VPSLLD", "$5, "+acc(t)+", "+acc(t))
+		a.I("VPXORD", "Z4, Z4, Z4")
+		a.I("VPSUBD", acc(t)+", Z4, "+acc(t))
+	}
+	e := []string{"Z3", "Z4", "Z0", "Z1"}
+	for n := 0; n < 2; n++ {
+		for gq := 0; gq < 2; gq++ {
+			for h := 0; h < 2; h++ {
+				kr8zLoad2(a, 16+32*(2*n+h), h)
+			}
+			for k := 0; k < 4; k++ {
+				d := fmt.Sprintf("Z%d", 6+k)
+				a.I("VPSHUFB", fmt.Sprintf("kr8zDupHD%d<>(SB), Z%d, %s", (2*k+gq)%4, k/2, d))
+				a.I("VPSRAD", "$24, "+d+", "+d)
+			}
+			for t := 0; t < M; t++ {
+				for k := 0; k < 4; k++ {
+					a.I("VPXORD", P(t, k)+", "+P(t, k)+", "+P(t, k))
+				}
+			}
+			for g := 4 * gq; g < 4*gq+4; g++ {
+				// kr8SQuants' Q6_K steps on both tiles
+				o := 144 + 768*n + 96*g
+				kr8zLoad2(a, o, 0)
+				kr8zLoad2(a, o+32, 1)
+				kr8zLoad2(a, o+64, 2)
+				a.I("VPANDD", "Z15, Z0, Z3")
+				a.I("VPANDD", "Z15, Z1, Z4")
+				a.I("VPSRLW", "$4, Z0, Z0")
+				a.I("VPANDD", "Z15, Z0, Z0")
+				a.I("VPSRLW", "$4, Z1, Z1")
+				a.I("VPANDD", "Z15, Z1, Z1")
+				a.I("VPSLLW", "$4, Z2, Z5")
+				a.I("VPANDD", "Z14, Z5, Z5")
+				a.I("VPORD", "Z5, Z3, Z3")
+				a.I("VPSLLW", "$2, Z2, Z5")
+				a.I("VPANDD", "Z14, Z5, Z5")
+				a.I("VPORD", "Z5, Z4, Z4")
+				a.I("VPANDD", "Z14, Z2, Z5")
+				a.I("VPORD", "Z5, Z0, Z0")
+				a.I("VPSRLW", "$2, Z2, Z2")
+				a.I("VPANDD", "Z14, Z2, Z2")
+				a.I("VPORD", "Z2, Z1, Z1")
+				for t := 0; t < M; t++ {
+					for k := 0; k < 4; k++ {
+						a.I("VPDPBUSD.BCST", kr8Act(t, 4+128*n+32*k+4*g)+", "+e[k]+", "+P(t, k))
+					}
+				}
+			}
+			for t := 0; t < M; t++ {
+				for k := 0; k < 4; k++ {
+					a.I("VPMULLD", fmt.Sprintf("Z%d, %s, %s", 6+k, P(t, k), P(t, k)))
+					a.I("VPADDD", P(t, k)+", "+acc(t)+", "+acc(t))
+				}
+			}
+		}
+	}
+	kr8zHalves(a, 0, 0)
+	for t := 0; t < M; t++ {
+		a.I("VBROADCASTSS", kr8Act(t, 0)+", Z1")
+		a.I("VMULPS", "Z1, Z0, Z1")
+		a.I("VCVTDQ2PS", acc(t)+", Z2")
+		a.I("VMOVUPS", facc(t)+", Z3")
+		a.I("VFMADD231PS", "Z2, Z1, Z3")
+		a.I("VMOVUPS", "Z3, "+facc(t))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
+	a.I("ADDQ", "$292, SI")
+	if M > 3 {
+		a.I("ADDQ", "$292, R9")
+	}
+	a.I("DECQ", "BX")
+	a.I("JNZ", lbl+"_sb")
+	a.I("MOVQ", "R12, BX")
+	for t := 0; t < M; t++ {
+		a.I("VMOVUPS", facc(t)+", Z0")
+		a.I("VMOVUPS", "Z0, (BX)")
+		if t < M-1 {
+			a.I("ADDQ", "R11, BX")
+		}
+	}
+	kr8zEpilogue(a, lbl)
+}
+
+// kr8zISum is where genKR8Z keeps activation row t's int32 super-block sum
+// for M rows: a register of Z6..Z11 the rows' chunk sums leave free, else
+// the scratch (64 bytes per row, at 64·t(DX)).
+func kr8zISum(M, t int) string {
+	if r := 4 + 2*M + t; r <= 11 {
+		return fmt.Sprintf("Z%d", r)
+	}
+	return fmt.Sprintf("%d(DX)", 64*t)
+}
