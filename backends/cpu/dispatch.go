@@ -108,6 +108,10 @@ func registerAct(t quant.Type, tier string, f func(src []float32, dst []byte)) {
 	tiers = append(tiers, "quantize/"+t.String()+":"+tier)
 }
 
+// zmmEightRow is set where the eight-row layouts' ZMM two-tile kernels
+// run (amd64: AVX-512 VNNI at full 512-bit rate).
+var zmmEightRow bool
+
 // PackTier is the tier whose weight layouts minferc's pack-weights pass
 // should write for this CPU (minferc compile --pack-weights auto): "avx2"
 // when the AVX2 kernels run Q5_0 here (AVX2+FMA+F16C without AVX-512

@@ -19,7 +19,7 @@ import (
 // AVX-512 VNNI tier runs VPDPBUSD forms of them (kr8VNNIKernels), whose
 // exact integer sums give the same bits, so every tier gets the same
 // logits; where 512-bit operations run at full rate, ZMM forms of those
-// take two tiles at a time (kr8ZMMKernels: Q4_Kr8, Q5_Kr8, Q6_Kr8). The layouts have no other kernels, so a plan holding them needs
+// take two tiles at a time (kr8ZMMKernels). The layouts have no other kernels, so a plan holding them needs
 // those features (plan.CheckCPU; NewMatMul names the recompile command
 // where they are missing).
 
@@ -146,9 +146,6 @@ func kr8Q2Km3v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float
 func kr8Q2Km4v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
 //go:noescape
-func kr8Q4Km1z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
-
-//go:noescape
 func kr8Q4Km2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
 //go:noescape
@@ -156,9 +153,6 @@ func kr8Q4Km3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float
 
 //go:noescape
 func kr8Q4Km4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
-
-//go:noescape
-func kr8Q5Km1z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
 //go:noescape
 func kr8Q5Km2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
@@ -170,9 +164,6 @@ func kr8Q5Km3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float
 func kr8Q5Km4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
 //go:noescape
-func kr8Q6Km1z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
-
-//go:noescape
 func kr8Q6Km2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
 //go:noescape
@@ -181,14 +172,36 @@ func kr8Q6Km3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float
 //go:noescape
 func kr8Q6Km4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
-// kr8ZMMKernels are the ZMM forms of the Q4_Kr8, Q5_Kr8 and Q6_Kr8 VNNI
-// kernels (internal/asmgen/kr8z.go): two tiles at once, one in each half of every
-// register, the same bits. kr8Run gives them the even runs of whole tiles
-// where kr8ZMM installed them (AVX-512 VNNI at full 512-bit rate).
+//go:noescape
+func kr8Q3Km2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+// kr8ZMMKernels are the ZMM forms of the eight-row K-quant VNNI kernels
+// (internal/asmgen/kr8z.go): two tiles at once, one in each half of every
+// register, the same bits; for 2..4 activation rows (none for decode:
+// internal/asmgen/kr8z.go says why). kr8Run gives them the even runs of
+// whole tiles where kr8ZMM installed them (AVX-512 VNNI at full 512-bit
+// rate).
 var kr8ZMMKernels = map[quant.Type]*[4]kr8Kernel{
-	quant.Q4_Kr8: {kr8Q4Km1z, kr8Q4Km2z, kr8Q4Km3z, kr8Q4Km4z},
-	quant.Q5_Kr8: {kr8Q5Km1z, kr8Q5Km2z, kr8Q5Km3z, kr8Q5Km4z},
-	quant.Q6_Kr8: {kr8Q6Km1z, kr8Q6Km2z, kr8Q6Km3z, kr8Q6Km4z},
+	quant.Q4_Kr8: {nil, kr8Q4Km2z, kr8Q4Km3z, kr8Q4Km4z},
+	quant.Q5_Kr8: {nil, kr8Q5Km2z, kr8Q5Km3z, kr8Q5Km4z},
+	quant.Q6_Kr8: {nil, kr8Q6Km2z, kr8Q6Km3z, kr8Q6Km4z},
+	quant.Q3_Kr8: {nil, kr8Q3Km2z, kr8Q3Km3z, kr8Q3Km4z},
+	quant.Q2_Kr8: {nil, kr8Q2Km2z, kr8Q2Km3z, kr8Q2Km4z},
 }
 
 // kr8ZMM is each eight-row layout's ZMM kernels where this CPU runs them
@@ -282,7 +295,7 @@ func kr8Run(ks, zs *[4]kr8Kernel, M int, w []byte, wrb, nb int, act []byte, arb 
 		g1--
 		part(g1, g1*R, n1)
 	}
-	if p := (g1 - g0) &^ 1; zs != nil && p > 0 {
+	if p := (g1 - g0) &^ 1; zs != nil && zs[M-1] != nil && p > 0 {
 		zs[M-1](&w[g0*tb], nb, &act[0], arb, rp, sp, &y[g0*R], ldy, p)
 		g0 += p
 	}
@@ -424,6 +437,7 @@ func init() {
 			kr8Kernels[t], tier = v, "avx512vnni"
 			if z := kr8ZMMKernels[t]; z != nil && !zmmHalfRate() {
 				kr8ZMM[t], tier = z, "avx512vnni-zmm"
+				zmmEightRow = true
 			}
 		}
 		registerRows(t, tier, kr8Rows(t))

@@ -114,6 +114,42 @@ func r8Q4_1m3v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float
 //go:noescape
 func r8Q4_1m4v(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
+//go:noescape
+func r8Q5_0m2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_0m3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_0m4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_0m2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_0m3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_0m4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_1m2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_1m3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q5_1m4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_1m2z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_1m3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func r8Q4_1m4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
 // r8LegKernels are the kernels of the eight-row legacy layouts by activation row
 // count (index M-1): the AVX2 forms, replaced at start-up by the AVX-512
 // VNNI ones (VPDPBUSD on YMM, the same bits) where that tier runs.
@@ -131,6 +167,19 @@ var r8LegVNNI = map[quant.Type]*[4]kr8Kernel{
 	quant.Q5_1r8: {r8Q5_1m1v, r8Q5_1m2v, r8Q5_1m3v, r8Q5_1m4v},
 	quant.Q4_1r8: {r8Q4_1m1v, r8Q4_1m2v, r8Q4_1m3v, r8Q4_1m4v},
 }
+
+// r8LegZMMKernels are the ZMM two-tile forms of r8LegVNNI
+// (internal/asmgen/kr8z.go: a tile in each half of every register, the
+// same bits); r8LegZMM holds them where this CPU runs them (kr8ZMM's
+// condition), and kr8Run gives them the even runs of whole tiles.
+var r8LegZMMKernels = map[quant.Type]*[4]kr8Kernel{
+	quant.Q5_0r8: {nil, r8Q5_0m2z, r8Q5_0m3z, r8Q5_0m4z},
+	quant.Q4_0r8: {nil, r8Q4_0m2z, r8Q4_0m3z, r8Q4_0m4z},
+	quant.Q5_1r8: {nil, r8Q5_1m2z, r8Q5_1m3z, r8Q5_1m4z},
+	quant.Q4_1r8: {nil, r8Q4_1m2z, r8Q4_1m3z, r8Q4_1m4z},
+}
+
+var r8LegZMM = map[quant.Type]*[4]kr8Kernel{}
 
 // r8LegBias is the factor of Σa in the records of eight-row layout t:
 // its quants' offset, negated; 0 for Q5_1r8 and Q4_1r8, whose records
@@ -214,7 +263,7 @@ func r8Q5RowsRun(t quant.Type, K int, w []byte, wrb int, a []byte, y []float32, 
 	b := aligned32(bp, r8Q5Scratch+8*nb)
 	r8Q5Records(b[r8Q5Scratch:], a, 0, 1, nb, r8LegBias(t))
 	rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[r8Q5Scratch])), 4*nb)
-	kr8Run(r8LegKernels[t], nil, 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[64*kr8MaxM])))
+	kr8Run(r8LegKernels[t], r8LegZMM[t], 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[64*kr8MaxM])))
 	smallRecs.Put(bp)
 }
 
@@ -258,7 +307,7 @@ func r8Q5SmallRun(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int
 	scr := aligned32(bp, r8Q5Scratch)
 	tmp := (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&scr[64*kr8MaxM]))
 	rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[0])), n/2)
-	kr8Spans(r8LegKernels[t], nil, nb, w, wrb, act, arb, M, rec, 4*nb, scr, y, ldy, n0, n1, tmp)
+	kr8Spans(r8LegKernels[t], r8LegZMM[t], nb, w, wrb, act, arb, M, rec, 4*nb, scr, y, ldy, n0, n1, tmp)
 	smallRecs.Put(bp)
 }
 
@@ -270,6 +319,9 @@ func init() {
 		tier := "avx2"
 		if hasVNNI {
 			r8LegKernels[t], tier = r8LegVNNI[t], "avx512vnni"
+			if !zmmHalfRate() {
+				r8LegZMM[t], tier = r8LegZMMKernels[t], "avx512vnni-zmm"
+			}
 		}
 		registerRows(t, tier, r8Q5Rows(t))
 		registerSmallCached(t, tier, 2, math.MaxInt, r8Q5Small(t))

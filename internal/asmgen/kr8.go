@@ -111,12 +111,19 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 		kr8zMask(a, fmt.Sprintf("kr8zDupHD%d", jj), func(r int) [4]int { return [4]int{0x80, 0x80, 0x80, 4*jj + r} })
 	}
 	for _, q5 := range []bool{false, true} {
-		for m := 1; m <= 4; m++ {
+		for m := 2; m <= 4; m++ {
 			genKR8Z(a, m, q5)
 		}
 	}
-	for m := 1; m <= 4; m++ {
-		genKR8SZ(a, m)
+	for _, kind := range []kr8SKind{kr8Q6, kr8Q3, kr8Q2} {
+		for m := 2; m <= 4; m++ {
+			genKR8SZ(a, kind, m)
+		}
+	}
+	for _, kind := range []string{"5_0", "4_0", "5_1", "4_1"} {
+		for m := 2; m <= 4; m++ {
+			genR8Q5Z(a, m, kind)
+		}
 	}
 	for _, kind := range []string{"5_0", "4_0", "5_1", "4_1"} {
 		for _, vnni := range []bool{false, true} {

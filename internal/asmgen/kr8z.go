@@ -25,6 +25,13 @@ import "fmt"
 // caller runs an odd last tile with the YMM kernel) and each pair's 16
 // outputs per activation row are stored together.
 //
+// There are forms for M = 2..4 only: with one activation row (decode) the
+// weights stream from memory, and there two tiles read side by side ran
+// slower than the YMM kernel's one (BenchmarkKR8Decode, Zen 5, ratio to a
+// plain read: Q4_Kr8 K=1024 0.46–0.48 against 0.56–0.63, Q6_Kr8
+// 0.43–0.49 against 0.72–0.76; prefetching only one of the two tiles
+// changed nothing), though in L2 they were the faster.
+//
 // Registers: Z0..Z3 temporaries; Z4+2t, Z5+2t activation row t's int32
 // sums of the chunk's two sub-blocks; Z12, Z13 the scales S0, S1; Z3 the
 // dmin of both tiles (then a temporary), Z14 their d; Z15 0x0F bytes, Z16 0x30, Z17 0x10; Z18,
@@ -66,13 +73,6 @@ func genKR8Z(a *Asm, M int, q5 bool) {
 	a.I("MOVQ", "R15, DI")
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_sb")
-	if M == 1 {
-		// decode streams the weights: both tiles' lines kr8PFDist ahead
-		for o := 0; o < sbs; o += 64 {
-			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
-			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)(R13*1)", kr8PFDist+o))
-		}
-	}
 	// scales and mins (kr8Scales on both tiles): S0 Z12, S1 Z13, M0 Z4, M1 Z5
 	load2(32, 0)
 	load2(64, 1)
@@ -246,41 +246,57 @@ func kr8zMask(a *Asm, name string, f func(r int) [4]int) {
 	a.Raw("GLOBL %s<>(SB), RODATA|NOPTR, $64", name)
 }
 
-// genKR8SZ writes the ZMM two-tile form of the Q6_Kr8 VNNI kernel
-// (genKR8S's, kind Q6) for M = 1..4 activation rows: each half of every
-// register runs the YMM form's operations on its tile, so the same bits.
+// genKR8SZ writes the ZMM two-tile form of a sixteen-sub-block eight-row
+// VNNI kernel (genKR8S's: Q6_Kr8, Q3_Kr8, Q2_Kr8) for M = 1..4 activation
+// rows: each half of every register runs the YMM form's operations on its
+// tile, so the same bits.
 //
 // Registers: Z0..Z5 the group's quants and temporaries, Z6..Z9 the
 // quarter's scale dwords, Z10+t activation row t's int32 sums, Z14 the
 // 0x30 bytes, Z15 0x0F, Z16+4t+k row t's sums of sub-block k of the
-// quarter; the float accumulators at scr+64t; the VPSHUFB controls from
-// memory (kr8zPairHi<e>, kr8zDupHD<jj>). AX, R13, CX and the rest as
-// genKR8Z's.
-func genKR8SZ(a *Asm, M int) {
-	name, lbl, sbs := fmt.Sprintf("kr8Q6Km%dz", M), fmt.Sprintf("kr8q6k_%dz", M), kr8Q6.sbs()
+// quarter. Scratch: the float accumulators at 64t, Q3_K's rebuilt scales
+// at 256+64q, Q2_K's mins' accumulators at 256+64t. The VPSHUFB controls
+// come from memory (kr8zPairHi<e>, kr8zDupHD<jj>), the 2- and 3-bit masks
+// by dword broadcast. AX, R13, CX and the rest as genKR8Z's.
+func genKR8SZ(a *Asm, kind kr8SKind, M int) {
+	name, lbl, sbs := fmt.Sprintf("kr8Q%sKm%dz", kind.tag(), M), fmt.Sprintf("kr8q%sk_%dz", kind.tag(), M), kind.sbs()
 	P := func(t, k int) string { return fmt.Sprintf("Z%d", 16+4*t+k) }
 	acc := func(t int) string { return fmt.Sprintf("Z%d", 10+t) }
 	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 64*t) }
+	fmin := func(t int) string { return fmt.Sprintf("%d(DX)", 256+64*t) }
 	kr8zPrologue(a, name, lbl, sbs)
 	a.I("VPBROADCASTQ", "kr8Hi<>(SB), Z14")
 	a.Label(lbl + "_tile")
 	a.I("VPXORD", "Z0, Z0, Z0")
 	for t := 0; t < M; t++ {
 		a.I("VMOVDQU32", "Z0, "+facc(t))
+		if kind == kr8Q2 {
+			a.I("VMOVDQU32", "Z0, "+fmin(t))
+		}
 	}
 	kr8RowPointers(a, M)
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_sb")
-	if M == 1 {
-		for o := 0; o < sbs; o += 64 {
-			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
-			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)(R13*1)", kr8PFDist+o))
+	// Z0..Z3: the sixteen (row, sub-block) bytes the bsums multiply, as
+	// signed bytes: Q6_K's and Q3_K's scales, Q2_K's mins
+	switch kind {
+	case kr8Q6:
+		for q := 0; q < 4; q++ {
+			kr8zLoad2(a, 16+32*q, q)
 		}
-	}
-	// Z0..Z3: the scales as signed bytes; the sums start at −32 times the
-	// scaled bsums
-	for q := 0; q < 4; q++ {
-		kr8zLoad2(a, 16+32*q, q)
+	case kr8Q3:
+		kr8zScales(a, 16, "Z5", "Z6", "Z7", "Z8")
+		a.I("VPBROADCASTQ", "kr8B32<>(SB), Z4")
+		for q := 0; q < 4; q++ {
+			a.I("VPSUBB", fmt.Sprintf("Z4, Z%d, Z%d", 5+q, q))
+			a.I("VMOVDQU32", fmt.Sprintf("Z%d, %d(DX)", q, 256+64*q))
+		}
+	case kr8Q2:
+		for q := 0; q < 4; q++ {
+			kr8zLoad2(a, 32+32*q, q)
+			a.I("VPSRLW", fmt.Sprintf("$4, Z%d, Z%d", q, q))
+			a.I("VPANDD", fmt.Sprintf("Z15, Z%d, Z%d", q, q))
+		}
 	}
 	for t := 0; t < M; t++ {
 		for p := 0; p < 8; p++ {
@@ -294,15 +310,33 @@ func genKR8SZ(a *Asm, M int) {
 			a.I("VPMADDWD", "Z5, Z4, Z4")
 			a.I("VPADDD", "Z4, "+acc(t)+", "+acc(t))
 		}
-		a.I("VPSLLD", "$5, "+acc(t)+", "+acc(t))
+		if kind == kr8Q2 {
+			continue
+		}
+		// the sums start at −32 (−4) times the scaled bsums
+		a.I("VPSLLD", fmt.Sprintf("$%d, %s, %s", map[kr8SKind]int{kr8Q6: 5, kr8Q3: 2}[kind], acc(t), acc(t)))
 		a.I("VPXORD", "Z4, Z4, Z4")
 		a.I("VPSUBD", acc(t)+", Z4, "+acc(t))
 	}
+	if kind == kr8Q2 {
+		kr8zScaleInto(a, M, 16, acc, fmin, true)
+	}
 	e := []string{"Z3", "Z4", "Z0", "Z1"}
+	if kind != kr8Q6 {
+		e = []string{"Z3", "Z4", "Z5", "Z0"}
+	}
 	for n := 0; n < 2; n++ {
 		for gq := 0; gq < 2; gq++ {
 			for h := 0; h < 2; h++ {
-				kr8zLoad2(a, 16+32*(2*n+h), h)
+				switch kind {
+				case kr8Q6:
+					kr8zLoad2(a, 16+32*(2*n+h), h)
+				case kr8Q3:
+					a.I("VMOVDQU32", fmt.Sprintf("%d(DX), Z%d", 256+64*(2*n+h), h))
+				case kr8Q2:
+					kr8zLoad2(a, 32+32*(2*n+h), h)
+					a.I("VPANDD", fmt.Sprintf("Z15, Z%d, Z%d", h, h))
+				}
 			}
 			for k := 0; k < 4; k++ {
 				d := fmt.Sprintf("Z%d", 6+k)
@@ -315,28 +349,7 @@ func genKR8SZ(a *Asm, M int) {
 				}
 			}
 			for g := 4 * gq; g < 4*gq+4; g++ {
-				// kr8SQuants' Q6_K steps on both tiles
-				o := 144 + 768*n + 96*g
-				kr8zLoad2(a, o, 0)
-				kr8zLoad2(a, o+32, 1)
-				kr8zLoad2(a, o+64, 2)
-				a.I("VPANDD", "Z15, Z0, Z3")
-				a.I("VPANDD", "Z15, Z1, Z4")
-				a.I("VPSRLW", "$4, Z0, Z0")
-				a.I("VPANDD", "Z15, Z0, Z0")
-				a.I("VPSRLW", "$4, Z1, Z1")
-				a.I("VPANDD", "Z15, Z1, Z1")
-				a.I("VPSLLW", "$4, Z2, Z5")
-				a.I("VPANDD", "Z14, Z5, Z5")
-				a.I("VPORD", "Z5, Z3, Z3")
-				a.I("VPSLLW", "$2, Z2, Z5")
-				a.I("VPANDD", "Z14, Z5, Z5")
-				a.I("VPORD", "Z5, Z4, Z4")
-				a.I("VPANDD", "Z14, Z2, Z5")
-				a.I("VPORD", "Z5, Z0, Z0")
-				a.I("VPSRLW", "$2, Z2, Z2")
-				a.I("VPANDD", "Z14, Z2, Z2")
-				a.I("VPORD", "Z2, Z1, Z1")
+				kr8zSQuants(a, kind, n, g)
 				for t := 0; t < M; t++ {
 					for k := 0; k < 4; k++ {
 						a.I("VPDPBUSD.BCST", kr8Act(t, 4+128*n+32*k+4*g)+", "+e[k]+", "+P(t, k))
@@ -351,15 +364,7 @@ func genKR8SZ(a *Asm, M int) {
 			}
 		}
 	}
-	kr8zHalves(a, 0, 0)
-	for t := 0; t < M; t++ {
-		a.I("VBROADCASTSS", kr8Act(t, 0)+", Z1")
-		a.I("VMULPS", "Z1, Z0, Z1")
-		a.I("VCVTDQ2PS", acc(t)+", Z2")
-		a.I("VMOVUPS", facc(t)+", Z3")
-		a.I("VFMADD231PS", "Z2, Z1, Z3")
-		a.I("VMOVUPS", "Z3, "+facc(t))
-	}
+	kr8zScaleInto(a, M, 0, acc, facc, false)
 	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
 	a.I("ADDQ", "$292, SI")
 	if M > 3 {
@@ -370,6 +375,220 @@ func genKR8SZ(a *Asm, M int) {
 	a.I("MOVQ", "R12, BX")
 	for t := 0; t < M; t++ {
 		a.I("VMOVUPS", facc(t)+", Z0")
+		if kind == kr8Q2 {
+			a.I("VSUBPS", fmin(t)+", Z0, Z0")
+		}
+		a.I("VMOVUPS", "Z0, (BX)")
+		if t < M-1 {
+			a.I("ADDQ", "R11, BX")
+		}
+	}
+	kr8zEpilogue(a, lbl)
+}
+
+// kr8zScales is kr8Scales on both tiles (Z0..Z2 temporaries, Z15 the 0x0F
+// bytes, Z14 the 0x30 ones): S0, S1, M0, M1 from L at base(AX) and H at
+// base+64(AX).
+func kr8zScales(a *Asm, base int, S0, S1, M0, M1 string) {
+	kr8zLoad2(a, base, 0)
+	kr8zLoad2(a, base+32, 1)
+	kr8zLoad2(a, base+64, 2)
+	a.I("VPSLLW", "$4, Z2, "+S1)
+	a.I("VPANDD", "Z14, "+S1+", "+S1)
+	a.I("VPANDD", "Z15, Z0, "+S0)
+	a.I("VPORD", S1+", "+S0+", "+S0)
+	a.I("VPSLLW", "$2, Z2, "+S1)
+	a.I("VPANDD", "Z14, "+S1+", "+S1)
+	a.I("VPSRLW", "$4, Z0, Z0")
+	a.I("VPANDD", "Z15, Z0, Z0")
+	a.I("VPORD", S1+", Z0, "+M0)
+	a.I("VPANDD", "Z14, Z2, Z0")
+	a.I("VPANDD", "Z15, Z1, "+S1)
+	a.I("VPORD", "Z0, "+S1+", "+S1)
+	a.I("VPSRLW", "$2, Z2, Z2")
+	a.I("VPANDD", "Z14, Z2, Z2")
+	a.I("VPSRLW", "$4, Z1, Z1")
+	a.I("VPANDD", "Z15, Z1, Z1")
+	a.I("VPORD", "Z2, Z1, "+M1)
+}
+
+// kr8zScaleInto is kr8ScaleInto on both tiles: each row's int32 sums
+// acc(t) converted and multiply-added by the f16 scales at doff(AX) times
+// d_a into dst(t) (64 bytes of scratch); zero clears acc(t) after.
+func kr8zScaleInto(a *Asm, M, doff int, acc, dst func(int) string, zero bool) {
+	kr8zHalves(a, doff, 0)
+	for t := 0; t < M; t++ {
+		a.I("VBROADCASTSS", kr8Act(t, 0)+", Z1")
+		a.I("VMULPS", "Z1, Z0, Z1")
+		a.I("VCVTDQ2PS", acc(t)+", Z2")
+		a.I("VMOVUPS", dst(t)+", Z3")
+		a.I("VFMADD231PS", "Z2, Z1, Z3")
+		a.I("VMOVUPS", "Z3, "+dst(t))
+		if zero {
+			a.I("VPXORD", acc(t)+", "+acc(t)+", "+acc(t))
+		}
+	}
+}
+
+// kr8zSQuants is kr8SQuants on both tiles: group g of half n's four
+// registers of quants, Q6_K in Z3, Z4, Z0, Z1, Q3_K and Q2_K in Z3, Z4,
+// Z5, Z0.
+func kr8zSQuants(a *Asm, kind kr8SKind, n, g int) {
+	switch kind {
+	case kr8Q6:
+		o := 144 + 768*n + 96*g
+		kr8zLoad2(a, o, 0)
+		kr8zLoad2(a, o+32, 1)
+		kr8zLoad2(a, o+64, 2)
+		a.I("VPANDD", "Z15, Z0, Z3")
+		a.I("VPANDD", "Z15, Z1, Z4")
+		a.I("VPSRLW", "$4, Z0, Z0")
+		a.I("VPANDD", "Z15, Z0, Z0")
+		a.I("VPSRLW", "$4, Z1, Z1")
+		a.I("VPANDD", "Z15, Z1, Z1")
+		a.I("VPSLLW", "$4, Z2, Z5")
+		a.I("VPANDD", "Z14, Z5, Z5")
+		a.I("VPORD", "Z5, Z3, Z3")
+		a.I("VPSLLW", "$2, Z2, Z5")
+		a.I("VPANDD", "Z14, Z5, Z5")
+		a.I("VPORD", "Z5, Z4, Z4")
+		a.I("VPANDD", "Z14, Z2, Z5")
+		a.I("VPORD", "Z5, Z0, Z0")
+		a.I("VPSRLW", "$2, Z2, Z2")
+		a.I("VPANDD", "Z14, Z2, Z2")
+		a.I("VPORD", "Z2, Z1, Z1")
+		return
+	case kr8Q3:
+		kr8zLoad2(a, 112+256*n+32*g, 0)
+		kr8zLoad2(a, 624+32*g, 1)
+	case kr8Q2:
+		kr8zLoad2(a, 160+256*n+32*g, 0)
+	}
+	for k, dst := range []string{"Z3", "Z4", "Z5", "Z0"} {
+		src := "Z0"
+		if k > 0 {
+			a.I("VPSRLW", fmt.Sprintf("$%d, Z0, %s", 2*k, dst))
+			src = dst
+		}
+		a.I("VPANDD.BCST", "kr8M3<>(SB), "+src+", "+dst)
+		if kind != kr8Q3 {
+			continue
+		}
+		tmp := "Z2"
+		if k == 3 {
+			tmp = "Z1"
+		}
+		hm := tmp
+		switch sh := 4*n + k - 2; {
+		case sh > 0:
+			a.I("VPSRLW", fmt.Sprintf("$%d, Z1, %s", sh, tmp))
+		case sh < 0:
+			a.I("VPSLLW", fmt.Sprintf("$%d, Z1, %s", -sh, tmp))
+		default:
+			hm = "Z1"
+		}
+		a.I("VPANDD.BCST", "kr8M4<>(SB), "+hm+", "+tmp)
+		a.I("VPORD", tmp+", "+dst+", "+dst)
+	}
+}
+
+// genR8Q5Z writes the ZMM two-tile form of the eight-row legacy VNNI
+// kernels (genR8Q5's vnni forms: kind "5_0", "4_0", "5_1", "4_1") for M =
+// 1..4 activation rows: each half of every register runs the YMM form's
+// operations on its tile, so the same bits.
+//
+// Registers: Z0..Z3 a pair of chunks' quants, Z4 the block's d_w of both
+// tiles, Z5 a temporary, Z6 their m (kinds with mins), Z7+t activation row
+// t's int32 block sums, Z13 the fifth bits, Z15 0x0F bytes, Z17 0x10, Z20+t
+// row t's float accumulator, Z24+t its mins' accumulator. AX, R13, CX and
+// the rest as genKR8Z's; DI the records (per block and row, 8 bytes).
+func genR8Q5Z(a *Asm, M int, kind string) {
+	name, lbl := fmt.Sprintf("r8Q%sm%dz", kind, M), fmt.Sprintf("r8q%s_%dz", kind, M)
+	geo := map[string][3]int{"5_0": {176, 48, 16}, "4_0": {144, 16, -1}, "5_1": {192, 64, 32}, "4_1": {160, 32, -1}}[kind]
+	bsz, qo, ho := geo[0], geo[1], geo[2]
+	q4 := ho < 0
+	mins := kind == "5_1" || kind == "4_1"
+	ab, ao := 34, 2 // activation block bytes, offset of its quants
+	if mins {
+		ab, ao = 36, 4
+	}
+	P := func(t int) string { return fmt.Sprintf("Z%d", 7+t) }
+	acc := func(t int) string { return fmt.Sprintf("Z%d", 20+t) }
+	accm := func(t int) string { return fmt.Sprintf("Z%d", 24+t) }
+	kr8zPrologue(a, name, lbl, bsz)
+	a.I("VPBROADCASTQ", "kr8Bit4<>(SB), Z17")
+	a.Label(lbl + "_tile")
+	for t := 0; t < M; t++ {
+		a.I("VPXORD", acc(t)+", "+acc(t)+", "+acc(t))
+		if mins {
+			a.I("VPXORD", accm(t)+", "+accm(t)+", "+accm(t))
+		}
+	}
+	kr8RowPointers(a, M)
+	a.I("MOVQ", "R15, DI")
+	a.I("MOVQ", "R8, BX")
+	a.Label(lbl + "_b")
+	if !q4 {
+		kr8zLoad2(a, ho, 13)
+	}
+	for hp := 0; hp < 2; hp++ {
+		for cc := 0; cc < 2; cc++ {
+			c := 2*hp + cc
+			lo, hi := fmt.Sprintf("Z%d", 2*cc), fmt.Sprintf("Z%d", 2*cc+1)
+			kr8zLoad2(a, qo+32*c, 2*cc)
+			a.I("VPSRLW", "$4, "+lo+", "+hi)
+			a.I("VPANDD", "Z15, "+lo+", "+lo)
+			a.I("VPANDD", "Z15, "+hi+", "+hi)
+			if !q4 {
+				kr8FifthBitsOps(a, c, "Z13", lo, hi, "Z5", "VPANDD", "VPORD", "Z17")
+			}
+		}
+		c0, c1 := 2*hp, 2*hp+1
+		offs := []int{ao + 4*c0, ao + 16 + 4*c0, ao + 4*c1, ao + 16 + 4*c1}
+		if hp == 1 {
+			kr8zHalves(a, 0, 4)
+			if mins {
+				kr8zHalves(a, 16, 6)
+			}
+		}
+		for t := 0; t < M; t++ {
+			if hp == 0 && mins {
+				a.I("VPXORD", P(t)+", "+P(t)+", "+P(t))
+			} else if hp == 0 {
+				a.I("VPBROADCASTD", fmt.Sprintf("%d(DI), %s", 8*t+4, P(t)))
+			}
+			for i, off := range offs {
+				a.I("VPDPBUSD.BCST", fmt.Sprintf("%s, Z%d, %s", kr8Act(t, off), i, P(t)))
+			}
+			if hp == 1 {
+				// r8Q5Finish and r8Q5Mins on both tiles
+				a.I("VCVTDQ2PS", P(t)+", "+P(t))
+				a.I("VBROADCASTSS", fmt.Sprintf("%d(DI), Z5", 8*t))
+				a.I("VMULPS", "Z5, Z4, Z5")
+				a.I("VFMADD231PS", P(t)+", Z5, "+acc(t))
+				if mins {
+					a.I("VBROADCASTSS", fmt.Sprintf("%d(DI), Z5", 8*t+4))
+					a.I("VFMADD231PS", "Z5, Z6, "+accm(t))
+				}
+			}
+		}
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, AX", bsz))
+	a.I("ADDQ", fmt.Sprintf("$%d, SI", ab))
+	if M > 3 {
+		a.I("ADDQ", fmt.Sprintf("$%d, R9", ab))
+	}
+	a.I("ADDQ", fmt.Sprintf("$%d, DI", 8*M))
+	a.I("DECQ", "BX")
+	a.I("JNZ", lbl+"_b")
+	a.I("MOVQ", "R12, BX")
+	for t := 0; t < M; t++ {
+		if mins {
+			// acc + accm, as the YMM form adds them
+			a.I("VADDPS", acc(t)+", "+accm(t)+", Z0")
+		} else {
+			a.I("VMOVAPS", acc(t)+", Z0")
+		}
 		a.I("VMOVUPS", "Z0, (BX)")
 		if t < M-1 {
 			a.I("ADDQ", "R11, BX")
