@@ -258,7 +258,7 @@ func Tool() string {
 // requiredFeatures lists the CPU features (x/sys/cpu names) the plan's
 // weight layouts need: none for the GGUF's own layouts, which every kernel
 // tier reads; AVX2, FMA and F16C for the four-row and eight-row layouts
-// (pack-weights avx2, kquant), whose only kernels are AVX2 ones; those and AVX-512 F, BW, DQ,
+// (pack-weights avx2, kquant, r8vnni), whose only kernels are AVX2 ones; those and AVX-512 F, BW, DQ,
 // VL and VNNI for the sixteen-row layouts (pack-weights avx512), whose
 // only kernels are AVX-512 VNNI ones. plan.CheckCPU refuses the plan
 // elsewhere.

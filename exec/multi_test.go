@@ -104,6 +104,7 @@ func TestEvalSeqsMatchesAlone(t *testing.T) {
 		{"llama-synth-q5_0", quant.F32, "avx512"},
 		{"qwen3-synth-q4_k_m", quant.F16, "kquant"},
 		{"llama-synth-q4_k", quant.F32, "kquant"},
+		{"qwen2-synth-q4_k_m", quant.F16, "r8vnni"},
 	}
 	for _, tc := range cases {
 		if _, err := cpu.NewMatMul(packProbe[tc.pack]); tc.pack != "" && err != nil {
@@ -294,7 +295,7 @@ func TestEvalSeqsDecodeAllocatesNothing(t *testing.T) {
 
 // packProbe is a layout each pack-weights tier writes, to skip a case
 // whose kernels this CPU lacks.
-var packProbe = map[string]quant.Type{"avx2": quant.Q4_0x4, "avx512": quant.Q8_0r16, "kquant": quant.Q4_Kr8}
+var packProbe = map[string]quant.Type{"avx2": quant.Q5_0r8, "avx512": quant.Q8_0r16, "kquant": quant.Q4_Kr8, "r8vnni": quant.Q5_0r8}
 
 func evalSeqsDecodeAllocs(t *testing.T, model, pack string) {
 	c := compileSlots(t, model, quant.F32, 16, 4, pack)

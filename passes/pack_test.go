@@ -30,8 +30,46 @@ func TestPackWeights(t *testing.T) {
 		{"llama-synth-q8_0", "avx512", quant.Q8_0, quant.Q8_0r16},
 		{"llama-synth-q4_0", "avx512", quant.Q4_0, quant.Q4_0r16},
 		{"qwen2-synth-q8_0", "avx512", quant.Q8_0, quant.Q8_0r16},
+		{"llama-synth-q5_0", "r8vnni", quant.Q5_0, quant.Q5_0r8},
+		{"llama-synth-q4_1", "r8vnni", quant.Q4_1, quant.Q4_1r8},
+		{"llama-synth-q4_k", "r8vnni", quant.Q4_K, quant.Q4_Kr8},
+		{"llama-synth-q3_k", "avx2", quant.Q3_K, quant.Q3_Kr8},
 	} {
 		testPackWeights(t, tc.model, tc.tier, tc.plain, tc.x4)
+	}
+}
+
+// TestPackR8VNNIKeepsQ3Q2 checks that "r8vnni" and "kquant" leave Q3_K
+// and Q2_K weights in the GGUF layout (their GGUF-layout VNNI row kernels
+// decode faster), where "avx2" packs them (TestPackWeights).
+func TestPackR8VNNIKeepsQ3Q2(t *testing.T) {
+	for _, model := range []string{"llama-synth-q3_k", "llama-synth-q2_k"} {
+		f, err := gguf.Open(fixtures.Path(t, "models", model+".gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pack := range []string{"r8vnni", "kquant"} {
+			g, err := gguf.BuildGraph(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := passes.Run(g, passes.Options{KVType: quant.F16, Pack: pack, Verify: true}); err != nil {
+				t.Fatal(err)
+			}
+			kq := 0
+			for _, v := range g.Weights() {
+				switch v.DType {
+				case quant.Q3_Kr8, quant.Q2_Kr8:
+					t.Errorf("%s pack %s: %s packed to %s", model, pack, v, v.DType)
+				case quant.Q3_K, quant.Q2_K:
+					kq++
+				}
+			}
+			if kq == 0 {
+				t.Errorf("%s pack %s: no Q3_K/Q2_K weight left to check", model, pack)
+			}
+		}
+		f.Close()
 	}
 }
 

@@ -28,8 +28,8 @@ type Options struct {
 	// (Q8_0, Q5_0 and Q4_0 to Q8_0r16, Q5_0r16, Q4_0r16: another float order, see
 	// quant/r16.go), both with K-quants to the eight-row layouts (another
 	// float order, see quant/kr8.go: "avx2" Q2_K..Q6_K, "avx512" Q4_K..Q6_K),
-	// "kquant" (only Q4_K..Q6_K to those) or "" (none: the GGUF's layouts,
-	// which every tier reads).
+	// "kquant" (only Q4_K..Q6_K to those), "r8vnni" ("avx2" but Q3_K and
+	// Q2_K) or "" (none: the GGUF's layouts, which every tier reads).
 	Pack string
 	// Verify runs ir.Verify after every pass (tests turn it on; the
 	// compiler verifies once at the end).
@@ -509,7 +509,7 @@ func selectKernels(g *ir.Graph, o *Options) error {
 }
 
 // packedR8VNNI is quant.PackedR8 but for Q3_K and Q2_K: the eight-row
-// layouts "avx512" and "kquant" write, the ones whose kernels beat the
+// K-quant layouts "avx512", "kquant" and "r8vnni" write, the ones whose kernels beat the
 // GGUF layout's on the AVX-512 VNNI tier. There the GGUF layout's
 // VPDPBUSD row kernels for Q3_K and Q2_K read faster than the eight-row
 // ones (Zen 5, one row over a 1 GiB matrix: Q2_K 0.86–0.91 of a plain
@@ -538,7 +538,11 @@ func packedR8VNNI(t quant.Type) quant.Type {
 //   - "kquant": only Q4_K, Q5_K, Q6_K to Q4_Kr8, Q5_Kr8, Q6_Kr8
 //     (quant/kr8.go: the same bytes per row, eight rows together, for the
 //     AVX2 kernels that put a row in each lane, which the AVX-512 tier
-//     runs too).
+//     runs too);
+//   - "r8vnni": the legacy types as "avx2" does and Q4_K, Q5_K, Q6_K as
+//     "kquant" does: the layouts whose ZMM kernels beat the GGUF layout's
+//     where 512-bit operations run at full rate (Zen 5), Q3_K and Q2_K left
+//     to the GGUF layout's VNNI row kernels, which decode faster there.
 //
 // The r16 and r8 layouts have llama.cpp's repacked-kernel float order, not
 // its vec_dot order (Q4_Kr8: the order llama.cpp itself runs for Q4_K on
@@ -561,8 +565,10 @@ func packWeights(g *ir.Graph, o *Options) error {
 		packed = func(t quant.Type) quant.Type { return cmp.Or(quant.PackedR16(t), packedR8VNNI(t)) }
 	case "kquant":
 		packed = packedR8VNNI
+	case "r8vnni":
+		packed = func(t quant.Type) quant.Type { return cmp.Or(quant.PackedR8Legacy(t), packedR8VNNI(t)) }
 	default:
-		return fmt.Errorf("pack-weights: unknown tier %q (avx2, avx512, kquant, or none)", o.Pack)
+		return fmt.Errorf("pack-weights: unknown tier %q (avx2, avx512, kquant, r8vnni, or none)", o.Pack)
 	}
 	cons := g.Consumers()
 	bySource := map[string][]*ir.Value{}

@@ -115,14 +115,19 @@ var zmmEightRow bool
 // PackTier is the tier whose weight layouts minferc's pack-weights pass
 // should write for this CPU (minferc compile --pack-weights auto): "avx2"
 // when the AVX2 kernels run Q5_0 here (AVX2+FMA+F16C without AVX-512
-// VNNI, or with it switched off by MINFER_NO_AVX512=1); "kquant" (Q4_K
-// only) on the AVX-512 VNNI tier, whose Q5_0 kernels read the GGUF layout
-// and beat the AVX2 GEMM in prefill, while the eight-row Q4_K kernels beat
-// its VNNI Q4_K ones (docs/PERFORMANCE.md); "" without AVX2.
+// VNNI, or with it switched off by MINFER_NO_AVX512=1); on the AVX-512
+// VNNI tier "r8vnni" where 512-bit operations run at full rate (the ZMM
+// two-tile kernels of the eight-row layouts prefill about twice as fast
+// as the GGUF layout's, and Q3_K, Q2_K stay in the GGUF layout, whose VNNI
+// row kernels decode faster), else "kquant" (Q4_K..Q6_K only: on Zen 4
+// the legacy types' GGUF-layout ZMM GEMMs beat the YMM eight-row
+// kernels); "" without AVX2 (docs/PERFORMANCE.md).
 func PackTier() string {
 	switch {
 	case hasAVX2 && !hasVNNI:
 		return "avx2"
+	case hasAVX2 && zmmEightRow:
+		return "r8vnni"
 	case hasAVX2:
 		return "kquant"
 	}
@@ -130,15 +135,15 @@ func PackTier() string {
 }
 
 // PackTierRuns reports whether this CPU and build run the kernels of the
-// weight layouts pack-weights writes for tier ("avx2": the four-row and
-// eight-row layouts, AVX2+FMA+F16C; "avx512": the sixteen-row layouts,
-// AVX-512 VNNI, and the eight-row ones; "kquant": the eight-row ones),
-// after the MINFER_NO_* switches.
+// weight layouts pack-weights writes for tier ("avx2", "r8vnni": the
+// four-row and eight-row layouts, AVX2+FMA+F16C; "avx512": the sixteen-row
+// layouts, AVX-512 VNNI, and the eight-row ones; "kquant": the eight-row
+// ones), after the MINFER_NO_* switches.
 func PackTierRuns(tier string) bool {
 	kq := rowKernels[quant.Q4_Kr8] != nil
 	switch tier {
-	case "avx2":
-		return kq && rowKernels[quant.Q5_0x4] != nil
+	case "avx2", "r8vnni":
+		return kq && rowKernels[quant.Q5_0x4] != nil && rowKernels[quant.Q5_0r8] != nil
 	case "avx512":
 		return kq && rowKernels[quant.Q8_0r16] != nil
 	case "kquant":

@@ -150,7 +150,7 @@ type ChatCmd struct {
 	NCtx        int           `help:"KV cache positions for a GGUF (0: the model's, at most 4096)." name:"n-ctx"`
 	KVType      string        `help:"KV cache type for a GGUF: f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
 	FlashAttn   string        `help:"Flash attention for a GGUF (also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
-	PackWeights string        `help:"Weight layouts for a SIMD tier for a GGUF, packed at load into memory: none, avx2, avx512 or kquant (see minferc compile --pack-weights)." default:"none" name:"pack-weights" enum:"none,avx2,avx512,kquant"`
+	PackWeights string        `help:"Weight layouts for a SIMD tier for a GGUF, packed at load into memory: none, avx2, avx512, kquant or r8vnni (see minferc compile --pack-weights)." default:"none" name:"pack-weights" enum:"none,avx2,avx512,kquant,r8vnni"`
 	TokenDelay  time.Duration `help:"Pause after each streamed piece (demos and the Ctrl-C test)." name:"token-delay" hidden:""`
 	TemplateFlags
 	SamplingFlags

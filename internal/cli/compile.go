@@ -28,7 +28,7 @@ type CompileCmd struct {
 	Weights     string   `help:"embed: copy weights into the plan; ref: reference the GGUF by path, size and hash." default:"embed" enum:"embed,ref"`
 	FlashAttn   string   `help:"Flash attention (also -fa): on compiles attention to the tiled online-softmax kernels (f32, f16 and q8_0 caches), off to llama.cpp's non-flash arithmetic; auto: on for an f16 or q8_0 cache, off for f32 (the path that matches llama.cpp's f32-cache logits exactly)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
 	DisablePass []string `help:"Switch off a pass by name (repeatable; see minferc passes)." name:"disable-pass"`
-	PackWeights string   `help:"Weight layouts for a SIMD tier (the pack-weights pass): avx2 stores Q5_0, Q4_0, Q5_1, Q4_1 and the K-quants (Q2_K to Q6_K) mat-mul weights eight rows together for the AVX2 kernels (such a plan needs AVX2 to run); avx512 stores Q8_0, Q5_0 and Q4_0 mat-mul weights sixteen rows together for the AVX-512 VNNI kernels (their mat-muls about 2x faster with 8 or more rows: prefill and batched decode; such a plan needs AVX-512 VNNI), and Q4_K, Q5_K and Q6_K as avx2 does; kquant stores only Q4_K, Q5_K and Q6_K eight rows together (K-quant decode at the memory's rate on every tier from AVX2 up); the sixteen- and eight-row layouts have llama.cpp's repacked-kernel float order instead of its vec_dot order; none keeps the GGUF's layouts, which every tier reads; auto: avx2 when this CPU runs the AVX2 tier (no AVX-512 VNNI, or MINFER_NO_AVX512=1), kquant on the AVX-512 VNNI tier, when the weights are embedded." default:"auto" name:"pack-weights" enum:"auto,avx2,avx512,kquant,none"`
+	PackWeights string   `help:"Weight layouts for a SIMD tier (the pack-weights pass): avx2 stores Q5_0, Q4_0, Q5_1, Q4_1 and the K-quants (Q2_K to Q6_K) mat-mul weights eight rows together for the AVX2 kernels (such a plan needs AVX2 to run); avx512 stores Q8_0, Q5_0 and Q4_0 mat-mul weights sixteen rows together for the AVX-512 VNNI kernels (their mat-muls about 2x faster with 8 or more rows: prefill and batched decode; such a plan needs AVX-512 VNNI), and Q4_K, Q5_K and Q6_K as avx2 does; kquant stores only Q4_K, Q5_K and Q6_K eight rows together (K-quant decode at the memory's rate on every tier from AVX2 up); r8vnni stores what avx2 does but Q3_K and Q2_K (whose GGUF-layout AVX-512 VNNI kernels decode faster); the sixteen- and eight-row layouts have llama.cpp's repacked-kernel float order instead of its vec_dot order; none keeps the GGUF's layouts, which every tier reads; auto: avx2 when this CPU runs the AVX2 tier (no AVX-512 VNNI, or MINFER_NO_AVX512=1), on the AVX-512 VNNI tier r8vnni where 512-bit operations run at full rate (Zen 5) and kquant where they do not (Zen 4), when the weights are embedded." default:"auto" name:"pack-weights" enum:"auto,avx2,avx512,kquant,r8vnni,none"`
 	Quiet       bool     `short:"q" help:"No progress output."`
 	CacheTypeFlags
 }
@@ -73,7 +73,7 @@ func (c *CompileCmd) Run() error {
 	}
 	pack := ""
 	switch c.PackWeights {
-	case "avx2", "avx512", "kquant":
+	case "avx2", "avx512", "kquant", "r8vnni":
 		if mode == plan.Ref {
 			return fmt.Errorf("--pack-weights %s rewrites weights, so they must be embedded (--weights embed), not referenced in the GGUF", c.PackWeights)
 		}
@@ -85,11 +85,13 @@ func (c *CompileCmd) Run() error {
 	}
 	switch pack {
 	case "avx2":
-		logf("pack-weights: Q5_0 and Q4_0 mat-mul weights in the AVX2 tier's four-row layouts, Q4_K in the eight-row one (--pack-weights none for a plan every tier runs)")
+		logf("pack-weights avx2: Q5_0, Q4_0, Q5_1, Q4_1 and Q2_K..Q6_K mat-mul weights in the eight-row layouts, which every tier from AVX2 up runs (--pack-weights none keeps the GGUF's)")
 	case "avx512":
-		logf("pack-weights: Q8_0, Q5_0 and Q4_0 mat-mul weights in the AVX-512 VNNI tier's sixteen-row layouts, Q4_K in the eight-row one (--pack-weights none for a plan every tier runs)")
+		logf("pack-weights avx512: Q8_0, Q5_0 and Q4_0 mat-mul weights in the AVX-512 VNNI tier's sixteen-row layouts, Q4_K..Q6_K in the eight-row ones (--pack-weights none for a plan every tier runs)")
 	case "kquant":
-		logf("pack-weights: Q4_K mat-mul weights in the eight-row layout of the AVX2 kernels, which every tier from AVX2 up runs (--pack-weights none for a plan every tier runs)")
+		logf("pack-weights kquant: Q4_K..Q6_K mat-mul weights in the eight-row layouts, which every tier from AVX2 up runs (--pack-weights none keeps the GGUF's)")
+	case "r8vnni":
+		logf("pack-weights r8vnni: Q5_0, Q4_0, Q5_1, Q4_1 and Q4_K..Q6_K mat-mul weights in the eight-row layouts, which every tier from AVX2 up runs (--pack-weights none keeps the GGUF's)")
 	}
 	p, err := compiler.Compile(f, compiler.Options{NCtx: c.NCtx, MaxBatch: c.MaxBatch, KVType: kv, FlashAttn: fa, Slots: c.Slots, Disabled: c.DisablePass, PackWeights: pack, Weights: mode, Log: logf})
 	if err != nil {

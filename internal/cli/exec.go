@@ -286,7 +286,7 @@ type RunCmd struct {
 	NCtx        int    `short:"c" help:"KV cache positions (0: the model's, at most 4096); also --ctx-size." name:"n-ctx" aliases:"ctx-size"`
 	KVType      string `help:"KV cache type (compiled path): f16 (default, as llama.cpp), f32, q8_0." default:"f16" name:"kv-type" enum:"f32,f16,q8_0"`
 	FlashAttn   string `help:"Flash attention (compiled path, also -fa): auto, on or off (see minferc compile)." default:"auto" name:"flash-attn" enum:"auto,on,off"`
-	PackWeights string `help:"Weight layouts for a SIMD tier (compiled path), packed at load into memory: none, avx2, avx512 or kquant (see minferc compile --pack-weights)." default:"none" name:"pack-weights" enum:"none,avx2,avx512,kquant"`
+	PackWeights string `help:"Weight layouts for a SIMD tier (compiled path), packed at load into memory: none, avx2, avx512, kquant or r8vnni (see minferc compile --pack-weights)." default:"none" name:"pack-weights" enum:"none,avx2,avx512,kquant,r8vnni"`
 	CacheTypeFlags
 	GenFlags
 }

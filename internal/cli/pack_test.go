@@ -19,8 +19,9 @@ import (
 
 // TestPackedPlan: a plan compiled with --pack-weights avx2 (Q5_0, Q4_0 and
 // the K-quants in their eight-row layouts) writes the same logits bit for
-// bit, prefill (GEMM) and decode (row kernels), in this process and in a
-// child on the AVX2 tier (MINFER_NO_AVX512=1); a child without AVX2
+// bit, prefill (GEMM) and decode (row kernels), in this process, as the
+// r8vnni plan of the same model, and in a child on the AVX2 tier
+// (MINFER_NO_AVX512=1); a child without AVX2
 // (MINFER_NO_AVX2=1) refuses it naming the recompile command; and weights
 // referenced in the GGUF cannot be packed.
 func TestPackedPlan(t *testing.T) {
@@ -34,7 +35,7 @@ func TestPackedPlan(t *testing.T) {
 	for _, name := range []string{"llama-synth-q5_0", "llama-synth-q4_0", "qwen2-synth-q4_k_m"} {
 		model := fixtures.Path(t, "models", name+".gguf")
 		plans := map[string]string{}
-		for _, pack := range []string{"none", "avx2", "kquant"} {
+		for _, pack := range []string{"none", "avx2", "kquant", "r8vnni"} {
 			plans[pack] = filepath.Join(dir, name+"."+pack+".plan")
 			cc := CompileCmd{Model: model, Out: plans[pack], MaxBatch: 512, KVType: "f32", Weights: "embed", PackWeights: pack, Quiet: true}
 			if err := cc.Run(); err != nil {
@@ -69,6 +70,11 @@ func TestPackedPlan(t *testing.T) {
 					t.Fatal(err)
 				}
 				logits[pack] = b
+			}
+			// these models have no Q3_K or Q2_K, so r8vnni packs what avx2
+			// does (with the ZMM kernels where they run here: the same bits)
+			if !bytes.Equal(logits["r8vnni"], logits["avx2"]) {
+				t.Fatalf("%s batch=%d: the r8vnni plan's logits differ from the avx2 plan's", name, batch)
 			}
 			// Q5_0r8 and Q4_0r8 (the avx2 plans' legacy layouts) have the
 			// sixteen-row layouts' float order, not vec_dot's, so the avx2
