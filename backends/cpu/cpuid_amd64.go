@@ -50,3 +50,23 @@ func zmmHalfRate() bool {
 	vendor, family, _ := x86Model()
 	return vendor == "AuthenticAMD" && family == 0x19
 }
+
+// prefetchL1 reports whether the eight-row K-quant layouts' one-row
+// (decode) kernels should prefetch the weights into L1 8 KiB ahead rather than into
+// L2 16 KiB ahead: on AMD Zen 5 (family 0x1a), where that streamed a 1 GiB
+// matrix at 0.8–0.98 of a plain read against 0.5–0.8 and decoded
+// Qwen3-0.6B Q4_K_M 15–20% faster (docs/PERFORMANCE.md, twenty-second
+// session); elsewhere the L2 prefetch chosen on Zen 4 stays, where a
+// prefetch into L1 had stalled on the L1's miss buffers (the sixteen-row
+// kernels, seventeenth session). MINFER_PREFETCH=l1 or =l2 overrides; the
+// bits are the same either way.
+func prefetchL1() bool {
+	switch os.Getenv("MINFER_PREFETCH") {
+	case "l1":
+		return true
+	case "l2":
+		return false
+	}
+	vendor, family, _ := x86Model()
+	return vendor == "AuthenticAMD" && family == 0x1a
+}

@@ -190,6 +190,36 @@ func kr8Q2Km3z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float
 //go:noescape
 func kr8Q2Km4z(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
 
+//go:noescape
+func kr8Q4Km1p(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q4Km1vp(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q5Km1p(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q5Km1vp(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q6Km1p(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q6Km1vp(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km1p(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q3Km1vp(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km1p(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
+//go:noescape
+func kr8Q2Km1vp(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
+
 // kr8ZMMKernels are the ZMM forms of the eight-row K-quant VNNI kernels
 // (internal/asmgen/kr8z.go): two tiles at once, one in each half of every
 // register, the same bits; for 2..4 activation rows (none for decode:
@@ -209,6 +239,18 @@ var kr8ZMMKernels = map[quant.Type]*[4]kr8Kernel{
 // halves would gain nothing; MINFER_KQGEMM=avx2 drops them, as it drops
 // the other ZMM K-quant kernels), nil where it does not.
 var kr8ZMM = map[quant.Type]*[4]kr8Kernel{}
+
+// kr8PrefL1Kernels are the one-row kernels (AVX2 form, VNNI form) that
+// prefetch the weights into L1 8 KiB ahead instead of into L2 16 KiB
+// ahead (internal/asmgen/kr8.go, kr8Pref): the same bits, installed where
+// prefetchL1 says so.
+var kr8PrefL1Kernels = map[quant.Type][2]kr8Kernel{
+	quant.Q4_Kr8: {kr8Q4Km1p, kr8Q4Km1vp},
+	quant.Q5_Kr8: {kr8Q5Km1p, kr8Q5Km1vp},
+	quant.Q6_Kr8: {kr8Q6Km1p, kr8Q6Km1vp},
+	quant.Q3_Kr8: {kr8Q3Km1p, kr8Q3Km1vp},
+	quant.Q2_Kr8: {kr8Q2Km1p, kr8Q2Km1vp},
+}
 
 // kr8VNNIKernels are the AVX-512 VNNI forms of the kernels (VPDPBUSD on
 // YMM: a quarter fewer instructions, the same bits),
@@ -433,6 +475,14 @@ func init() {
 	}
 	for _, t := range []quant.Type{quant.Q4_Kr8, quant.Q5_Kr8, quant.Q6_Kr8, quant.Q3_Kr8, quant.Q2_Kr8} {
 		tier := "avx2"
+		if prefetchL1() {
+			ks := kr8Kernels[t]
+			ks[0] = kr8PrefL1Kernels[t][0]
+			kr8Kernels[t] = ks
+			v := kr8VNNIKernels[t]
+			v[0] = kr8PrefL1Kernels[t][1]
+			kr8VNNIKernels[t] = v
+		}
 		if v, ok := kr8VNNIKernels[t]; ok && hasVNNI {
 			kr8Kernels[t], tier = v, "avx512vnni"
 			if z := kr8ZMMKernels[t]; z != nil && !zmmHalfRate() {

@@ -26,7 +26,11 @@ func TestKR8Kernels(t *testing.T) {
 	if len(kr8ZMM) > 0 {
 		form += " forms, with the ZMM two-tile"
 	}
-	t.Logf("checking the %s forms of the eight-row kernels (MINFER_NO_AVX512=1 checks the AVX2 ones, MINFER_KQGEMM=avx2 the YMM VNNI ones)", form)
+	pf := "L2"
+	if prefetchL1() {
+		pf = "L1"
+	}
+	t.Logf("checking the %s forms of the eight-row kernels, the one-row ones prefetching into %s (MINFER_NO_AVX512=1 checks the AVX2 ones, MINFER_KQGEMM=avx2 the YMM VNNI ones, MINFER_PREFETCH=l1|l2 the other prefetch)", form, pf)
 	r := rand.New(rand.NewPCG(8, 9))
 	const N = 80
 	for _, plain := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.Q2_K} {

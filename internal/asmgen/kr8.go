@@ -38,9 +38,26 @@ import "fmt"
 // 32-byte aligned (M > 1); y: the output of tile 0, activation row 0 (8
 // floats; activation row t's at t·ldy floats, tile i's 8 floats further).
 
-// kr8PFDist is how far ahead of a super-block the one-row kernel
-// prefetches into L2 (PREFETCHT2, every line).
-const kr8PFDist = 16384
+// kr8Pref is how the one-row (decode) kernels prefetch the weights: every
+// line of a super-block (block) dist bytes ahead, by op; sfx ends the names
+// of the kernels that do it so.
+type kr8Pref struct {
+	op   string
+	dist int
+	sfx  string
+}
+
+// kr8PrefL2 is the eighteenth session's choice (Zen 4: into L2 16 KiB
+// ahead; spread over the chunks instead the lines read 2-5% slower);
+// kr8PrefL1 the twenty-second's for Zen 5, where the one-row kernels are
+// ≈1.5× faster in L2 than the memory's read, yet streamed at 0.5–0.8 of
+// it with kr8PrefL2, and at 0.8–0.98 prefetching into L1 8 KiB ahead
+// (BenchmarkKR8Decode; backends/cpu picks by CPU: prefetchL1). The legacy
+// layouts' kernels have the L2 form only.
+var (
+	kr8PrefL2 = kr8Pref{"PREFETCHT2", 16384, ""}
+	kr8PrefL1 = kr8Pref{"PREFETCHT0", 8192, "p"}
+)
 
 func init() {
 	register("kr8_amd64.s", "amd64 && !purego", genKR8)
@@ -97,7 +114,7 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 	a.Raw("GLOBL kr8One16<>(SB), RODATA|NOPTR, $32")
 	for _, q5 := range []bool{false, true} {
 		for _, vnni := range []bool{false, true} {
-			genKR8One(a, q5, vnni)
+			genKR8One(a, q5, vnni, kr8PrefL2)
 			for m := 2; m <= 4; m++ {
 				genKR8Multi(a, m, q5, vnni)
 			}
@@ -125,17 +142,28 @@ backends/cpu/kr8_amd64.go (the Go side).`)
 			genR8Q5Z(a, m, kind)
 		}
 	}
+	// the K-quant one-row kernels again, prefetching as kr8PrefL1 (the
+	// legacy layouts' gained nothing from it: R8Q5Decode, Zen 5, Q4_0r8
+	// K=4864 0.70–0.78 of the read against 0.75–0.87)
+	for _, vnni := range []bool{false, true} {
+		for _, q5 := range []bool{false, true} {
+			genKR8One(a, q5, vnni, kr8PrefL1)
+		}
+		for _, kind := range []kr8SKind{kr8Q6, kr8Q3, kr8Q2} {
+			genKR8S(a, kind, 1, vnni, kr8PrefL1)
+		}
+	}
 	for _, kind := range []string{"5_0", "4_0", "5_1", "4_1"} {
 		for _, vnni := range []bool{false, true} {
 			for m := 1; m <= 4; m++ {
-				genR8Q5(a, m, vnni, kind)
+				genR8Q5(a, m, vnni, kind, kr8PrefL2)
 			}
 		}
 	}
 	for _, kind := range []kr8SKind{kr8Q6, kr8Q3, kr8Q2} {
 		for _, vnni := range []bool{false, true} {
 			for m := 1; m <= 4; m++ {
-				genKR8S(a, kind, m, vnni)
+				genKR8S(a, kind, m, vnni, kr8PrefL2)
 			}
 		}
 	}
@@ -260,7 +288,7 @@ func kr8Epilogue(a *Asm, lbl string) {
 // sub-block sums, Y0..Y3 and Y12 temporaries. AX the super-block, SI its
 // activation block, DI its record, BX super-blocks left, CX tiles left,
 // R8 nb, R12 the output, R14 a, R15 rec.
-func genKR8One(a *Asm, q5, vnni bool) {
+func genKR8One(a *Asm, q5, vnni bool, pf kr8Pref) {
 	name, lbl, sbs := "kr8Q4Km1", "kr8q4k_1", 1152
 	if q5 {
 		name, lbl, sbs = "kr8Q5Km1", "kr8q5k_1", 1408
@@ -268,6 +296,7 @@ func genKR8One(a *Asm, q5, vnni bool) {
 	if vnni {
 		name, lbl = name+"v", lbl+"v"
 	}
+	name, lbl = name+pf.sfx, lbl+pf.sfx
 	kr8Prologue(a, name, lbl)
 	a.I("VXORPS", "Y13, Y13, Y13")
 	a.I("VXORPS", "Y14, Y14, Y14")
@@ -275,7 +304,7 @@ func genKR8One(a *Asm, q5, vnni bool) {
 	a.I("MOVQ", "R15, DI")
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_sb")
-	kr8OneSB(a, q5, vnni)
+	kr8OneSB(a, q5, vnni, pf)
 	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
 	a.I("ADDQ", "$292, SI")
 	a.I("ADDQ", "$16, DI")
@@ -294,15 +323,14 @@ func genKR8One(a *Asm, q5, vnni bool) {
 // sixteen-row layouts' decode kernel does, decoded Qwen3-0.6B slower at two
 // threads: 60-68 against 65-92 tok/s, six alternated runs; so did one
 // calling this kernel a tile of each of four runs in turn.)
-func kr8OneSB(a *Asm, q5, vnni bool) {
+func kr8OneSB(a *Asm, q5, vnni bool, pf kr8Pref) {
 	sbs, sq := 1152, 128
 	if q5 {
 		sbs, sq = 1408, 384
 	}
-	// the 18 lines of the super-block kr8PFDist ahead (spread over the
-	// chunks instead they read 2-5% slower, BenchmarkKR8Decode)
+	// the 18 lines of the super-block pf.dist ahead (kr8Pref)
 	for o := 0; o < sbs; o += 64 {
-		a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
+		a.I(pf.op, fmt.Sprintf("%d(AX)", pf.dist+o))
 	}
 	kr8Scales(a, 32, "Y8", "Y9", "Y10", "Y11")
 	// the mins
@@ -657,7 +685,7 @@ func (k kr8SKind) group16() int {
 // scales at scr+128. AX the super-block, SI activation row 0's block (R9
 // row 3's), R10 arb, BX super-blocks left, CX tiles left, DX scr, R8 nb,
 // R11 ldy in bytes, R12 the output, R14 a.
-func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool) {
+func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool, pf kr8Pref) {
 	name, lbl := fmt.Sprintf("kr8Q%sKm%d", kind.tag(), M), fmt.Sprintf("kr8q%sk_%d", kind.tag(), M)
 	if vnni {
 		// per quarter, each (activation row, sub-block)'s int32 sum in its
@@ -671,6 +699,7 @@ func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool) {
 	acc := func(t int) string { return fmt.Sprintf("Y%d", 10+t) }
 	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 32*t) }
 	fmin := func(t int) string { return fmt.Sprintf("%d(DX)", 256+32*t) }
+	name, lbl = name+pf.sfx, lbl+pf.sfx
 	kr8Prologue(a, name, lbl)
 	a.I("VXORPS", "Y0, Y0, Y0")
 	for t := 0; t < M; t++ {
@@ -684,7 +713,7 @@ func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool) {
 	a.Label(lbl + "_sb")
 	if M == 1 {
 		for o := 0; o < sbs; o += 64 {
-			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
+			a.I(pf.op, fmt.Sprintf("%d(AX)", pf.dist+o))
 		}
 	}
 	// Y0..Y3: the sixteen (row, sub-block) bytes the bsums multiply, as
@@ -958,7 +987,7 @@ func kr8SQuants(a *Asm, kind kr8SKind, n, g int) {
 // (36 bytes, quants at 4), start the sums at zero (unsigned quants) and
 // per block also multiply-add the 8 rows' m (f16 at 16) by the record's
 // s_a into a second float accumulator (scr+128+32t), added at the end.
-func genR8Q5(a *Asm, M int, vnni bool, kind string) {
+func genR8Q5(a *Asm, M int, vnni bool, kind string, pf kr8Pref) {
 	name, lbl := fmt.Sprintf("r8Q%sm%d", kind, M), fmt.Sprintf("r8q%s_%d", kind, M)
 	if kind == "5_0" || kind == "4_0" {
 		// the names the first two layouts were given
@@ -983,6 +1012,7 @@ func genR8Q5(a *Asm, M int, vnni bool, kind string) {
 		}
 		return fmt.Sprintf("Y%d", 10+t)
 	}
+	name, lbl = name+pf.sfx, lbl+pf.sfx
 	kr8Prologue(a, name, lbl)
 	a.I("VMOVDQU", "kr8One16<>(SB), Y14")
 	a.I("VXORPS", "Y0, Y0, Y0")
@@ -1002,7 +1032,7 @@ func genR8Q5(a *Asm, M int, vnni bool, kind string) {
 	a.Label(lbl + "_b")
 	if M == 1 {
 		for o := 0; o < bsz; o += 64 {
-			a.I("PREFETCHT2", fmt.Sprintf("%d(AX)", kr8PFDist+o))
+			a.I(pf.op, fmt.Sprintf("%d(AX)", pf.dist+o))
 		}
 	}
 	if !q4 {
