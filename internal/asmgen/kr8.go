@@ -187,30 +187,54 @@ func kr8Mask(a *Asm, name string, f func(r int) [4]int) {
 	a.Raw("GLOBL %s<>(SB), RODATA|NOPTR, $32", name)
 }
 
+// kr8Width is what the steps the YMM (one tile) and ZMM (two tiles,
+// kr8z.go) forms of the eight-row kernels share need to know of the width:
+// the register prefix, the byte-mask AND, OR and XOR, the AND taking a
+// dword broadcast from memory, the 0x0F and 0x30 bytes' operands, and how
+// 32 bytes of each tile at off(AX) load into a register.
+type kr8Width struct {
+	r, and, or, xor, andBcst, nib, hi string
+	load                              func(a *Asm, off, dst int)
+}
+
+// kr8Y is the YMM width: one tile, Y15 the 0x0F bytes, kr8Hi<> the 0x30.
+var kr8Y = kr8Width{"Y", "VPAND", "VPOR", "VPXOR", "VPAND", "Y15", "kr8Hi<>(SB)", func(a *Asm, off, dst int) {
+	a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y%d", off, dst))
+}}
+
+// reg is register i of the width.
+func (w kr8Width) reg(i int) string { return fmt.Sprintf("%s%d", w.r, i) }
+
 // kr8Scales rebuilds the super-block's scales and mins at (AX) as bytes
 // from L at base(AX) and H at base+64(AX): S0, S1, M0, M1 (any registers
 // but Y0..Y2), with Y15 the 0x0F bytes and kr8Hi<> the 0x30 ones.
 func kr8Scales(a *Asm, base int, S0, S1, M0, M1 string) {
-	a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", base))
-	a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y1", base+32))
-	a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y2", base+64))
-	a.I("VPSLLW", "$4, Y2, "+S1)
-	a.I("VPAND", "kr8Hi<>(SB), "+S1+", "+S1)
-	a.I("VPAND", "Y15, Y0, "+S0)
-	a.I("VPOR", S1+", "+S0+", "+S0)
-	a.I("VPSLLW", "$2, Y2, "+S1)
-	a.I("VPAND", "kr8Hi<>(SB), "+S1+", "+S1)
-	a.I("VPSRLW", "$4, Y0, Y0")
-	a.I("VPAND", "Y15, Y0, Y0")
-	a.I("VPOR", S1+", Y0, "+M0)
-	a.I("VPAND", "kr8Hi<>(SB), Y2, Y0")
-	a.I("VPAND", "Y15, Y1, "+S1)
-	a.I("VPOR", "Y0, "+S1+", "+S1)
-	a.I("VPSRLW", "$2, Y2, Y2")
-	a.I("VPAND", "kr8Hi<>(SB), Y2, Y2")
-	a.I("VPSRLW", "$4, Y1, Y1")
-	a.I("VPAND", "Y15, Y1, Y1")
-	a.I("VPOR", "Y2, Y1, "+M1)
+	kr8ScalesW(a, kr8Y, base, S0, S1, M0, M1)
+}
+
+// kr8ScalesW is kr8Scales at width w (register 0..2 temporaries).
+func kr8ScalesW(a *Asm, w kr8Width, base int, S0, S1, M0, M1 string) {
+	r0, r1, r2 := w.reg(0), w.reg(1), w.reg(2)
+	w.load(a, base, 0)
+	w.load(a, base+32, 1)
+	w.load(a, base+64, 2)
+	a.I("VPSLLW", "$4, "+r2+", "+S1)
+	a.I(w.and, w.hi+", "+S1+", "+S1)
+	a.I(w.and, w.nib+", "+r0+", "+S0)
+	a.I(w.or, S1+", "+S0+", "+S0)
+	a.I("VPSLLW", "$2, "+r2+", "+S1)
+	a.I(w.and, w.hi+", "+S1+", "+S1)
+	a.I("VPSRLW", "$4, "+r0+", "+r0)
+	a.I(w.and, w.nib+", "+r0+", "+r0)
+	a.I(w.or, S1+", "+r0+", "+M0)
+	a.I(w.and, w.hi+", "+r2+", "+r0)
+	a.I(w.and, w.nib+", "+r1+", "+S1)
+	a.I(w.or, r0+", "+S1+", "+S1)
+	a.I("VPSRLW", "$2, "+r2+", "+r2)
+	a.I(w.and, w.hi+", "+r2+", "+r2)
+	a.I("VPSRLW", "$4, "+r1+", "+r1)
+	a.I(w.and, w.nib+", "+r1+", "+r1)
+	a.I(w.or, r2+", "+r1+", "+M1)
 }
 
 // kr8Prologue starts a kernel of the signature every eight-row kernel
@@ -873,15 +897,22 @@ func kr8ScaleInto(a *Asm, M, doff int, acc, dst func(int) string, zero bool) {
 		addr = fmt.Sprintf("%d(AX)", doff)
 	}
 	a.I("VCVTPH2PS", addr+", Y0")
+	kr8ScaleIntoW(a, kr8Y, M, acc, dst, zero)
+}
+
+// kr8ScaleIntoW is kr8ScaleInto's per-row steps at width w, the scales
+// already converted into register 0 (registers 1..3 temporaries).
+func kr8ScaleIntoW(a *Asm, w kr8Width, M int, acc, dst func(int) string, zero bool) {
+	r0, r1, r2, r3 := w.reg(0), w.reg(1), w.reg(2), w.reg(3)
 	for t := 0; t < M; t++ {
-		a.I("VBROADCASTSS", kr8Act(t, 0)+", Y1")
-		a.I("VMULPS", "Y1, Y0, Y1")
-		a.I("VCVTDQ2PS", acc(t)+", Y2")
-		a.I("VMOVUPS", dst(t)+", Y3")
-		a.I("VFMADD231PS", "Y2, Y1, Y3")
-		a.I("VMOVUPS", "Y3, "+dst(t))
+		a.I("VBROADCASTSS", kr8Act(t, 0)+", "+r1)
+		a.I("VMULPS", r1+", "+r0+", "+r1)
+		a.I("VCVTDQ2PS", acc(t)+", "+r2)
+		a.I("VMOVUPS", dst(t)+", "+r3)
+		a.I("VFMADD231PS", r2+", "+r1+", "+r3)
+		a.I("VMOVUPS", r3+", "+dst(t))
 		if zero {
-			a.I("VPXOR", acc(t)+", "+acc(t)+", "+acc(t))
+			a.I(w.xor, acc(t)+", "+acc(t)+", "+acc(t))
 		}
 	}
 }
@@ -890,65 +921,70 @@ func kr8ScaleInto(a *Asm, M, doff int, acc, dst func(int) string, zero bool) {
 // its four registers of quants, sub-blocks 8n+2k+g/4 for k = 0..3: Q6_K
 // in Y3, Y4, Y0, Y1 (6-bit), Q3_K and Q2_K in Y3, Y4, Y5, Y0 (Q3_K: low
 // bits | third bit << 2; Q2_K: 2-bit).
-func kr8SQuants(a *Asm, kind kr8SKind, n, g int) {
+func kr8SQuants(a *Asm, kind kr8SKind, n, g int) { kr8SQuantsW(a, kr8Y, kind, n, g) }
+
+// kr8SQuantsW is kr8SQuants at width w (the same register numbers).
+func kr8SQuantsW(a *Asm, w kr8Width, kind kr8SKind, n, g int) {
+	r := w.reg
 	switch kind {
 	case kr8Q6:
 		o := 144 + 768*n + 96*g
-		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", o))
-		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y1", o+32))
-		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y2", o+64))
-		a.I("VPAND", "Y15, Y0, Y3")
-		a.I("VPAND", "Y15, Y1, Y4")
-		a.I("VPSRLW", "$4, Y0, Y0")
-		a.I("VPAND", "Y15, Y0, Y0")
-		a.I("VPSRLW", "$4, Y1, Y1")
-		a.I("VPAND", "Y15, Y1, Y1")
-		a.I("VPSLLW", "$4, Y2, Y5")
-		a.I("VPAND", "kr8Hi<>(SB), Y5, Y5")
-		a.I("VPOR", "Y5, Y3, Y3")
-		a.I("VPSLLW", "$2, Y2, Y5")
-		a.I("VPAND", "kr8Hi<>(SB), Y5, Y5")
-		a.I("VPOR", "Y5, Y4, Y4")
-		a.I("VPAND", "kr8Hi<>(SB), Y2, Y5")
-		a.I("VPOR", "Y5, Y0, Y0")
-		a.I("VPSRLW", "$2, Y2, Y2")
-		a.I("VPAND", "kr8Hi<>(SB), Y2, Y2")
-		a.I("VPOR", "Y2, Y1, Y1")
+		w.load(a, o, 0)
+		w.load(a, o+32, 1)
+		w.load(a, o+64, 2)
+		a.I(w.and, w.nib+", "+r(0)+", "+r(3))
+		a.I(w.and, w.nib+", "+r(1)+", "+r(4))
+		a.I("VPSRLW", "$4, "+r(0)+", "+r(0))
+		a.I(w.and, w.nib+", "+r(0)+", "+r(0))
+		a.I("VPSRLW", "$4, "+r(1)+", "+r(1))
+		a.I(w.and, w.nib+", "+r(1)+", "+r(1))
+		a.I("VPSLLW", "$4, "+r(2)+", "+r(5))
+		a.I(w.and, w.hi+", "+r(5)+", "+r(5))
+		a.I(w.or, r(5)+", "+r(3)+", "+r(3))
+		a.I("VPSLLW", "$2, "+r(2)+", "+r(5))
+		a.I(w.and, w.hi+", "+r(5)+", "+r(5))
+		a.I(w.or, r(5)+", "+r(4)+", "+r(4))
+		a.I(w.and, w.hi+", "+r(2)+", "+r(5))
+		a.I(w.or, r(5)+", "+r(0)+", "+r(0))
+		a.I("VPSRLW", "$2, "+r(2)+", "+r(2))
+		a.I(w.and, w.hi+", "+r(2)+", "+r(2))
+		a.I(w.or, r(2)+", "+r(1)+", "+r(1))
 		return
 	case kr8Q3:
-		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", 112+256*n+32*g))
-		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y1", 624+32*g))
+		w.load(a, 112+256*n+32*g, 0)
+		w.load(a, 624+32*g, 1)
 	case kr8Q2:
-		a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y0", 160+256*n+32*g))
+		w.load(a, 160+256*n+32*g, 0)
 	}
-	// the low two bits of each quant: k = 3 last, in place in Y0; 16-bit
-	// right shifts bring the next byte's bits only above bit 1
-	for k, dst := range []string{"Y3", "Y4", "Y5", "Y0"} {
-		src := "Y0"
+	// the low two bits of each quant: k = 3 last, in place in register 0;
+	// 16-bit right shifts bring the next byte's bits only above bit 1
+	for k, dst := range []string{r(3), r(4), r(5), r(0)} {
+		src := r(0)
 		if k > 0 {
-			a.I("VPSRLW", fmt.Sprintf("$%d, Y0, %s", 2*k, dst))
+			a.I("VPSRLW", fmt.Sprintf("$%d, %s, %s", 2*k, r(0), dst))
 			src = dst
 		}
-		a.I("VPAND", "kr8M3<>(SB), "+src+", "+dst)
+		a.I(w.andBcst, "kr8M3<>(SB), "+src+", "+dst)
 		if kind != kr8Q3 {
 			continue
 		}
-		// the third bit, hmask bit 4n+k, to bit 2 (Y1 in place for k = 3)
-		tmp := "Y2"
+		// the third bit, hmask bit 4n+k, to bit 2 (register 1 in place
+		// for k = 3)
+		tmp := r(2)
 		if k == 3 {
-			tmp = "Y1"
+			tmp = r(1)
 		}
 		hm := tmp
 		switch sh := 4*n + k - 2; {
 		case sh > 0:
-			a.I("VPSRLW", fmt.Sprintf("$%d, Y1, %s", sh, tmp))
+			a.I("VPSRLW", fmt.Sprintf("$%d, %s, %s", sh, r(1), tmp))
 		case sh < 0:
-			a.I("VPSLLW", fmt.Sprintf("$%d, Y1, %s", -sh, tmp))
+			a.I("VPSLLW", fmt.Sprintf("$%d, %s, %s", -sh, r(1), tmp))
 		default:
-			hm = "Y1"
+			hm = r(1)
 		}
-		a.I("VPAND", "kr8M4<>(SB), "+hm+", "+tmp)
-		a.I("VPOR", tmp+", "+dst+", "+dst)
+		a.I(w.andBcst, "kr8M4<>(SB), "+hm+", "+tmp)
+		a.I(w.or, tmp+", "+dst+", "+dst)
 	}
 }
 

@@ -74,26 +74,7 @@ func genKR8Z(a *Asm, M int, q5 bool) {
 	a.I("MOVQ", "R8, BX")
 	a.Label(lbl + "_sb")
 	// scales and mins (kr8Scales on both tiles): S0 Z12, S1 Z13, M0 Z4, M1 Z5
-	load2(32, 0)
-	load2(64, 1)
-	load2(96, 2)
-	a.I("VPSLLW", "$4, Z2, Z13")
-	a.I("VPANDD", "Z16, Z13, Z13")
-	a.I("VPANDD", "Z15, Z0, Z12")
-	a.I("VPORD", "Z13, Z12, Z12")
-	a.I("VPSLLW", "$2, Z2, Z13")
-	a.I("VPANDD", "Z16, Z13, Z13")
-	a.I("VPSRLW", "$4, Z0, Z0")
-	a.I("VPANDD", "Z15, Z0, Z0")
-	a.I("VPORD", "Z13, Z0, Z4")
-	a.I("VPANDD", "Z16, Z2, Z0")
-	a.I("VPANDD", "Z15, Z1, Z13")
-	a.I("VPORD", "Z0, Z13, Z13")
-	a.I("VPSRLW", "$2, Z2, Z2")
-	a.I("VPANDD", "Z16, Z2, Z2")
-	a.I("VPSRLW", "$4, Z1, Z1")
-	a.I("VPANDD", "Z15, Z1, Z1")
-	a.I("VPORD", "Z2, Z1, Z5")
+	kr8ScalesW(a, kr8Z("Z16"), 32, "Z12", "Z13", "Z4", "Z5")
 	// the mins, by activation row, into the float accumulators
 	half2(16, 3)
 	for t := 0; t < M; t++ {
@@ -285,7 +266,7 @@ func genKR8SZ(a *Asm, kind kr8SKind, M int) {
 			kr8zLoad2(a, 16+32*q, q)
 		}
 	case kr8Q3:
-		kr8zScales(a, 16, "Z5", "Z6", "Z7", "Z8")
+		kr8ScalesW(a, kr8Z("Z14"), 16, "Z5", "Z6", "Z7", "Z8")
 		a.I("VPBROADCASTQ", "kr8B32<>(SB), Z4")
 		for q := 0; q < 4; q++ {
 			a.I("VPSUBB", fmt.Sprintf("Z4, Z%d, Z%d", 5+q, q))
@@ -319,7 +300,8 @@ func genKR8SZ(a *Asm, kind kr8SKind, M int) {
 		a.I("VPSUBD", acc(t)+", Z4, "+acc(t))
 	}
 	if kind == kr8Q2 {
-		kr8zScaleInto(a, M, 16, acc, fmin, true)
+		kr8zHalves(a, 16, 0)
+		kr8ScaleIntoW(a, kr8Z("Z14"), M, acc, fmin, true)
 	}
 	e := []string{"Z3", "Z4", "Z0", "Z1"}
 	if kind != kr8Q6 {
@@ -349,7 +331,7 @@ func genKR8SZ(a *Asm, kind kr8SKind, M int) {
 				}
 			}
 			for g := 4 * gq; g < 4*gq+4; g++ {
-				kr8zSQuants(a, kind, n, g)
+				kr8SQuantsW(a, kr8Z("Z14"), kind, n, g)
 				for t := 0; t < M; t++ {
 					for k := 0; k < 4; k++ {
 						a.I("VPDPBUSD.BCST", kr8Act(t, 4+128*n+32*k+4*g)+", "+e[k]+", "+P(t, k))
@@ -364,7 +346,8 @@ func genKR8SZ(a *Asm, kind kr8SKind, M int) {
 			}
 		}
 	}
-	kr8zScaleInto(a, M, 0, acc, facc, false)
+	kr8zHalves(a, 0, 0)
+	kr8ScaleIntoW(a, kr8Z("Z14"), M, acc, facc, false)
 	a.I("ADDQ", fmt.Sprintf("$%d, AX", sbs))
 	a.I("ADDQ", "$292, SI")
 	if M > 3 {
@@ -386,110 +369,10 @@ func genKR8SZ(a *Asm, kind kr8SKind, M int) {
 	kr8zEpilogue(a, lbl)
 }
 
-// kr8zScales is kr8Scales on both tiles (Z0..Z2 temporaries, Z15 the 0x0F
-// bytes, Z14 the 0x30 ones): S0, S1, M0, M1 from L at base(AX) and H at
-// base+64(AX).
-func kr8zScales(a *Asm, base int, S0, S1, M0, M1 string) {
-	kr8zLoad2(a, base, 0)
-	kr8zLoad2(a, base+32, 1)
-	kr8zLoad2(a, base+64, 2)
-	a.I("VPSLLW", "$4, Z2, "+S1)
-	a.I("VPANDD", "Z14, "+S1+", "+S1)
-	a.I("VPANDD", "Z15, Z0, "+S0)
-	a.I("VPORD", S1+", "+S0+", "+S0)
-	a.I("VPSLLW", "$2, Z2, "+S1)
-	a.I("VPANDD", "Z14, "+S1+", "+S1)
-	a.I("VPSRLW", "$4, Z0, Z0")
-	a.I("VPANDD", "Z15, Z0, Z0")
-	a.I("VPORD", S1+", Z0, "+M0)
-	a.I("VPANDD", "Z14, Z2, Z0")
-	a.I("VPANDD", "Z15, Z1, "+S1)
-	a.I("VPORD", "Z0, "+S1+", "+S1)
-	a.I("VPSRLW", "$2, Z2, Z2")
-	a.I("VPANDD", "Z14, Z2, Z2")
-	a.I("VPSRLW", "$4, Z1, Z1")
-	a.I("VPANDD", "Z15, Z1, Z1")
-	a.I("VPORD", "Z2, Z1, "+M1)
-}
-
-// kr8zScaleInto is kr8ScaleInto on both tiles: each row's int32 sums
-// acc(t) converted and multiply-added by the f16 scales at doff(AX) times
-// d_a into dst(t) (64 bytes of scratch); zero clears acc(t) after.
-func kr8zScaleInto(a *Asm, M, doff int, acc, dst func(int) string, zero bool) {
-	kr8zHalves(a, doff, 0)
-	for t := 0; t < M; t++ {
-		a.I("VBROADCASTSS", kr8Act(t, 0)+", Z1")
-		a.I("VMULPS", "Z1, Z0, Z1")
-		a.I("VCVTDQ2PS", acc(t)+", Z2")
-		a.I("VMOVUPS", dst(t)+", Z3")
-		a.I("VFMADD231PS", "Z2, Z1, Z3")
-		a.I("VMOVUPS", "Z3, "+dst(t))
-		if zero {
-			a.I("VPXORD", acc(t)+", "+acc(t)+", "+acc(t))
-		}
-	}
-}
-
-// kr8zSQuants is kr8SQuants on both tiles: group g of half n's four
-// registers of quants, Q6_K in Z3, Z4, Z0, Z1, Q3_K and Q2_K in Z3, Z4,
-// Z5, Z0.
-func kr8zSQuants(a *Asm, kind kr8SKind, n, g int) {
-	switch kind {
-	case kr8Q6:
-		o := 144 + 768*n + 96*g
-		kr8zLoad2(a, o, 0)
-		kr8zLoad2(a, o+32, 1)
-		kr8zLoad2(a, o+64, 2)
-		a.I("VPANDD", "Z15, Z0, Z3")
-		a.I("VPANDD", "Z15, Z1, Z4")
-		a.I("VPSRLW", "$4, Z0, Z0")
-		a.I("VPANDD", "Z15, Z0, Z0")
-		a.I("VPSRLW", "$4, Z1, Z1")
-		a.I("VPANDD", "Z15, Z1, Z1")
-		a.I("VPSLLW", "$4, Z2, Z5")
-		a.I("VPANDD", "Z14, Z5, Z5")
-		a.I("VPORD", "Z5, Z3, Z3")
-		a.I("VPSLLW", "$2, Z2, Z5")
-		a.I("VPANDD", "Z14, Z5, Z5")
-		a.I("VPORD", "Z5, Z4, Z4")
-		a.I("VPANDD", "Z14, Z2, Z5")
-		a.I("VPORD", "Z5, Z0, Z0")
-		a.I("VPSRLW", "$2, Z2, Z2")
-		a.I("VPANDD", "Z14, Z2, Z2")
-		a.I("VPORD", "Z2, Z1, Z1")
-		return
-	case kr8Q3:
-		kr8zLoad2(a, 112+256*n+32*g, 0)
-		kr8zLoad2(a, 624+32*g, 1)
-	case kr8Q2:
-		kr8zLoad2(a, 160+256*n+32*g, 0)
-	}
-	for k, dst := range []string{"Z3", "Z4", "Z5", "Z0"} {
-		src := "Z0"
-		if k > 0 {
-			a.I("VPSRLW", fmt.Sprintf("$%d, Z0, %s", 2*k, dst))
-			src = dst
-		}
-		a.I("VPANDD.BCST", "kr8M3<>(SB), "+src+", "+dst)
-		if kind != kr8Q3 {
-			continue
-		}
-		tmp := "Z2"
-		if k == 3 {
-			tmp = "Z1"
-		}
-		hm := tmp
-		switch sh := 4*n + k - 2; {
-		case sh > 0:
-			a.I("VPSRLW", fmt.Sprintf("$%d, Z1, %s", sh, tmp))
-		case sh < 0:
-			a.I("VPSLLW", fmt.Sprintf("$%d, Z1, %s", -sh, tmp))
-		default:
-			hm = "Z1"
-		}
-		a.I("VPANDD.BCST", "kr8M4<>(SB), "+hm+", "+tmp)
-		a.I("VPORD", tmp+", "+dst+", "+dst)
-	}
+// kr8Z is the ZMM width of the two-tile kernels (kr8Width), hi the
+// register that holds the 0x30 bytes.
+func kr8Z(hi string) kr8Width {
+	return kr8Width{"Z", "VPANDD", "VPORD", "VPXORD", "VPANDD.BCST", "Z15", hi, kr8zLoad2}
 }
 
 // genR8Q5Z writes the ZMM two-tile form of the eight-row legacy VNNI
