@@ -136,14 +136,14 @@ func PackTier() string {
 
 // PackTierRuns reports whether this CPU and build run the kernels of the
 // weight layouts pack-weights writes for tier ("avx2", "r8vnni": the
-// four-row and eight-row layouts, AVX2+FMA+F16C; "avx512": the sixteen-row
-// layouts, AVX-512 VNNI, and the eight-row ones; "kquant": the eight-row
+// eight-row layouts, AVX2+FMA+F16C; "avx512": the sixteen-row layouts,
+// AVX-512 VNNI, and the eight-row ones; "kquant": the eight-row K-quant
 // ones), after the MINFER_NO_* switches.
 func PackTierRuns(tier string) bool {
 	kq := rowKernels[quant.Q4_Kr8] != nil
 	switch tier {
 	case "avx2", "r8vnni":
-		return kq && rowKernels[quant.Q5_0x4] != nil && rowKernels[quant.Q5_0r8] != nil
+		return kq && rowKernels[quant.Q5_0r8] != nil
 	case "avx512":
 		return kq && rowKernels[quant.Q8_0r16] != nil
 	case "kquant":

@@ -19,8 +19,8 @@ import (
 // AVX-512 VNNI tier runs VPDPBUSD forms of them (kr8VNNIKernels), whose
 // exact integer sums give the same bits, so every tier gets the same
 // logits; where 512-bit operations run at full rate, ZMM forms of those
-// take two tiles at a time (kr8ZMMKernels). The layouts have no other kernels, so a plan holding them needs
-// those features (plan.CheckCPU; NewMatMul names the recompile command
+// take two tiles at a time (kr8ZMMKernels). The layouts have no other
+// kernels, so a plan holding them needs those features (plan.CheckCPU; NewMatMul names the recompile command
 // where they are missing).
 
 type kr8Kernel func(w *byte, nb int, a *byte, arb int, rec *byte, scr *byte, y *float32, ldy int, tiles int)
@@ -281,9 +281,15 @@ func kr8Recs(t quant.Type) bool { return t == quant.Q4_Kr8 || t == quant.Q5_Kr8 
 // kr8MaxM is the most activation rows one kernel call takes.
 const kr8MaxM = 4
 
+// kr8KernScratch is the most scratch a kernel uses: 64+96·4 bytes (the
+// YMM forms), 512 (the ZMM forms: four rows' sums or Q3_K's scales and
+// four rows' float accumulators, 64 bytes each).
+const kr8KernScratch = 512
+
 // kr8Scratch is the bytes at the start of the pooled buffer: the kernels'
-// scratch (64+96·4) and the outputs of one cut tile (4 rows of 8 floats).
-const kr8Scratch = 64 + 96*kr8MaxM + 4*quant.R8Rows*4
+// scratch (kr8KernScratch) and the outputs of one cut tile (4 rows of 8
+// floats) after it.
+const kr8Scratch = kr8KernScratch + 4*quant.R8Rows*4
 
 // kr8RecKind is the actKey kind of the kernels' records.
 const kr8RecKind = 808
@@ -363,7 +369,7 @@ func kr8Check(t quant.Type, K int, w []byte, wrb int, act []byte, arb, M int, y 
 // kr8Rows is the RowsFunc of eight-row layout t (one activation row:
 // decode). Only Q4_Kr8's and Q5_Kr8's kernels read records (kr8Recs).
 func kr8Rows(t quant.Type) RowsFunc {
-	ks, zs := kr8Kernels[t], kr8ZMM[t]
+	ks := kr8Kernels[t] // one row: no ZMM form (internal/asmgen/kr8z.go)
 	recs := kr8Recs(t)
 	return func(K int, w []byte, wrb int, a []byte, y []float32, n0, n1 int) {
 		if n1 <= n0 {
@@ -380,7 +386,7 @@ func kr8Rows(t quant.Type) RowsFunc {
 		if recs {
 			kr8Records(rec, a, 0, 1, nb)
 		}
-		kr8Run(&ks, zs, 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[64+96*kr8MaxM])))
+		kr8Run(&ks, nil, 1, w, wrb, nb, a, 0, rec, b, y, 0, n0, n1, (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&b[kr8KernScratch])))
 		smallRecs.Put(bp)
 	}
 }
@@ -428,7 +434,7 @@ func kr8SmallRun(t quant.Type, ks, zs *[4]kr8Kernel, K int, w []byte, wrb int, a
 		fill(b)
 	}
 	scr := aligned32(bp, kr8Scratch)
-	tmp := (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&scr[64+96*kr8MaxM]))
+	tmp := (*[4 * quant.R8Rows]float32)(unsafe.Pointer(&scr[kr8KernScratch]))
 	rec := unsafe.Slice((*int16)(unsafe.Pointer(&b[0])), n/2)
 	rpr := 0 // records (int16s) per activation row
 	if kr8Recs(t) {
