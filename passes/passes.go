@@ -540,9 +540,10 @@ func packedR8VNNI(t quant.Type) quant.Type {
 //     AVX2 kernels that put a row in each lane, which the AVX-512 tier
 //     runs too);
 //   - "r8vnni": the legacy types as "avx2" does and Q4_K, Q5_K, Q6_K as
-//     "kquant" does: the layouts whose ZMM kernels beat the GGUF layout's
-//     where 512-bit operations run at full rate (Zen 5), Q3_K and Q2_K left
-//     to the GGUF layout's VNNI row kernels, which decode faster there.
+//     "kquant" does, Q3_K and Q2_K left to the GGUF layout's VNNI row
+//     kernels, which decode them 12-16% faster where 512-bit operations run
+//     at full rate (Zen 5), though the eight-row ZMM kernels prefill them
+//     1.5x as fast (auto takes "avx2" there).
 //
 // The r16 and r8 layouts have llama.cpp's repacked-kernel float order, not
 // its vec_dot order (Q4_Kr8: the order llama.cpp itself runs for Q4_K on

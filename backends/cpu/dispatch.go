@@ -115,19 +115,18 @@ var zmmEightRow bool
 // PackTier is the tier whose weight layouts minferc's pack-weights pass
 // should write for this CPU (minferc compile --pack-weights auto): "avx2"
 // when the AVX2 kernels run Q5_0 here (AVX2+FMA+F16C without AVX-512
-// VNNI, or with it switched off by MINFER_NO_AVX512=1); on the AVX-512
-// VNNI tier "r8vnni" where 512-bit operations run at full rate (the ZMM
-// two-tile kernels of the eight-row layouts prefill about twice as fast
-// as the GGUF layout's, and Q3_K, Q2_K stay in the GGUF layout, whose VNNI
-// row kernels decode faster), else "kquant" (Q4_K..Q6_K only: on Zen 4
-// the legacy types' GGUF-layout ZMM GEMMs beat the YMM eight-row
-// kernels); "" without AVX2 (docs/PERFORMANCE.md).
+// VNNI, or with it switched off by MINFER_NO_AVX512=1) and on the AVX-512
+// VNNI tier where 512-bit operations run at full rate (Zen 5: the ZMM
+// two-tile kernels of the eight-row layouts prefill 1.5-2x as fast as the
+// GGUF layout's; for Q3_K and Q2_K that costs 12-16% of one-thread decode
+// against their GGUF-layout VNNI row kernels, which "r8vnni" keeps); else
+// "kquant" (Q4_K..Q6_K only: on Zen 4 the legacy types' GGUF-layout ZMM
+// GEMMs beat the YMM eight-row kernels); "" without AVX2
+// (docs/PERFORMANCE.md).
 func PackTier() string {
 	switch {
-	case hasAVX2 && !hasVNNI:
+	case hasAVX2 && (!hasVNNI || zmmEightRow):
 		return "avx2"
-	case hasAVX2 && zmmEightRow:
-		return "r8vnni"
 	case hasAVX2:
 		return "kquant"
 	}
