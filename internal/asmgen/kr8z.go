@@ -30,7 +30,9 @@ import "fmt"
 // slower than the YMM kernel's one (BenchmarkKR8Decode, Zen 5, ratio to a
 // plain read: Q4_Kr8 K=1024 0.46–0.48 against 0.56–0.63, Q6_Kr8
 // 0.43–0.49 against 0.72–0.76; prefetching only one of the two tiles
-// changed nothing), though in L2 they were the faster.
+// changed nothing; prefetching both into L1 8 KiB ahead, as the YMM
+// forms do on Zen 5, Q4_Kr8 0.61–0.79 against their 0.64–0.88), though in
+// L2 they were the faster.
 //
 // Registers: Z0..Z3 temporaries; Z4+2t, Z5+2t activation row t's int32
 // sums of the chunk's two sub-blocks; Z12, Z13 the scales S0, S1; Z3 the
