@@ -543,7 +543,7 @@ func packedR8VNNI(t quant.Type) quant.Type {
 //     "kquant" does, Q3_K and Q2_K left to the GGUF layout's VNNI row
 //     kernels, which decode them 12-16% faster where 512-bit operations run
 //     at full rate (Zen 5), though the eight-row ZMM kernels prefill them
-//     1.5x as fast (auto takes "avx2" there).
+//     1.5-1.7x as fast (auto takes "avx2" there).
 //
 // The r16 and r8 layouts have llama.cpp's repacked-kernel float order, not
 // its vec_dot order (Q4_Kr8: the order llama.cpp itself runs for Q4_K on

@@ -40,15 +40,20 @@ func x86Model() (vendor string, family, model uint32) {
 // row kernel decoded slower than the YMM one (rows_f16_amd64.go).
 // MINFER_KQGEMM=avx2 or =avx512 overrides the choice for both; either way
 // every output has the same bits.
-func zmmHalfRate() bool {
-	switch os.Getenv("MINFER_KQGEMM") {
-	case "avx2":
+func zmmHalfRate() bool { return amdFamilyChoice("MINFER_KQGEMM", "avx2", "avx512", 0x19) }
+
+// amdFamilyChoice is a start-up choice by CPU: true on AMD CPUs of the
+// given family, unless the environment variable env says yes (true) or no
+// (false).
+func amdFamilyChoice(env, yes, no string, family uint32) bool {
+	switch os.Getenv(env) {
+	case yes:
 		return true
-	case "avx512":
+	case no:
 		return false
 	}
-	vendor, family, _ := x86Model()
-	return vendor == "AuthenticAMD" && family == 0x19
+	vendor, f, _ := x86Model()
+	return vendor == "AuthenticAMD" && f == family
 }
 
 // prefetchL1 reports whether the eight-row K-quant layouts' one-row
@@ -60,13 +65,4 @@ func zmmHalfRate() bool {
 // prefetch into L1 had stalled on the L1's miss buffers (the sixteen-row
 // kernels, seventeenth session). MINFER_PREFETCH=l1 or =l2 overrides; the
 // bits are the same either way.
-func prefetchL1() bool {
-	switch os.Getenv("MINFER_PREFETCH") {
-	case "l1":
-		return true
-	case "l2":
-		return false
-	}
-	vendor, family, _ := x86Model()
-	return vendor == "AuthenticAMD" && family == 0x1a
-}
+func prefetchL1() bool { return amdFamilyChoice("MINFER_PREFETCH", "l1", "l2", 0x1a) }

@@ -117,7 +117,7 @@ var zmmEightRow bool
 // when the AVX2 kernels run Q5_0 here (AVX2+FMA+F16C without AVX-512
 // VNNI, or with it switched off by MINFER_NO_AVX512=1) and on the AVX-512
 // VNNI tier where 512-bit operations run at full rate (Zen 5: the ZMM
-// two-tile kernels of the eight-row layouts prefill 1.5-2x as fast as the
+// two-tile kernels of the eight-row layouts prefill 1.5-1.7x as fast as the
 // GGUF layout's; for Q3_K and Q2_K that costs 12-16% of one-thread decode
 // against their GGUF-layout VNNI row kernels, which "r8vnni" keeps); else
 // "kquant" (Q4_K..Q6_K only: on Zen 4 the legacy types' GGUF-layout ZMM

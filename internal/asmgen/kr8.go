@@ -194,11 +194,14 @@ func kr8Mask(a *Asm, name string, f func(r int) [4]int) {
 // 32 bytes of each tile at off(AX) load into a register.
 type kr8Width struct {
 	r, and, or, xor, andBcst, nib, hi string
-	load                              func(a *Asm, off, dst int)
+	// masks begins the names of the VPSHUFB controls of the width's size
+	// (kr8PairHi<e> or kr8zPairHi<e>, ...)
+	masks string
+	load  func(a *Asm, off, dst int)
 }
 
 // kr8Y is the YMM width: one tile, Y15 the 0x0F bytes, kr8Hi<> the 0x30.
-var kr8Y = kr8Width{"Y", "VPAND", "VPOR", "VPXOR", "VPAND", "Y15", "kr8Hi<>(SB)", func(a *Asm, off, dst int) {
+var kr8Y = kr8Width{"Y", "VPAND", "VPOR", "VPXOR", "VPAND", "Y15", "kr8Hi<>(SB)", "kr8", func(a *Asm, off, dst int) {
 	a.I("VMOVDQU", fmt.Sprintf("%d(AX), Y%d", off, dst))
 }}
 
@@ -719,7 +722,6 @@ func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool, pf kr8Pref) {
 		name, lbl = name+"v", lbl+"v"
 	}
 	sbs := kind.sbs()
-	P := func(t, k int) string { return fmt.Sprintf("Y%d", 16+4*t+k) }
 	acc := func(t int) string { return fmt.Sprintf("Y%d", 10+t) }
 	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 32*t) }
 	fmin := func(t int) string { return fmt.Sprintf("%d(DX)", 256+32*t) }
@@ -763,26 +765,7 @@ func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool, pf kr8Pref) {
 			a.I("VPAND", fmt.Sprintf("Y15, Y%d, Y%d", q, q))
 		}
 	}
-	for t := 0; t < M; t++ {
-		for p := 0; p < 8; p++ {
-			a.I("VPSHUFB", fmt.Sprintf("kr8PairHi%d<>(SB)", p%2), fmt.Sprintf("Y%d", p/2), "Y4")
-			a.I("VPSRAW", "$8, Y4, Y4")
-			a.I("VPBROADCASTD", kr8Act(t, 260+4*p)+", Y5")
-			if p == 0 {
-				a.I("VPMADDWD", "Y5, Y4, "+acc(t))
-				continue
-			}
-			a.I("VPMADDWD", "Y5, Y4, Y4")
-			a.I("VPADDD", "Y4, "+acc(t)+", "+acc(t))
-		}
-		if kind == kr8Q2 {
-			continue
-		}
-		// the sums start at −32 (−4) times the scaled bsums
-		a.I("VPSLLD", fmt.Sprintf("$%d, %s, %s", map[kr8SKind]int{kr8Q6: 5, kr8Q3: 2}[kind], acc(t), acc(t)))
-		a.I("VPXOR", "Y4, Y4, Y4")
-		a.I("VPSUBD", acc(t)+", Y4, "+acc(t))
-	}
+	kr8BsumsW(a, kr8Y, kind, M, acc)
 	if kind == kr8Q2 {
 		kr8ScaleInto(a, M, 16, acc, fmin, true)
 	}
@@ -805,42 +788,17 @@ func genKR8S(a *Asm, kind kr8SKind, M int, vnni bool, pf kr8Pref) {
 					a.I("VPAND", fmt.Sprintf("Y15, Y%d, Y%d", h, h))
 				}
 			}
-			for k := 0; k < 4; k++ {
-				jj := (2*k + gq) % 4
-				d := fmt.Sprintf("Y%d", 6+k)
-				if vnni {
-					a.I("VPSHUFB", fmt.Sprintf("kr8DupHD%d<>(SB)", jj), fmt.Sprintf("Y%d", k/2), d)
-					a.I("VPSRAD", "$24, "+d+", "+d)
-					continue
-				}
-				a.I("VPSHUFB", fmt.Sprintf("kr8DupHi%d<>(SB)", jj), fmt.Sprintf("Y%d", k/2), d)
-				a.I("VPSRAW", "$8, "+d+", "+d)
-			}
 			if vnni {
-				for t := 0; t < M; t++ {
-					for k := 0; k < 4; k++ {
-						a.I("VPXORD", P(t, k)+", "+P(t, k)+", "+P(t, k))
-					}
-				}
+				kr8SQuarterVNNIW(a, kr8Y, kind, M, n, gq, acc)
+				continue
+			}
+			for k := 0; k < 4; k++ {
+				d := fmt.Sprintf("Y%d", 6+k)
+				a.I("VPSHUFB", fmt.Sprintf("kr8DupHi%d<>(SB)", (2*k+gq)%4), fmt.Sprintf("Y%d", k/2), d)
+				a.I("VPSRAW", "$8, "+d+", "+d)
 			}
 			for g := 4 * gq; g < 4*gq+4; g++ {
 				kr8SQuants(a, kind, n, g)
-				if vnni {
-					for t := 0; t < M; t++ {
-						for k := 0; k < 4; k++ {
-							a.I("VPDPBUSD.BCST", kr8Act(t, 4+128*n+32*k+4*g)+", "+e[k]+", "+P(t, k))
-						}
-					}
-					if g == 4*gq+3 {
-						for t := 0; t < M; t++ {
-							for k := 0; k < 4; k++ {
-								a.I("VPMULLD", fmt.Sprintf("Y%d, %s, %s", 6+k, P(t, k), P(t, k)))
-								a.I("VPADDD", P(t, k)+", "+acc(t)+", "+acc(t))
-							}
-						}
-					}
-					continue
-				}
 				if M == 1 {
 					// one row: group16 groups summed in 16 bits before the
 					// scale
@@ -985,6 +943,75 @@ func kr8SQuantsW(a *Asm, w kr8Width, kind kr8SKind, n, g int) {
 		}
 		a.I(w.andBcst, "kr8M4<>(SB), "+hm+", "+tmp)
 		a.I(w.or, tmp+", "+dst+", "+dst)
+	}
+}
+
+// kr8BsumsW starts each activation row t's int32 sums acc(t) of a
+// sixteen-sub-block super-block at width w, from the sixteen (row,
+// sub-block) signed bytes in registers 0..3 (Q6_K's and Q3_K's scales,
+// Q2_K's mins) against the Q8_K block's bsums: Σ_j b_j·bsums_j, times −32
+// (Q6_K) or −4 (Q3_K); Q2_K's is the mins' sum, left positive (registers 4
+// and 5 temporaries).
+func kr8BsumsW(a *Asm, w kr8Width, kind kr8SKind, M int, acc func(int) string) {
+	r4, r5 := w.reg(4), w.reg(5)
+	for t := 0; t < M; t++ {
+		for p := 0; p < 8; p++ {
+			a.I("VPSHUFB", fmt.Sprintf("%sPairHi%d<>(SB)", w.masks, p%2), w.reg(p/2), r4)
+			a.I("VPSRAW", "$8, "+r4+", "+r4)
+			a.I("VPBROADCASTD", kr8Act(t, 260+4*p)+", "+r5)
+			if p == 0 {
+				a.I("VPMADDWD", r5+", "+r4+", "+acc(t))
+				continue
+			}
+			a.I("VPMADDWD", r5+", "+r4+", "+r4)
+			a.I("VPADDD", r4+", "+acc(t)+", "+acc(t))
+		}
+		if kind == kr8Q2 {
+			continue
+		}
+		// the sums start at −32 (−4) times the scaled bsums
+		a.I("VPSLLD", fmt.Sprintf("$%d, %s, %s", map[kr8SKind]int{kr8Q6: 5, kr8Q3: 2}[kind], acc(t), acc(t)))
+		a.I(w.xor, r4+", "+r4+", "+r4)
+		a.I("VPSUBD", acc(t)+", "+r4+", "+acc(t))
+	}
+}
+
+// kr8SQuarterVNNIW is a quarter (half n, groups 4gq..4gq+3) of a
+// sixteen-sub-block super-block in the VNNI forms, at width w, the
+// quarter's scale bytes in registers 0 and 1: the four sub-blocks' scales
+// spread into sign-extended dwords (registers 6..9), and per activation row
+// t and sub-block k an int32 sum (register 16+4t+k) zeroed, VPDPBUSD of
+// each group's quants against four activation bytes broadcast from
+// memory, then VPMULLD by the scales into acc(t).
+func kr8SQuarterVNNIW(a *Asm, w kr8Width, kind kr8SKind, M, n, gq int, acc func(int) string) {
+	P := func(t, k int) string { return w.reg(16 + 4*t + k) }
+	e := []string{w.reg(3), w.reg(4), w.reg(0), w.reg(1)}
+	if kind != kr8Q6 {
+		e = []string{w.reg(3), w.reg(4), w.reg(5), w.reg(0)}
+	}
+	for k := 0; k < 4; k++ {
+		d := w.reg(6 + k)
+		a.I("VPSHUFB", fmt.Sprintf("%sDupHD%d<>(SB)", w.masks, (2*k+gq)%4), w.reg(k/2), d)
+		a.I("VPSRAD", "$24, "+d+", "+d)
+	}
+	for t := 0; t < M; t++ {
+		for k := 0; k < 4; k++ {
+			a.I("VPXORD", P(t, k)+", "+P(t, k)+", "+P(t, k))
+		}
+	}
+	for g := 4 * gq; g < 4*gq+4; g++ {
+		kr8SQuantsW(a, w, kind, n, g)
+		for t := 0; t < M; t++ {
+			for k := 0; k < 4; k++ {
+				a.I("VPDPBUSD.BCST", kr8Act(t, 4+128*n+32*k+4*g)+", "+e[k]+", "+P(t, k))
+			}
+		}
+	}
+	for t := 0; t < M; t++ {
+		for k := 0; k < 4; k++ {
+			a.I("VPMULLD", w.reg(6+k)+", "+P(t, k)+", "+P(t, k))
+			a.I("VPADDD", P(t, k)+", "+acc(t)+", "+acc(t))
+		}
 	}
 }
 

@@ -243,7 +243,6 @@ func kr8zMask(a *Asm, name string, f func(r int) [4]int) {
 // by dword broadcast. AX, R13, CX and the rest as genKR8Z's.
 func genKR8SZ(a *Asm, kind kr8SKind, M int) {
 	name, lbl, sbs := fmt.Sprintf("kr8Q%sKm%dz", kind.tag(), M), fmt.Sprintf("kr8q%sk_%dz", kind.tag(), M), kind.sbs()
-	P := func(t, k int) string { return fmt.Sprintf("Z%d", 16+4*t+k) }
 	acc := func(t int) string { return fmt.Sprintf("Z%d", 10+t) }
 	facc := func(t int) string { return fmt.Sprintf("%d(DX)", 64*t) }
 	fmin := func(t int) string { return fmt.Sprintf("%d(DX)", 256+64*t) }
@@ -281,33 +280,10 @@ func genKR8SZ(a *Asm, kind kr8SKind, M int) {
 			a.I("VPANDD", fmt.Sprintf("Z15, Z%d, Z%d", q, q))
 		}
 	}
-	for t := 0; t < M; t++ {
-		for p := 0; p < 8; p++ {
-			a.I("VPSHUFB", fmt.Sprintf("kr8zPairHi%d<>(SB), Z%d, Z4", p%2, p/2))
-			a.I("VPSRAW", "$8, Z4, Z4")
-			a.I("VPBROADCASTD", kr8Act(t, 260+4*p)+", Z5")
-			if p == 0 {
-				a.I("VPMADDWD", "Z5, Z4, "+acc(t))
-				continue
-			}
-			a.I("VPMADDWD", "Z5, Z4, Z4")
-			a.I("VPADDD", "Z4, "+acc(t)+", "+acc(t))
-		}
-		if kind == kr8Q2 {
-			continue
-		}
-		// the sums start at −32 (−4) times the scaled bsums
-		a.I("VPSLLD", fmt.Sprintf("$%d, %s, %s", map[kr8SKind]int{kr8Q6: 5, kr8Q3: 2}[kind], acc(t), acc(t)))
-		a.I("VPXORD", "Z4, Z4, Z4")
-		a.I("VPSUBD", acc(t)+", Z4, "+acc(t))
-	}
+	kr8BsumsW(a, kr8Z("Z14"), kind, M, acc)
 	if kind == kr8Q2 {
 		kr8zHalves(a, 16, 0)
 		kr8ScaleIntoW(a, kr8Z("Z14"), M, acc, fmin, true)
-	}
-	e := []string{"Z3", "Z4", "Z0", "Z1"}
-	if kind != kr8Q6 {
-		e = []string{"Z3", "Z4", "Z5", "Z0"}
 	}
 	for n := 0; n < 2; n++ {
 		for gq := 0; gq < 2; gq++ {
@@ -322,30 +298,7 @@ func genKR8SZ(a *Asm, kind kr8SKind, M int) {
 					a.I("VPANDD", fmt.Sprintf("Z15, Z%d, Z%d", h, h))
 				}
 			}
-			for k := 0; k < 4; k++ {
-				d := fmt.Sprintf("Z%d", 6+k)
-				a.I("VPSHUFB", fmt.Sprintf("kr8zDupHD%d<>(SB), Z%d, %s", (2*k+gq)%4, k/2, d))
-				a.I("VPSRAD", "$24, "+d+", "+d)
-			}
-			for t := 0; t < M; t++ {
-				for k := 0; k < 4; k++ {
-					a.I("VPXORD", P(t, k)+", "+P(t, k)+", "+P(t, k))
-				}
-			}
-			for g := 4 * gq; g < 4*gq+4; g++ {
-				kr8SQuantsW(a, kr8Z("Z14"), kind, n, g)
-				for t := 0; t < M; t++ {
-					for k := 0; k < 4; k++ {
-						a.I("VPDPBUSD.BCST", kr8Act(t, 4+128*n+32*k+4*g)+", "+e[k]+", "+P(t, k))
-					}
-				}
-			}
-			for t := 0; t < M; t++ {
-				for k := 0; k < 4; k++ {
-					a.I("VPMULLD", fmt.Sprintf("Z%d, %s, %s", 6+k, P(t, k), P(t, k)))
-					a.I("VPADDD", P(t, k)+", "+acc(t)+", "+acc(t))
-				}
-			}
+			kr8SQuarterVNNIW(a, kr8Z("Z14"), kind, M, n, gq, acc)
 		}
 	}
 	kr8zHalves(a, 0, 0)
@@ -374,7 +327,7 @@ func genKR8SZ(a *Asm, kind kr8SKind, M int) {
 // kr8Z is the ZMM width of the two-tile kernels (kr8Width), hi the
 // register that holds the 0x30 bytes.
 func kr8Z(hi string) kr8Width {
-	return kr8Width{"Z", "VPANDD", "VPORD", "VPXORD", "VPANDD.BCST", "Z15", hi, kr8zLoad2}
+	return kr8Width{"Z", "VPANDD", "VPORD", "VPXORD", "VPANDD.BCST", "Z15", hi, "kr8z", kr8zLoad2}
 }
 
 // genR8Q5Z writes the ZMM two-tile form of the eight-row legacy VNNI
